@@ -1,0 +1,132 @@
+// backend.h — the op interface. The model's forward and backward (model.c) are written once on top of it;
+// backend_cpu.c (fp32 reference, OpenBLAS + OpenMP) and backend_cuda.cu (bf16 mixed precision) implement it.
+//
+// Conventions
+// - M = B*T tokens, row-major (M, features). "ld" arguments are row strides in elements, so ops can read and
+//   write column slices of a wider buffer (e.g. xi = xz[:, :d_inner] with ld 2*d_inner).
+// - Two element types appear:
+//     ACT  the backend's activation/compute type: `real` (float, or double in the float64 test build) on the
+//          CPU, bf16 on CUDA. Activations, compute copies of weight matrices, and activation gradients.
+//     F32  always `real` on the CPU, fp32 on CUDA: master weights, parameter gradients, Adam moments, the
+//          residual stream and its gradient, rstd, per-token losses.
+//   Small per-channel parameters (norm weights, conv weight/bias, dt bias, A_log, D) are always passed as F32
+//   master pointers; weight matrices (embedding, in/x/dt/out projections) as ACT compute copies.
+// - Parameter-gradient outputs (dW, dbias, dw_norm, ...) ACCUMULATE (+=), so gradient accumulation over
+//   micro-batches is free; the model zeroes the gradient buffer at the start of an optimizer step.
+//   Activation-gradient outputs overwrite unless an `accumulate` flag says otherwise.
+// - Document resets (DESIGN §2): int32 `pos` (M) is each token's position within its document. The conv and
+//   the scan treat token t as the start of a new document when pos[t] == 0 OR t % T == 0 (row start): a conv
+//   tap j steps back is read only if j <= pos[t] and j <= t % T; the scan state restarts at such tokens. The
+//   same holds in the backward, so no gradient crosses a document start.
+// - Integer inputs (tokens, pos, targets) live in device memory (upload them first).
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef PM_REAL
+#define PM_REAL float
+#endif
+typedef PM_REAL real;  // the CPU backend's arithmetic type
+
+// One parameter tensor's range in the flat parameter buffer, for the optimizer.
+typedef struct {
+    size_t offset, size;  // in elements
+    int decay;            // 1: weight decay applies (matrices and embedding); 0: A_log, D, biases, norms
+} ParamSegment;
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+    float grad_scale;  // multiply gradients by this first (global-norm clipping); 1 for none
+    int step;          // 1-based step, for bias correction
+} AdamWArgs;
+
+typedef struct Backend {
+    const char *name;  // "cpu" or "cuda"
+    size_t act_bytes;  // sizeof an ACT element
+    size_t f32_bytes;  // sizeof an F32 element (sizeof(real) on the CPU, 4 on CUDA)
+    int deterministic; // 1: bit-identical results run to run (no floating-point atomics)
+
+    // ---- memory (device memory for CUDA) ----
+    void *(*alloc)(size_t bytes);  // zero-filled
+    void (*free)(void *p);
+    void (*upload)(void *dst, const void *src, size_t bytes);    // host -> backend
+    void (*download)(void *dst, const void *src, size_t bytes);  // backend -> host
+    void (*memzero)(void *p, size_t bytes);
+    void (*synchronize)(void);
+    // Convert n F32 values to ACT (compute copies of weights; the CPU backend copies).
+    void (*f32_to_act)(void *dst_act, const void *src_f32, size_t n);
+    // Convert n ACT values to F32 (diagnostics, tests).
+    void (*act_to_f32)(void *dst_f32, const void *src_act, size_t n);
+
+    // ---- ops ----
+    // out (M, C) F32 = wte[tokens]; wte (V, C) ACT
+    void (*embedding_fwd)(void *out, const int32_t *tokens, const void *wte, int M, int C);
+    // dwte (V, C) F32 += scatter of dout (M, C) F32 by token
+    void (*embedding_bwd)(void *dwte, const void *dout, const int32_t *tokens, int M, int C, int V);
+
+    // Fused residual add + RMSNorm: res_out = res_in + h (h may be NULL: res_out = res_in; res_out may alias
+    // res_in); xn = res_out * rstd * w; rstd = 1/sqrt(mean(res_out^2) + eps).
+    // res_* F32 (M, C); h ACT (M, C); w F32 (C); xn ACT (M, C); rstd F32 (M)
+    void (*add_rmsnorm_fwd)(void *res_out, void *xn, void *rstd, const void *res_in, const void *h,
+                            const void *w, int M, int C, float eps);
+    // dres (M, C) F32 += d(xn)/d(res) applied to dxn; dw (C) F32 += sum over tokens; then, if dres_act is not
+    // NULL, dres_act (M, C) ACT = dres (the gradient flowing into the previous layer's mixer output).
+    void (*rmsnorm_bwd)(void *dres, void *dres_act, void *dw, const void *dxn, const void *res, const void *w,
+                        const void *rstd, int M, int C);
+
+    // out[m, n] (ldo) = sum_k inp[m, k] (ldi) * W[n, k] + bias[n];  W (N, K) ACT contiguous; bias F32 or NULL.
+    void (*matmul_fwd)(void *out, int ldo, const void *inp, int ldi, const void *W, const void *bias, int M,
+                       int N, int K);
+    // dinp (M, K) (ldd) = dout @ W, added to dinp if accumulate_dinp; dW (N, K) F32 += dout^T @ inp;
+    // dbias (N) F32 += column sums of dout. Any of dinp, dW, dbias may be NULL. dout (M, N) ACT (lddo).
+    void (*matmul_bwd)(void *dinp, int ldd, int accumulate_dinp, void *dW, void *dbias, const void *dout,
+                       int lddo, const void *inp, int ldi, const void *W, int M, int N, int K);
+
+    // Depthwise causal conv1d with document resets, then SiLU:
+    // u[t, c] = silu(b[c] + sum_{k<K} w[c, k] * xi[t-K+1+k, c])   (taps before the document start read 0)
+    // xi ACT (ldx); w (C, K) F32; b (C) F32; u (M, C) ACT contiguous
+    void (*conv_silu_fwd)(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
+                          int M, int T, int C, int K);
+    // Given du (M, C) ACT, recompute the pre-activation and write dxi (ldx, overwrite), dw += , db += .
+    void (*conv_silu_bwd)(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi,
+                          const void *w, const void *b, const int32_t *pos, int M, int T, int C, int K);
+
+    // Selective scan with document resets, softplus of delta, D skip and z gating (DESIGN §1):
+    // delta = softplus(dpre + dt_bias); A = -exp(A_log);
+    // s_t = exp(delta*A) * s_{t-1} + delta * B_t * u_t  (s = 0 before a document start);
+    // out[t, c] = (sum_n s_t[c, n] C_t[n] + D[c] u[t, c]) * silu(z[t, c])
+    // u, dpre (M, Cd) ACT contiguous; Bm, Cm (M, N) ACT with row stride ldbc; z ACT (ldz);
+    // dt_bias, D (Cd) F32; A_log (Cd, N) F32; out (M, Cd) ACT.
+    void (*scan_fwd)(void *out, const void *u, const void *dpre, const void *dt_bias, const void *A_log,
+                     const void *Bm, const void *Cm, int ldbc, const void *D, const void *z, int ldz,
+                     const int32_t *pos, int M, int T, int Cd, int N);
+    // Backward of scan_fwd given dout (M, Cd) ACT. Overwrites du, ddpre (M, Cd) ACT, dB, dC (ldbc) ACT,
+    // dz (ldz) ACT; accumulates ddt_bias, dD (Cd) and dA_log (Cd, N) F32. Recomputes what it needs.
+    void (*scan_bwd)(void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log,
+                     void *dD, const void *dout, const void *u, const void *dpre, const void *dt_bias,
+                     const void *A_log, const void *Bm, const void *Cm, int ldbc, const void *D,
+                     const void *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N);
+
+    // Tied LM head + cross-entropy over all Vp logits, in chunks of tokens (no (M, Vp) buffer needed):
+    // logits = x @ wte^T; loss[m] = logsumexp(logits[m]) - logits[m, targets[m]] (0 where ignored).
+    // If dx is not NULL, also the backward with dloss[m] = loss_scale (0 where ignored):
+    //   dx (M, C) ACT = dlogits @ wte (overwrite), dwte (Vp, C) F32 += dlogits^T @ x.
+    // If logits_out is not NULL, write the fp32 logits (M, Vp) there (eval/generate/tests).
+    // x (M, C) ACT; wte (Vp, C) ACT; targets int32 (M); loss (M) F32.
+    void (*classifier)(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
+                       const int32_t *targets, float loss_scale, int M, int C, int Vp);
+
+    // Sum of squares of n F32 values, returned to the host (deterministic order).
+    double (*sumsq)(const void *x, size_t n);
+    // AdamW (PyTorch semantics: p -= lr*wd*p on decayed segments, then the Adam update with bias
+    // correction) over every segment; g is multiplied by a->grad_scale first. params, grads, m, v F32;
+    // if params_act is not NULL it receives the updated parameters as ACT (the compute copy).
+    void (*adamw)(void *params, void *params_act, const void *grads, void *m, void *v,
+                  const ParamSegment *segs, int nsegs, const AdamWArgs *a);
+} Backend;
+
+const Backend *backend_cpu(void);
+// NULL with pm_error set when there is no usable GPU (or the binary was built without CUDA).
+const Backend *backend_cuda(int deterministic);
+// By name: "cpu" or "cuda"; dies with a clear message when unavailable.
+const Backend *backend_get(const char *name, int deterministic);

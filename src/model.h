@@ -1,0 +1,122 @@
+// model.h — the Mamba-1 language model (DESIGN §1): configuration, presets, the flat parameter layout with
+// reference tensor names, and forward/backward written once on the Backend interface (backend.h).
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "batch.h"
+
+typedef struct {
+    int n_layer, d_model, vocab_size;  // as in the reference config.json
+    int pad_vocab_multiple;            // vocab padded up to a multiple of this (8)
+    int d_state, d_conv, expand;       // N = 16, K = 4, 2
+    // derived by config_derive():
+    int vocab_pad, d_inner, dt_rank;
+    float norm_eps;  // 1e-5
+} ModelConfig;
+
+// Presets: tiny (4 layers x 128, for CPU demos/tests), 130m, 370m, 790m, 1.4b, 2.8b. Returns 0 or -1.
+int config_preset(const char *name, int vocab_size, ModelConfig *c);
+void config_derive(ModelConfig *c);  // fills vocab_pad, d_inner, dt_rank from the base fields
+const char *config_preset_names(void);  // "tiny, 130m, ..." for help texts
+
+// Tensors in the order they sit in the flat parameter buffer (the reference order):
+// embedding; per layer: norm.weight, mixer.{A_log, D, in_proj.weight, conv1d.weight, conv1d.bias,
+// x_proj.weight, dt_proj.weight, dt_proj.bias, out_proj.weight}; norm_f.weight.
+enum {
+    P_NORM, P_A_LOG, P_D, P_IN_PROJ, P_CONV_W, P_CONV_B, P_X_PROJ, P_DT_W, P_DT_B, P_OUT_PROJ,
+    P_PER_LAYER
+};
+
+typedef struct {
+    char name[96];      // reference name, e.g. "backbone.layers.3.mixer.in_proj.weight"
+    int ndim;
+    int64_t shape[3];   // checkpoint shape (conv1d.weight is (d_inner, 1, K))
+    size_t offset, size;  // in elements within the flat buffer
+    int decay;
+} ParamInfo;
+
+// Fills `out` (may be NULL) and returns the number of tensors: 2 + P_PER_LAYER * n_layer.
+int model_param_infos(const ModelConfig *c, ParamInfo *out);
+size_t model_num_params(const ModelConfig *c);
+// Index of a tensor: layer < 0 with which = 0 for the embedding, 1 for norm_f.
+int model_tensor_index(const ModelConfig *c, int layer, int which);
+
+typedef struct {
+    ModelConfig cfg;
+    const Backend *bk;
+    int n_tensors;
+    ParamInfo *tensors;      // (n_tensors), host
+    ParamSegment *segments;  // (n_tensors), host, for the optimizer
+    size_t n_params;
+
+    void *params;      // F32 (n_params) master weights, reference layout
+    void *params_act;  // ACT (n_params) compute copy; == params when ACT and F32 coincide
+    void *grads;       // F32 (n_params)
+    void *adam_m, *adam_v;  // F32 (n_params), allocated by model_alloc_optimizer
+    int step;          // optimizer steps taken
+
+    // Activations, sized for (B, T) by model_alloc_activations; M = B*T.
+    int B, T;
+    void *arena_act, *arena_f32;  // one allocation per element kind
+    int32_t *tokens, *pos, *targets;  // (M) each, backend memory
+    struct LayerActs {
+        void *res;    // F32 (M, d_model) residual stream entering this layer's norm
+        void *rstd;   // F32 (M)
+        void *xn;     // ACT (M, d_model) normed input to the mixer
+        void *xz;     // ACT (M, 2*d_inner) in_proj output: xi | z
+        void *u;      // ACT (M, d_inner) silu(conv(xi))
+        void *xdbl;   // ACT (M, dt_rank + 2N) x_proj output: dt_low | B | C
+        void *dpre;   // ACT (M, d_inner) dt_proj output (before bias and softplus)
+        void *y;      // ACT (M, d_inner) gated scan output
+        void *h;      // ACT (M, d_model) mixer output
+    } *layers;         // (n_layer)
+    void *res_f;       // F32 (M, d_model) final residual
+    void *rstd_f;      // F32 (M)
+    void *xf;          // ACT (M, d_model) final normed
+    void *losses;      // F32 (M) per-token loss
+    // backward scratch, shared by all layers
+    void *dres;        // F32 (M, d_model)
+    void *dh;          // ACT (M, d_model)
+    void *dxn;         // ACT (M, d_model)
+    void *dxz;         // ACT (M, 2*d_inner)
+    void *du;          // ACT (M, d_inner)
+    void *ddpre;       // ACT (M, d_inner)
+    void *dxdbl;       // ACT (M, dt_rank + 2N)
+    void *dy;          // ACT (M, d_inner)
+    float *host_losses;  // (M) host copy
+    int64_t n_valid;     // valid targets in the current batch
+} Model;
+
+// Allocate parameters and gradients on bk and initialize them as the reference does, from `seed`.
+void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t seed);
+void model_init_weights(Model *m, uint64_t seed);  // (re)initialize parameters
+void model_alloc_optimizer(Model *m);               // Adam moments, zeroed
+void model_alloc_activations(Model *m, int B, int T);
+void model_destroy(Model *m);
+
+// Upload host F32 parameters (n_params floats) into the model (and refresh the compute copy); download them.
+void model_set_params(Model *m, const float *host);
+void model_get_params(const Model *m, float *host);
+void model_get_grads(const Model *m, float *host);
+void model_sync_compute_weights(Model *m);
+
+// Forward over one batch (B, T must match the allocated activations). Returns the mean loss over valid
+// targets (0 if none). Per-token losses are left in m->host_losses. If logits is not NULL, the fp32 logits
+// (B*T, vocab_pad) are written there (host memory).
+double model_forward(Model *m, const Batch *b, float *logits);
+// Backward of the last forward, accumulating into m->grads the gradient of loss_scale * sum of token losses.
+// (loss_scale = 1/n_valid gives the gradient of the mean; 1 the gradient of the sum.)
+void model_backward(Model *m, float loss_scale);
+void model_zero_grad(Model *m);
+double model_grad_norm(Model *m);  // global L2 norm of m->grads
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay, grad_clip;  // grad_clip <= 0: no clipping
+} OptimConfig;
+OptimConfig optim_defaults(void);  // lr 1e-3, betas (0.9, 0.95), eps 1e-8, wd 0.1, clip 1.0
+// One AdamW step with global-norm clipping at lr; returns the gradient norm before clipping.
+double model_optimizer_step(Model *m, const OptimConfig *o, float lr);
+// Warmup + cosine decay to min_lr_frac*lr over total steps.
+float lr_schedule(int step, int warmup, int total, float lr, float min_lr_frac);
