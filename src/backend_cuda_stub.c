@@ -1,0 +1,9 @@
+// backend_cuda_stub.c — stands in for backend_cuda.cu in builds without a CUDA compiler (-DPM_CUDA=OFF).
+#include "backend.h"
+#include "util.h"
+
+const Backend *backend_cuda(int deterministic) {
+    (void)deterministic;
+    pm_error("this packmamba was built without CUDA (rebuild with nvcc available to use --device cuda)");
+    return NULL;
+}
