@@ -1,0 +1,24 @@
+// cuda_scan.h — the selective-scan kernels of the CUDA backend (cuda_scan.cu), with document resets.
+// Semantics are exactly those of Backend.scan_fwd / scan_bwd in backend.h, with ACT = bf16 and F32 = float.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// Workspace the backward needs for (M, T, Cd, N); the backend allocates it once at start.
+size_t cuda_scan_workspace_bytes(int M, int T, int Cd, int N);
+
+void cuda_scan_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                   const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                   const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd,
+                   int N, cudaStream_t stream);
+
+// Overwrites du, ddpre, dB, dC, dz; accumulates ddt_bias, dA_log, dD. Deterministic (no float atomics) when
+// `deterministic` is set.
+void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+                   __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
+                   const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                   const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+                   const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                   void *workspace, size_t workspace_bytes, int deterministic, cudaStream_t stream);
