@@ -88,6 +88,7 @@ typedef struct Backend {
     void (*conv_silu_fwd)(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
                           int M, int T, int C, int K);
     // Given du (M, C) ACT, recompute the pre-activation and write dxi (ldx, overwrite), dw += , db += .
+    // xi and dxi share the row stride ldx (both are column slices of the in_proj output and its gradient).
     void (*conv_silu_bwd)(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi,
                           const void *w, const void *b, const int32_t *pos, int M, int T, int C, int K);
 

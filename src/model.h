@@ -87,6 +87,7 @@ typedef struct {
     void *dy;          // ACT (M, d_inner)
     float *host_losses;  // (M) host copy
     int64_t n_valid;     // valid targets in the current batch
+    int cur_M, cur_T;    // tokens and row length of the last forward's batch (<= B*T, T)
 } Model;
 
 // Allocate parameters and gradients on bk and initialize them as the reference does, from `seed`.
@@ -109,6 +110,9 @@ double model_forward(Model *m, const Batch *b, float *logits);
 // Backward of the last forward, accumulating into m->grads the gradient of loss_scale * sum of token losses.
 // (loss_scale = 1/n_valid gives the gradient of the mean; 1 the gradient of the sum.)
 void model_backward(Model *m, float loss_scale);
+// Forward + backward in one pass (the classifier computes loss and dlogits together, no recomputation): the
+// training path. Returns the mean loss like model_forward; logits as there (NULL for none).
+double model_forward_backward(Model *m, const Batch *b, float loss_scale, float *logits);
 void model_zero_grad(Model *m);
 double model_grad_norm(Model *m);  // global L2 norm of m->grads
 

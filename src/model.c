@@ -1,0 +1,463 @@
+// model.c — the Mamba-1 LM on the Backend interface: presets, parameter layout, initialization, forward,
+// backward, optimizer step. Nothing in here knows whether it runs on the CPU or the GPU.
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+// ---------------------------------------------------------------------------------------------------------------
+// configuration
+
+static const struct {
+    const char *name;
+    int n_layer, d_model;
+} presets[] = {
+    {"tiny", 4, 128}, {"130m", 24, 768}, {"370m", 48, 1024}, {"790m", 48, 1536}, {"1.4b", 48, 2048}, {"2.8b", 64, 2560},
+};
+
+const char *config_preset_names(void) { return "tiny, 130m, 370m, 790m, 1.4b, 2.8b"; }
+
+void config_derive(ModelConfig *c) {
+    if (c->pad_vocab_multiple <= 0) c->pad_vocab_multiple = 8;
+    if (c->d_state <= 0) c->d_state = 16;
+    if (c->d_conv <= 0) c->d_conv = 4;
+    if (c->expand <= 0) c->expand = 2;
+    if (c->norm_eps <= 0) c->norm_eps = 1e-5f;
+    int p = c->pad_vocab_multiple;
+    c->vocab_pad = (c->vocab_size + p - 1) / p * p;
+    c->d_inner = c->expand * c->d_model;
+    c->dt_rank = (c->d_model + 15) / 16;
+}
+
+int config_preset(const char *name, int vocab_size, ModelConfig *c) {
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        if (strcmp(name, presets[i].name) == 0) {
+            memset(c, 0, sizeof *c);
+            c->n_layer = presets[i].n_layer;
+            c->d_model = presets[i].d_model;
+            c->vocab_size = vocab_size;
+            config_derive(c);
+            return 0;
+        }
+    }
+    return pm_error("unknown preset '%s' (expected one of: %s)", name, config_preset_names());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// parameter layout
+
+int model_tensor_index(const ModelConfig *c, int layer, int which) {
+    if (layer < 0) return which == 0 ? 0 : 1 + P_PER_LAYER * c->n_layer;
+    return 1 + P_PER_LAYER * layer + which;
+}
+
+static void set_info(ParamInfo *p, size_t *off, const char *name, int decay, int ndim, int64_t d0, int64_t d1,
+                     int64_t d2) {
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndim = ndim;
+    p->shape[0] = d0, p->shape[1] = d1, p->shape[2] = d2;
+    p->size = (size_t)d0 * (ndim > 1 ? d1 : 1) * (ndim > 2 ? d2 : 1);
+    p->offset = *off;
+    p->decay = decay;
+    *off += p->size;
+}
+
+int model_param_infos(const ModelConfig *c, ParamInfo *out) {
+    int n = 2 + P_PER_LAYER * c->n_layer;
+    if (!out) return n;
+    const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv;
+    size_t off = 0;
+    char name[96];
+    ParamInfo *p = out;
+    set_info(p++, &off, "backbone.embedding.weight", 1, 2, c->vocab_pad, d, 0);  // (Vp, d)
+    for (int l = 0; l < c->n_layer; l++) {
+#define NAME(s) (snprintf(name, sizeof name, "backbone.layers.%d.%s", l, s), name)
+        set_info(p++, &off, NAME("norm.weight"), 0, 1, d, 0, 0);                  // (d)
+        set_info(p++, &off, NAME("mixer.A_log"), 0, 2, di, N, 0);                 // (di, N)
+        set_info(p++, &off, NAME("mixer.D"), 0, 1, di, 0, 0);                     // (di)
+        set_info(p++, &off, NAME("mixer.in_proj.weight"), 1, 2, 2 * di, d, 0);    // (2di, d)
+        set_info(p++, &off, NAME("mixer.conv1d.weight"), 0, 3, di, 1, K);         // (di, 1, K)
+        set_info(p++, &off, NAME("mixer.conv1d.bias"), 0, 1, di, 0, 0);           // (di)
+        set_info(p++, &off, NAME("mixer.x_proj.weight"), 1, 2, R + 2 * N, di, 0); // (R+2N, di)
+        set_info(p++, &off, NAME("mixer.dt_proj.weight"), 1, 2, di, R, 0);        // (di, R)
+        set_info(p++, &off, NAME("mixer.dt_proj.bias"), 0, 1, di, 0, 0);          // (di)
+        set_info(p++, &off, NAME("mixer.out_proj.weight"), 1, 2, d, di, 0);       // (d, di)
+#undef NAME
+    }
+    set_info(p++, &off, "backbone.norm_f.weight", 0, 1, d, 0, 0);  // (d)
+    return n;
+}
+
+size_t model_num_params(const ModelConfig *c) {
+    int n = model_param_infos(c, NULL);
+    ParamInfo *t = pm_malloc(sizeof(ParamInfo) * n);
+    model_param_infos(c, t);
+    size_t total = t[n - 1].offset + t[n - 1].size;
+    free(t);
+    return total;
+}
+
+// Typed views into flat buffers. F32 buffers hold bk->f32_bytes per element, ACT buffers bk->act_bytes.
+static inline void *f32_at(const Model *m, const void *base, size_t off) {
+    return (char *)base + off * m->bk->f32_bytes;
+}
+static inline void *act_at(const Model *m, const void *base, size_t off) {
+    return (char *)base + off * m->bk->act_bytes;
+}
+// Parameter `which` of layer l (l < 0: embedding/norm_f) inside a flat buffer of either kind.
+static inline size_t poff(const Model *m, int l, int which) {
+    return m->tensors[model_tensor_index(&m->cfg, l, which)].offset;
+}
+#define PF32(buf, l, w) f32_at(m, (buf), poff(m, (l), (w)))     // F32 view (master, grads)
+#define PACT(l, w) act_at(m, m->params_act, poff(m, (l), (w)))   // ACT compute copy of a weight
+
+// ---------------------------------------------------------------------------------------------------------------
+// creation and initialization
+
+void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t seed) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *c;
+    config_derive(&m->cfg);
+    m->bk = bk;
+    m->n_tensors = model_param_infos(&m->cfg, NULL);
+    m->tensors = pm_malloc(sizeof(ParamInfo) * m->n_tensors);
+    model_param_infos(&m->cfg, m->tensors);
+    m->segments = pm_malloc(sizeof(ParamSegment) * m->n_tensors);
+    for (int i = 0; i < m->n_tensors; i++)
+        m->segments[i] = (ParamSegment){m->tensors[i].offset, m->tensors[i].size, m->tensors[i].decay};
+    m->n_params = m->tensors[m->n_tensors - 1].offset + m->tensors[m->n_tensors - 1].size;
+    m->params = bk->alloc(m->n_params * bk->f32_bytes);
+    m->grads = bk->alloc(m->n_params * bk->f32_bytes);
+    // The CPU computes straight from the master weights; a backend with a narrower ACT type keeps a copy.
+    int same = bk->act_bytes == bk->f32_bytes && strcmp(bk->name, "cpu") == 0;
+    m->params_act = same ? m->params : bk->alloc(m->n_params * bk->act_bytes);
+    model_init_weights(m, seed);
+}
+
+void model_init_weights(Model *m, uint64_t seed) {
+    const ModelConfig *c = &m->cfg;
+    const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv;
+    float *w = pm_malloc(m->n_params * sizeof(float));
+    PmRng rng;
+    pm_rng_seed(&rng, seed);
+#define UNIFORM(lo, hi) ((lo) + ((hi) - (lo)) * pm_rng_uniform(&rng))
+    for (int t = 0; t < m->n_tensors; t++) {
+        const ParamInfo *p = &m->tensors[t];
+        float *x = w + p->offset;
+        int which = t == 0 ? -1 : t == m->n_tensors - 1 ? -2 : (t - 1) % P_PER_LAYER;
+        float bound;
+        switch (which) {
+        case -1:  // embedding N(0, 0.02)
+            for (size_t i = 0; i < p->size; i++) x[i] = 0.02f * pm_rng_normal(&rng);
+            break;
+        case -2:
+        case P_NORM:
+            for (size_t i = 0; i < p->size; i++) x[i] = 1.0f;
+            break;
+        case P_A_LOG:  // A = -(1..N) per channel, S4D-real
+            for (int ch = 0; ch < di; ch++)
+                for (int n = 0; n < N; n++) x[(size_t)ch * N + n] = logf((float)(n + 1));
+            break;
+        case P_D:
+            for (size_t i = 0; i < p->size; i++) x[i] = 1.0f;
+            break;
+        case P_IN_PROJ:
+            bound = 1.0f / sqrtf((float)d);
+            for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
+            break;
+        case P_X_PROJ:
+            bound = 1.0f / sqrtf((float)di);
+            for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
+            break;
+        case P_CONV_W:
+        case P_CONV_B:
+            bound = 1.0f / sqrtf((float)K);
+            for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
+            break;
+        case P_DT_W:
+            bound = 1.0f / sqrtf((float)R);
+            for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
+            break;
+        case P_DT_B:  // softplus(b) = dt, dt log-uniform in [1e-3, 0.1]
+            for (size_t i = 0; i < p->size; i++) {
+                double dt = exp(UNIFORM(logf(1e-3f), logf(0.1f)));
+                if (dt < 1e-4) dt = 1e-4;
+                x[i] = (float)(dt + log(-expm1(-dt)));
+            }
+            break;
+        case P_OUT_PROJ:  // scaled by 1/sqrt(n_layer) so the residual stream's variance does not grow with depth
+            bound = 1.0f / sqrtf((float)di);
+            for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound) / sqrtf((float)c->n_layer);
+            break;
+        }
+    }
+#undef UNIFORM
+    model_set_params(m, w);
+    free(w);
+}
+
+void model_sync_compute_weights(Model *m) {
+    if (m->params_act != m->params) m->bk->f32_to_act(m->params_act, m->params, m->n_params);
+}
+
+// Host float <-> backend F32 (which is double in the float64 test build).
+static void upload_f32(const Model *m, void *dst, const float *src, size_t n) {
+    if (m->bk->f32_bytes == sizeof(float)) {
+        m->bk->upload(dst, src, n * sizeof(float));
+        return;
+    }
+    double *tmp = pm_malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) tmp[i] = src[i];
+    m->bk->upload(dst, tmp, n * sizeof(double));
+    free(tmp);
+}
+
+static void download_f32(const Model *m, float *dst, const void *src, size_t n) {
+    if (m->bk->f32_bytes == sizeof(float)) {
+        m->bk->download(dst, src, n * sizeof(float));
+        return;
+    }
+    double *tmp = pm_malloc(n * sizeof(double));
+    m->bk->download(tmp, src, n * sizeof(double));
+    for (size_t i = 0; i < n; i++) dst[i] = (float)tmp[i];
+    free(tmp);
+}
+
+void model_set_params(Model *m, const float *host) {
+    upload_f32(m, m->params, host, m->n_params);
+    model_sync_compute_weights(m);
+}
+void model_get_params(const Model *m, float *host) { download_f32(m, host, m->params, m->n_params); }
+void model_get_grads(const Model *m, float *host) { download_f32(m, host, m->grads, m->n_params); }
+
+void model_alloc_optimizer(Model *m) {
+    if (m->adam_m) return;
+    m->adam_m = m->bk->alloc(m->n_params * m->bk->f32_bytes);
+    m->adam_v = m->bk->alloc(m->n_params * m->bk->f32_bytes);
+}
+
+// Carves one arena into tensors; offsets rounded to 256 bytes so every tensor is aligned for vector loads.
+typedef struct {
+    size_t bytes, elem;
+    char *base;
+} Carver;
+static void *carve(Carver *cv, size_t n) {
+    void *p = cv->base + cv->bytes;
+    cv->bytes += (n * cv->elem + 255) / 256 * 256;
+    return cv->base ? p : NULL;
+}
+
+static void layout_activations(Model *m, Carver *a, Carver *f) {
+    const ModelConfig *c = &m->cfg;
+    const size_t M = (size_t)m->B * m->T, d = c->d_model, di = c->d_inner, nx = c->dt_rank + 2 * c->d_state;
+    for (int l = 0; l < c->n_layer; l++) {
+        struct LayerActs *L = &m->layers[l];
+        L->res = carve(f, M * d);
+        L->rstd = carve(f, M);
+        L->xn = carve(a, M * d);
+        L->xz = carve(a, M * 2 * di);
+        L->u = carve(a, M * di);
+        L->xdbl = carve(a, M * nx);
+        L->dpre = carve(a, M * di);
+        L->y = carve(a, M * di);
+        L->h = carve(a, M * d);
+    }
+    m->res_f = carve(f, M * d);
+    m->rstd_f = carve(f, M);
+    m->losses = carve(f, M);
+    m->dres = carve(f, M * d);
+    m->xf = carve(a, M * d);
+    m->dh = carve(a, M * d);
+    m->dxn = carve(a, M * d);
+    m->dxz = carve(a, M * 2 * di);
+    m->du = carve(a, M * di);
+    m->ddpre = carve(a, M * di);
+    m->dxdbl = carve(a, M * nx);
+    m->dy = carve(a, M * di);
+}
+
+void model_alloc_activations(Model *m, int B, int T) {
+    const Backend *bk = m->bk;
+    if (m->layers) {  // re-allocation for a new shape
+        bk->free(m->arena_act);
+        bk->free(m->arena_f32);
+        bk->free(m->tokens);
+        bk->free(m->pos);
+        bk->free(m->targets);
+        free(m->layers);
+        free(m->host_losses);
+    }
+    m->B = B, m->T = T;
+    m->layers = pm_calloc(m->cfg.n_layer, sizeof(struct LayerActs));
+    Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
+    layout_activations(m, &a, &f);  // first pass: sizes only
+    a.base = bk->alloc(a.bytes);
+    f.base = bk->alloc(f.bytes);
+    m->arena_act = a.base, m->arena_f32 = f.base;
+    a.bytes = f.bytes = 0;
+    layout_activations(m, &a, &f);  // second pass: pointers
+    size_t M = (size_t)B * T;
+    m->tokens = bk->alloc(M * sizeof(int32_t));
+    m->pos = bk->alloc(M * sizeof(int32_t));
+    m->targets = bk->alloc(M * sizeof(int32_t));
+    m->host_losses = pm_calloc(M, sizeof(float));
+}
+
+void model_destroy(Model *m) {
+    const Backend *bk = m->bk;
+    if (m->layers) {
+        bk->free(m->arena_act);
+        bk->free(m->arena_f32);
+        bk->free(m->tokens);
+        bk->free(m->pos);
+        bk->free(m->targets);
+        free(m->layers);
+        free(m->host_losses);
+    }
+    if (m->params_act != m->params) bk->free(m->params_act);
+    bk->free(m->params);
+    bk->free(m->grads);
+    if (m->adam_m) bk->free(m->adam_m), bk->free(m->adam_v);
+    free(m->tensors);
+    free(m->segments);
+    memset(m, 0, sizeof *m);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// forward and backward
+
+static void forward_body(Model *m, const Batch *b) {
+    const Backend *bk = m->bk;
+    const ModelConfig *c = &m->cfg;
+    const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
+    if (b->B * b->T > m->B * m->T || b->T > m->T)
+        pm_die("batch (%d x %d) is larger than the model's activations (%d x %d)", b->B, b->T, m->B, m->T);
+    const int M = b->B * b->T, T = b->T;
+    m->cur_M = M, m->cur_T = T;
+    bk->upload(m->tokens, b->tokens, (size_t)M * sizeof(int32_t));
+    bk->upload(m->pos, b->pos, (size_t)M * sizeof(int32_t));
+    bk->upload(m->targets, b->targets, (size_t)M * sizeof(int32_t));
+    m->n_valid = b->n_valid;
+
+    bk->embedding_fwd(m->layers[0].res, m->tokens, PACT(-1, 0), M, d);
+    for (int l = 0; l < c->n_layer; l++) {
+        struct LayerActs *L = &m->layers[l];
+        const void *res_in = l == 0 ? L->res : m->layers[l - 1].res;
+        const void *h_in = l == 0 ? NULL : m->layers[l - 1].h;
+        bk->add_rmsnorm_fwd(L->res, L->xn, L->rstd, res_in, h_in, PF32(m->params, l, P_NORM), M, d, c->norm_eps);
+        bk->matmul_fwd(L->xz, 2 * di, L->xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d);       // (M, 2di)
+        bk->conv_silu_fwd(L->u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,
+                          M, T, di, K);                                                        // (M, di)
+        bk->matmul_fwd(L->xdbl, nx, L->u, di, PACT(l, P_X_PROJ), NULL, M, nx, di);            // (M, R+2N)
+        bk->matmul_fwd(L->dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);            // (M, di)
+        bk->scan_fwd(L->y, L->u, L->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
+                     act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
+                     act_at(m, L->xz, di), 2 * di, m->pos, M, T, di, N);                       // (M, di)
+        bk->matmul_fwd(L->h, d, L->y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di);               // (M, d)
+    }
+    struct LayerActs *last = &m->layers[c->n_layer - 1];
+    bk->add_rmsnorm_fwd(m->res_f, m->xf, m->rstd_f, last->res, last->h, PF32(m->params, -1, 1), M, d, c->norm_eps);
+}
+
+static double finish_losses(Model *m, int M) {
+    download_f32(m, m->host_losses, m->losses, (size_t)M);
+    double sum = 0;
+    for (int i = 0; i < M; i++) sum += m->host_losses[i];
+    return m->n_valid > 0 ? sum / (double)m->n_valid : 0.0;
+}
+
+double model_forward(Model *m, const Batch *b, float *logits) {
+    forward_body(m, b);
+    const ModelConfig *c = &m->cfg;
+    m->bk->classifier(m->losses, NULL, NULL, logits, m->xf, PACT(-1, 0), m->targets, 0.0f, m->cur_M, c->d_model,
+                      c->vocab_pad);
+    return finish_losses(m, m->cur_M);
+}
+
+// Backward through the layers, given d(xf) in m->dxn from the classifier.
+static void backward_body(Model *m) {
+    const Backend *bk = m->bk;
+    const ModelConfig *c = &m->cfg;
+    const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
+    const int M = m->cur_M, T = m->cur_T;
+    bk->memzero(m->dres, (size_t)M * d * bk->f32_bytes);
+    bk->rmsnorm_bwd(m->dres, m->dh, PF32(m->grads, -1, 1), m->dxn, m->res_f, PF32(m->params, -1, 1), m->rstd_f, M,
+                    d);
+    for (int l = c->n_layer - 1; l >= 0; l--) {
+        struct LayerActs *L = &m->layers[l];
+        // m->dh holds d(h_l), the gradient of this layer's mixer output.
+        bk->matmul_bwd(m->dy, di, 0, PF32(m->grads, l, P_OUT_PROJ), NULL, m->dh, d, L->y, di, PACT(l, P_OUT_PROJ), M,
+                       d, di);
+        bk->scan_bwd(m->du, m->ddpre, act_at(m, m->dxdbl, R), act_at(m, m->dxdbl, R + N), act_at(m, m->dxz, di),
+                     PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, L->u,
+                     L->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
+                     act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, L->xz, di), 2 * di, m->pos, M,
+                     T, di, N);
+        bk->matmul_bwd(m->dxdbl, nx, 0, PF32(m->grads, l, P_DT_W), NULL, m->ddpre, di, L->xdbl, nx, PACT(l, P_DT_W),
+                       M, di, R);
+        bk->matmul_bwd(m->du, di, 1, PF32(m->grads, l, P_X_PROJ), NULL, m->dxdbl, nx, L->u, di, PACT(l, P_X_PROJ),
+                       M, nx, di);
+        bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, L->xz,
+                          PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K);
+        bk->matmul_bwd(m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), NULL, m->dxz, 2 * di, L->xn, d,
+                       PACT(l, P_IN_PROJ), M, 2 * di, d);
+        // res_l feeds this norm and (through the residual) everything above: dres accumulates; the updated dres is
+        // d(h_{l-1}) for the layer below.
+        bk->rmsnorm_bwd(m->dres, l > 0 ? m->dh : NULL, PF32(m->grads, l, P_NORM), m->dxn, L->res,
+                        PF32(m->params, l, P_NORM), L->rstd, M, d);
+    }
+    bk->embedding_bwd(PF32(m->grads, -1, 0), m->dres, m->tokens, M, d, c->vocab_pad);
+}
+
+double model_forward_backward(Model *m, const Batch *b, float loss_scale, float *logits) {
+    forward_body(m, b);
+    const ModelConfig *c = &m->cfg;
+    m->bk->classifier(m->losses, m->dxn, PF32(m->grads, -1, 0), logits, m->xf, PACT(-1, 0), m->targets, loss_scale,
+                      m->cur_M, c->d_model, c->vocab_pad);
+    backward_body(m);
+    return finish_losses(m, m->cur_M);
+}
+
+void model_backward(Model *m, float loss_scale) {
+    const ModelConfig *c = &m->cfg;
+    m->bk->classifier(m->losses, m->dxn, PF32(m->grads, -1, 0), NULL, m->xf, PACT(-1, 0), m->targets, loss_scale,
+                      m->cur_M, c->d_model, c->vocab_pad);
+    backward_body(m);
+}
+
+void model_zero_grad(Model *m) { m->bk->memzero(m->grads, m->n_params * m->bk->f32_bytes); }
+
+double model_grad_norm(Model *m) { return sqrt(m->bk->sumsq(m->grads, m->n_params)); }
+
+// ---------------------------------------------------------------------------------------------------------------
+// optimizer
+
+OptimConfig optim_defaults(void) { return (OptimConfig){1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f}; }
+
+double model_optimizer_step(Model *m, const OptimConfig *o, float lr) {
+    model_alloc_optimizer(m);
+    double norm = model_grad_norm(m);
+    // As torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
+    float scale = 1.0f;
+    if (o->grad_clip > 0) {
+        double coef = o->grad_clip / (norm + 1e-6);
+        if (coef < 1.0) scale = (float)coef;
+    }
+    m->step++;
+    AdamWArgs a = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, scale, m->step};
+    m->bk->adamw(m->params, m->params_act == m->params ? NULL : m->params_act, m->grads, m->adam_m, m->adam_v,
+                 m->segments, m->n_tensors, &a);
+    return norm;
+}
+
+float lr_schedule(int step, int warmup, int total, float lr, float min_lr_frac) {
+    if (warmup > 0 && step < warmup) return lr * (float)(step + 1) / (float)warmup;
+    if (total <= warmup) return lr;
+    float progress = (float)(step - warmup) / (float)(total - warmup);
+    if (progress > 1) progress = 1;
+    float min_lr = lr * min_lr_frac;
+    return min_lr + 0.5f * (lr - min_lr) * (1.0f + cosf(3.14159265358979f * progress));
+}
