@@ -303,7 +303,7 @@ void model_alloc_activations(Model *m, int B, int T) {
     m->tokens = bk->alloc(M * sizeof(int32_t));
     m->pos = bk->alloc(M * sizeof(int32_t));
     m->targets = bk->alloc(M * sizeof(int32_t));
-    m->host_losses = pm_calloc(M, sizeof(float));
+    m->host_losses = pm_calloc(M, sizeof(double));
 }
 
 void model_destroy(Model *m) {
@@ -363,7 +363,14 @@ static void forward_body(Model *m, const Batch *b) {
 }
 
 static double finish_losses(Model *m, int M) {
-    download_f32(m, m->host_losses, m->losses, (size_t)M);
+    if (m->bk->f32_bytes == sizeof(double)) {
+        m->bk->download(m->host_losses, m->losses, (size_t)M * sizeof(double));
+    } else {
+        float *tmp = pm_malloc((size_t)M * sizeof(float));
+        m->bk->download(tmp, m->losses, (size_t)M * sizeof(float));
+        for (int i = 0; i < M; i++) m->host_losses[i] = tmp[i];
+        free(tmp);
+    }
     double sum = 0;
     for (int i = 0; i < M; i++) sum += m->host_losses[i];
     return m->n_valid > 0 ? sum / (double)m->n_valid : 0.0;

@@ -85,7 +85,7 @@ typedef struct {
     void *ddpre;       // ACT (M, d_inner)
     void *dxdbl;       // ACT (M, dt_rank + 2N)
     void *dy;          // ACT (M, d_inner)
-    float *host_losses;  // (M) host copy
+    double *host_losses;  // (M) host copy of the per-token losses
     int64_t n_valid;     // valid targets in the current batch
     int cur_M, cur_T;    // tokens and row length of the last forward's batch (<= B*T, T)
 } Model;

@@ -1,0 +1,36 @@
+// main.c — the `packmamba` command: dispatches to the subcommands.
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd_data.h"
+#include "commands.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} commands[] = {
+    {"prepare", cmd_prepare, "tokenize a corpus into document shards"},
+    {"stats", cmd_stats, "documents, lengths and the fill of each batching policy"},
+    {"tokenize", cmd_tokenize, "print the token ids of a text"},
+    {"train", cmd_train, "train a model (CPU or CUDA)"},
+    {"eval", cmd_eval, "loss and perplexity of a checkpoint, per document on request"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: packmamba COMMAND [options]   (packmamba COMMAND --help for each)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "packmamba: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

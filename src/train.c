@@ -1,0 +1,445 @@
+// train.c — `packmamba train` and `packmamba eval`: the training loop (gradient accumulation, AdamW with warmup +
+// cosine, clipping, checkpoints, exact resume, signals, NaN stop, validation) and evaluation (mean and
+// per-document loss) over prepared data.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "batcher.h"
+#include "checkpoint.h"
+#include "commands.h"
+#include "model.h"
+#include "tokenizer.h"
+#include "util.h"
+
+static volatile sig_atomic_t stop_requested = 0;
+static void on_signal(int sig) { stop_requested = sig; }
+
+static void mkdir_p(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        mkdir(buf, 0755);
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) pm_die("%s: cannot create directory: %s", path, strerror(errno));
+}
+
+static int is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+static int is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// A checkpoint directory, or a run directory whose newest checkpoint is meant.
+static void resolve_checkpoint(const char *path, char *out, size_t n) {
+    char probe[4096];
+    snprintf(probe, sizeof probe, "%s/model.safetensors", path);
+    if (is_file(probe)) {
+        snprintf(out, n, "%s", path);
+        return;
+    }
+    if (!is_dir(path)) pm_die("%s: no such checkpoint or run directory", path);
+    if (checkpoint_find_latest(path, out, n) != 0)
+        pm_die("%s: no checkpoint found (expected model.safetensors, or checkpoints/step_* inside a run)", path);
+}
+
+// Keep only the metrics lines of steps <= last_step (after a resume the steps past the checkpoint are redone).
+static void truncate_metrics(const char *path, int64_t last_step) {
+    size_t n;
+    char *text = pm_read_file(path, &n);
+    if (!text) return;
+    char *out = pm_malloc(n + 1);
+    size_t o = 0;
+    for (char *line = text; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
+        json_error_t err;
+        json_t *j = json_loadb(line, len, 0, &err);
+        json_t *s = j ? json_object_get(j, "step") : NULL;
+        if (s && json_is_integer(s) && json_integer_value(s) <= last_step) {
+            memcpy(out + o, line, len);
+            o += len;
+        }
+        json_decref(j);
+        line += len;
+    }
+    if (pm_write_file_atomic(path, out, o) != 0) pm_die("%s", pm_last_error());
+    free(out);
+    free(text);
+}
+
+// Remove all but the newest `keep` step_* checkpoints (and never `protect`, the best one).
+static void prune_checkpoints(const char *run, int keep, const char *protect) {
+    if (keep <= 0) return;
+    char dir[4096], cmd[8192];
+    snprintf(dir, sizeof dir, "%s/checkpoints", run);
+    // List step_* directories sorted; names are zero-padded so lexical order is step order.
+    snprintf(cmd, sizeof cmd, "ls -1 '%s' 2>/dev/null | grep -E '^step_[0-9]+$' | sort", dir);
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    char names[4096][32];
+    int n = 0;
+    while (n < 4096 && fgets(names[n], sizeof names[n], p)) {
+        names[n][strcspn(names[n], "\n")] = 0;
+        n++;
+    }
+    pclose(p);
+    for (int i = 0; i < n - keep; i++) {
+        char path[4608];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (protect && strcmp(path, protect) == 0) continue;
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+        if (system(cmd) != 0) fprintf(stderr, "packmamba: warning: could not remove %s\n", path);
+    }
+}
+
+typedef struct {
+    const char *data, *preset, *out, *device, *packing, *config;
+    int seq_len, batch, steps, seed, resume, warmup, grad_accum, save_every, keep, log_every, window,
+        deterministic, val_every, val_batches;
+    float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
+} TrainArgs;
+
+static char *train_args_json(const TrainArgs *a) {
+    json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:f, s:f, s:f, s:f, "
+                          "s:f, s:f, s:i, s:i}",
+                          "data", a->data, "preset", a->preset, "device", a->device, "packing", a->packing,
+                          "seq_len", a->seq_len, "batch", a->batch, "steps", a->steps, "seed", a->seed, "warmup",
+                          a->warmup, "grad_accum", a->grad_accum, "save_every", a->save_every, "window", a->window,
+                          "deterministic", a->deterministic, "lr", (double)a->lr, "min_lr_frac",
+                          (double)a->min_lr_frac, "weight_decay", (double)a->weight_decay, "grad_clip",
+                          (double)a->grad_clip, "beta1", (double)a->beta1, "beta2", (double)a->beta2, "val_every",
+                          a->val_every, "val_batches", a->val_batches);
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    return s;
+}
+
+// Mean loss over up to max_batches batches of the validation split (all of it if max_batches <= 0).
+static double validation_loss(Model *m, Batcher *val, Batch *b, int max_batches) {
+    double sum = 0;
+    int64_t n = 0;
+    for (int i = 0; max_batches <= 0 || i < max_batches; i++) {
+        int end = batcher_next(val, b);
+        double mean = model_forward(m, b, NULL);
+        sum += mean * (double)b->n_valid;
+        n += b->n_valid;
+        if (end) break;
+    }
+    return n ? sum / (double)n : NAN;
+}
+
+static void save_checkpoint(const char *run, Model *m, Batcher *bt, const char *run_json, char *out_path, size_t n) {
+    TrainerState ts = {.step = m->step, .rng = 0, .run_config_json = (char *)run_json};
+    batcher_get_position(bt, ts.data_pos);
+    snprintf(out_path, n, "%s/checkpoints/step_%08d", run, m->step);
+    if (checkpoint_save(out_path, m, &ts) != 0) pm_die("%s", pm_last_error());
+}
+
+int cmd_train(int argc, char **argv) {
+    TrainArgs a = {.data = NULL, .preset = "tiny", .out = NULL, .device = "cpu", .packing = "pack", .config = NULL,
+                   .seq_len = 256, .batch = 8, .steps = 200, .seed = 1337, .warmup = 20, .grad_accum = 1,
+                   .save_every = 0, .keep = 3, .log_every = 10, .window = 0, .val_every = 0, .val_batches = 16,
+                   .lr = 3e-3f, .min_lr_frac = 0.1f, .weight_decay = 0.1f, .grad_clip = 1.0f, .beta1 = 0.9f,
+                   .beta2 = 0.95f};
+    ArgSpec specs[] = {
+        {"--data", ARG_STR, &a.data, "prepared data directory (packmamba prepare)"},
+        {"--preset", ARG_STR, &a.preset, "model size: tiny, 130m, 370m, 790m, 1.4b, 2.8b"},
+        {"--out", ARG_STR, &a.out, "run directory (metrics.jsonl, checkpoints/)"},
+        {"--device", ARG_STR, &a.device, "cpu or cuda"},
+        {"--packing", ARG_STR, &a.packing, "batching policy: single, pad, pack"},
+        {"--seq-len", ARG_INT, &a.seq_len, "tokens per row (T)"},
+        {"--batch", ARG_INT, &a.batch, "rows per micro-batch (B)"},
+        {"--grad-accum", ARG_INT, &a.grad_accum, "micro-batches per optimizer step"},
+        {"--steps", ARG_INT, &a.steps, "optimizer steps in total (a resumed run continues up to this)"},
+        {"--seed", ARG_INT, &a.seed, "seed for initialization and data order"},
+        {"--lr", ARG_FLOAT, &a.lr, "peak learning rate"},
+        {"--warmup", ARG_INT, &a.warmup, "linear warmup steps"},
+        {"--min-lr-frac", ARG_FLOAT, &a.min_lr_frac, "cosine decays to this fraction of --lr"},
+        {"--weight-decay", ARG_FLOAT, &a.weight_decay, "AdamW decoupled weight decay (matrices and embedding)"},
+        {"--beta1", ARG_FLOAT, &a.beta1, "AdamW beta1"},
+        {"--beta2", ARG_FLOAT, &a.beta2, "AdamW beta2"},
+        {"--grad-clip", ARG_FLOAT, &a.grad_clip, "global gradient-norm clip (0: off)"},
+        {"--window", ARG_INT, &a.window, "pack: best-fit window in documents (0: default, 1: greedy in order)"},
+        {"--save-every", ARG_INT, &a.save_every, "checkpoint every N steps (0: only at the end)"},
+        {"--keep", ARG_INT, &a.keep, "keep the newest K step checkpoints (plus the best by validation loss)"},
+        {"--log-every", ARG_INT, &a.log_every, "print a progress line every N steps"},
+        {"--val-every", ARG_INT, &a.val_every, "validation loss on the held-out split every N steps (0: off)"},
+        {"--val-batches", ARG_INT, &a.val_batches, "batches per validation (0: the whole split)"},
+        {"--deterministic", ARG_BOOL, &a.deterministic, "bit-identical runs on the GPU (no float atomics)"},
+        {"--resume", ARG_BOOL, &a.resume, "continue from the newest checkpoint in --out"},
+    };
+    args_parse(argc, argv, "packmamba train --data DIR --out RUN [options]", specs, sizeof specs / sizeof specs[0],
+               NULL, 0, NULL);
+    if (!a.data) pm_die("train: --data DIR is required (make one with packmamba prepare)");
+    if (!a.out) pm_die("train: --out RUN is required");
+    int policy = policy_parse(a.packing);
+    if (policy < 0) pm_die("train: --packing %s: expected single, pad or pack", a.packing);
+    if (a.seq_len < 1 || a.batch < 1 || a.grad_accum < 1 || a.steps < 0)
+        pm_die("train: --seq-len, --batch and --grad-accum must be >= 1 and --steps >= 0");
+
+    const Backend *bk = backend_get(a.device, a.deterministic);
+    Tokenizer *tok = tokenizer_load_from_data(a.data);
+    if (!tok) pm_die("%s", pm_last_error());
+
+    char ckpt[4096] = "";
+    int resuming = a.resume && checkpoint_find_latest(a.out, ckpt, sizeof ckpt) == 0;
+    if (a.resume && !resuming) fprintf(stderr, "packmamba: --resume: no checkpoint in %s yet, starting fresh\n", a.out);
+    ModelConfig cfg;
+    if (resuming) {
+        if (checkpoint_load_config(ckpt, &cfg) != 0) pm_die("%s", pm_last_error());
+    } else if (config_preset(a.preset, tokenizer_vocab_size(tok), &cfg) != 0) {
+        pm_die("train: --preset: %s", pm_last_error());
+    }
+    if (cfg.vocab_size < tokenizer_vocab_size(tok))
+        pm_die("%s: model vocab_size %d is smaller than the data's tokenizer (%d)", ckpt, cfg.vocab_size,
+               tokenizer_vocab_size(tok));
+
+    Model m;
+    model_create(&m, &cfg, bk, (uint64_t)a.seed);
+    model_alloc_optimizer(&m);
+    model_alloc_activations(&m, a.batch, a.seq_len);
+    Batcher *bt = batcher_open(a.data, PM_SPLIT_TRAIN, policy, a.batch, a.seq_len, (uint64_t)a.seed, 0, 1, a.window);
+    if (!bt) pm_die("%s", pm_last_error());
+    Batcher *val = NULL;
+    if (a.val_every > 0) {
+        val = batcher_open(a.data, PM_SPLIT_VAL, PM_POLICY_PACK, a.batch, a.seq_len, 0, 0, 1, 0);
+        if (!val) pm_die("%s (needed by --val-every)", pm_last_error());
+    }
+
+    mkdir_p(a.out);
+    char path[4352], metrics_path[4352];
+    snprintf(metrics_path, sizeof metrics_path, "%s/metrics.jsonl", a.out);
+    char *run_json = train_args_json(&a);
+    if (resuming) {
+        TrainerState ts = {0};
+        if (checkpoint_load_model(ckpt, &m) != 0 || checkpoint_load_trainer(ckpt, &m, &ts) != 0)
+            pm_die("%s", pm_last_error());
+        if (batcher_set_position(bt, ts.data_pos) != 0) pm_die("%s: %s", ckpt, pm_last_error());
+        trainer_state_free(&ts);
+        truncate_metrics(metrics_path, m.step);
+        fprintf(stderr, "packmamba: resuming from %s at step %d\n", ckpt, m.step);
+    } else {
+        FILE *f = fopen(metrics_path, "w");
+        if (!f) pm_die("%s: cannot create: %s", metrics_path, strerror(errno));
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/run.json", a.out);
+    if (pm_write_file_atomic(path, run_json, strlen(run_json)) != 0) pm_die("%s", pm_last_error());
+    FILE *metrics = fopen(metrics_path, "a");
+    if (!metrics) pm_die("%s: cannot open: %s", metrics_path, strerror(errno));
+
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    fprintf(stderr, "packmamba: training %s (%zu parameters, %d layers x %d) on %s, %s B=%d T=%d, %d steps\n",
+            resuming ? "(resumed)" : a.preset, m.n_params, cfg.n_layer, cfg.d_model, bk->name, a.packing, a.batch,
+            a.seq_len, a.steps);
+    OptimConfig oc = {a.lr, a.beta1, a.beta2, 1e-8f, a.weight_decay, a.grad_clip};
+    Batch *mb = pm_malloc(sizeof(Batch) * a.grad_accum);
+    for (int i = 0; i < a.grad_accum; i++) mb[i] = batch_alloc(a.batch, a.seq_len);
+    Batch vb = batch_alloc(a.batch, a.seq_len);
+    char last_ckpt[4352] = "", best_ckpt[4352] = "";
+    double best_val = INFINITY, t_start = pm_now();
+    int64_t tokens_seen = 0;
+    int exit_code = 0;
+    while (m.step < a.steps && !stop_requested) {
+        double t0 = pm_now();
+        int64_t n_valid = 0, real = 0, computed = 0;
+        for (int i = 0; i < a.grad_accum; i++) {
+            batcher_next(bt, &mb[i]);
+            n_valid += mb[i].n_valid;
+            computed += (int64_t)mb[i].B * mb[i].T;
+            for (int k = 0; k < mb[i].B * mb[i].T; k++) real += mb[i].doc[k] >= 0;
+        }
+        model_zero_grad(&m);
+        double loss_sum = 0;
+        for (int i = 0; i < a.grad_accum; i++) {
+            double mean = model_forward_backward(&m, &mb[i], n_valid ? 1.0f / (float)n_valid : 0.0f, NULL);
+            loss_sum += mean * (double)mb[i].n_valid;
+        }
+        double loss = n_valid ? loss_sum / (double)n_valid : 0.0;
+        int step = m.step;
+        if (!isfinite(loss)) {
+            fprintf(stderr, "packmamba: loss is %s at step %d: stopping; the last good checkpoint is %s\n",
+                    isnan(loss) ? "NaN" : "infinite", step + 1, last_ckpt[0] ? last_ckpt : "(none saved yet)");
+            exit_code = 1;
+            break;
+        }
+        float lr = lr_schedule(step, a.warmup, a.steps, a.lr, a.min_lr_frac);
+        double gnorm = model_optimizer_step(&m, &oc, lr);
+        bk->synchronize();
+        double dt = pm_now() - t0;
+        tokens_seen += real;
+        double val_loss = NAN;
+        if (val && (m.step % a.val_every == 0 || m.step == a.steps)) val_loss = validation_loss(&m, val, &vb, a.val_batches);
+        json_t *j = json_pack("{s:i, s:f, s:f, s:f, s:I, s:f, s:f, s:f}", "step", m.step, "loss", loss, "lr",
+                              (double)lr, "grad_norm", gnorm, "tokens", (json_int_t)tokens_seen, "tok_per_s",
+                              real / dt, "fill", computed ? (double)real / computed : 0.0, "step_s", dt);
+        if (!isnan(val_loss)) json_object_set_new(j, "val_loss", json_real(val_loss));
+        char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+        fprintf(metrics, "%s\n", line);
+        fflush(metrics);
+        free(line);
+        json_decref(j);
+        if (a.log_every > 0 && (m.step % a.log_every == 0 || m.step == a.steps || m.step == 1)) {
+            double el = pm_now() - t_start;
+            double eta = m.step > 0 ? el / m.step * (a.steps - m.step) : 0;
+            fprintf(stderr, "step %6d/%d | loss %.4f | lr %.2e | gnorm %.3f | %.0f tok/s | fill %.1f%%", m.step,
+                    a.steps, loss, lr, gnorm, real / dt, computed ? 100.0 * real / computed : 0.0);
+            if (!isnan(val_loss)) fprintf(stderr, " | val %.4f", val_loss);
+            fprintf(stderr, " | eta %.0fs\n", eta);
+        }
+        int save = (a.save_every > 0 && m.step % a.save_every == 0);
+        if (!isnan(val_loss) && val_loss < best_val) {
+            best_val = val_loss;
+            snprintf(best_ckpt, sizeof best_ckpt, "%s/checkpoints/best", a.out);
+            TrainerState ts = {.step = m.step, .run_config_json = run_json};
+            batcher_get_position(bt, ts.data_pos);
+            if (checkpoint_save(best_ckpt, &m, &ts) != 0) pm_die("%s", pm_last_error());
+        }
+        if (save && m.step < a.steps) {
+            save_checkpoint(a.out, &m, bt, run_json, last_ckpt, sizeof last_ckpt);
+            prune_checkpoints(a.out, a.keep, NULL);
+        }
+    }
+    if (exit_code == 0) {
+        save_checkpoint(a.out, &m, bt, run_json, last_ckpt, sizeof last_ckpt);
+        prune_checkpoints(a.out, a.keep, NULL);
+        if (stop_requested)
+            fprintf(stderr, "packmamba: %s received: saved %s at step %d; continue with --resume\n",
+                    stop_requested == SIGINT ? "SIGINT" : "SIGTERM", last_ckpt, m.step);
+        else
+            fprintf(stderr, "packmamba: done: %d steps, %.1f s; checkpoint %s\n", m.step, pm_now() - t_start,
+                    last_ckpt);
+    }
+    fclose(metrics);
+    for (int i = 0; i < a.grad_accum; i++) batch_free(&mb[i]);
+    free(mb);
+    batch_free(&vb);
+    batcher_close(bt);
+    if (val) batcher_close(val);
+    free(run_json);
+    tokenizer_free(tok);
+    model_destroy(&m);
+    return exit_code;
+}
+
+int cmd_eval(int argc, char **argv) {
+    const char *checkpoint = NULL, *data = NULL, *packing = "pack", *device = "cpu", *split = "all";
+    int seq_len = 256, batch = 8, per_doc = 0, as_json = 0;
+    ArgSpec specs[] = {
+        {"--checkpoint", ARG_STR, &checkpoint, "checkpoint directory, or a run directory (newest checkpoint)"},
+        {"--data", ARG_STR, &data, "prepared data directory"},
+        {"--split", ARG_STR, &split, "all, train or val"},
+        {"--packing", ARG_STR, &packing, "batching policy: single, pad, pack"},
+        {"--seq-len", ARG_INT, &seq_len, "tokens per row (T)"},
+        {"--batch", ARG_INT, &batch, "rows per batch (B)"},
+        {"--device", ARG_STR, &device, "cpu or cuda"},
+        {"--per-doc", ARG_BOOL, &per_doc, "report the loss of every document"},
+        {"--json", ARG_BOOL, &as_json, "print one JSON object"},
+    };
+    args_parse(argc, argv, "packmamba eval --checkpoint PATH --data DIR [options]", specs,
+               sizeof specs / sizeof specs[0], NULL, 0, NULL);
+    if (!checkpoint || !data) pm_die("eval: --checkpoint PATH and --data DIR are required");
+    int policy = policy_parse(packing);
+    if (policy < 0) pm_die("eval: --packing %s: expected single, pad or pack", packing);
+    int sp = strcmp(split, "all") == 0 ? PM_SPLIT_ALL : strcmp(split, "train") == 0 ? PM_SPLIT_TRAIN
+             : strcmp(split, "val") == 0 ? PM_SPLIT_VAL : -1;
+    if (sp < 0) pm_die("eval: --split %s: expected all, train or val", split);
+    if (seq_len < 1 || batch < 1) pm_die("eval: --seq-len and --batch must be >= 1");
+
+    char ckpt[4096];
+    resolve_checkpoint(checkpoint, ckpt, sizeof ckpt);
+    ModelConfig cfg;
+    if (checkpoint_load_config(ckpt, &cfg) != 0) pm_die("%s", pm_last_error());
+    const Backend *bk = backend_get(device, 1);
+    Model m;
+    model_create(&m, &cfg, bk, 0);
+    if (checkpoint_load_model(ckpt, &m) != 0) pm_die("%s", pm_last_error());
+    model_alloc_activations(&m, batch, seq_len);
+    Batcher *bt = batcher_open(data, sp, policy, batch, seq_len, 0, 0, 1, 0);
+    if (!bt) pm_die("%s", pm_last_error());
+
+    Batch b = batch_alloc(batch, seq_len);
+    double sum = 0;
+    int64_t n = 0, cap = 0;
+    double *doc_loss = NULL;
+    int64_t *doc_tokens = NULL;
+    double t0 = pm_now();
+    int end;
+    do {
+        end = batcher_next(bt, &b);
+        for (int k = 0; k < b.B * b.T; k++)
+            if (b.tokens[k] >= cfg.vocab_size) pm_die("%s: token id %d is outside the model's vocabulary (%d)", data,
+                                                      b.tokens[k], cfg.vocab_size);
+        double mean = model_forward(&m, &b, NULL);
+        sum += mean * (double)b.n_valid;
+        n += b.n_valid;
+        for (int k = 0; k < b.B * b.T; k++) {
+            int d = b.doc[k];
+            if (d < 0 || b.targets[k] == PM_IGNORE) continue;
+            if (d >= cap) {
+                int64_t nc = cap ? cap : 1024;
+                while (nc <= d) nc *= 2;
+                doc_loss = pm_realloc(doc_loss, nc * sizeof(double));
+                doc_tokens = pm_realloc(doc_tokens, nc * sizeof(int64_t));
+                for (int64_t i = cap; i < nc; i++) doc_loss[i] = 0, doc_tokens[i] = -1;
+                cap = nc;
+            }
+            if (doc_tokens[d] < 0) doc_tokens[d] = 0;
+            doc_loss[d] += m.host_losses[k];
+            doc_tokens[d]++;
+        }
+    } while (!end);
+    double mean = n ? sum / (double)n : NAN, secs = pm_now() - t0;
+    int64_t ndocs = 0;
+    for (int64_t d = 0; d < cap; d++) ndocs += doc_tokens[d] >= 0;
+    if (as_json) {
+        json_t *j = json_pack("{s:f, s:f, s:I, s:I}", "mean_loss", mean, "perplexity", exp(mean), "tokens",
+                              (json_int_t)n, "documents", (json_int_t)ndocs);
+        if (per_doc) {
+            json_t *arr = json_array();
+            for (int64_t d = 0; d < cap; d++)
+                if (doc_tokens[d] > 0)
+                    json_array_append_new(arr, json_pack("{s:I, s:I, s:f}", "doc", (json_int_t)d, "tokens",
+                                                         (json_int_t)doc_tokens[d], "loss",
+                                                         doc_loss[d] / (double)doc_tokens[d]));
+            json_object_set_new(j, "per_doc", arr);
+        }
+        char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+        printf("%s\n", s);
+        free(s);
+        json_decref(j);
+    } else {
+        if (per_doc)
+            for (int64_t d = 0; d < cap; d++)
+                if (doc_tokens[d] > 0)
+                    printf("doc %7lld  tokens %7lld  loss %.5f\n", (long long)d, (long long)doc_tokens[d],
+                           doc_loss[d] / (double)doc_tokens[d]);
+        printf("mean loss %.5f  perplexity %.3f  over %lld tokens of %lld documents (%.1f s)\n", mean, exp(mean),
+               (long long)n, (long long)ndocs, secs);
+    }
+    free(doc_loss);
+    free(doc_tokens);
+    batch_free(&b);
+    batcher_close(bt);
+    model_destroy(&m);
+    return 0;
+}

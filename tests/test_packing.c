@@ -1,0 +1,251 @@
+// test_packing.c — the PackMamba property on the CPU reference backend (DESIGN §2):
+//  - packed == separate: random documents packed (with padding) into rows give every document the same loss, and
+//    the model the same parameter gradients, as running each document alone and summing;
+//  - no leakage: changing a token of one document leaves every other document's logits bit-identical, and the
+//    same document's logits before that token too (causality);
+//  - the tiny model overfits one packed batch.
+// The packing here is the test's own (simple first fit), independent of batcher.c.
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model.h"
+#include "util.h"
+
+typedef struct {
+    int len, row, start;  // placement in the packed batch
+    int32_t *tok;         // (len) tokens; target of token i is tok[i+1], the last one is ignored
+} Doc;
+
+// Lay out documents (each of length <= T) into rows by first fit; returns 0 if they do not fit in B rows.
+static int pack_docs(Doc *docs, int n, Batch *b) {
+    int *used = pm_calloc(b->B, sizeof(int));
+    for (int d = 0; d < n; d++) {
+        int r = 0;
+        while (r < b->B && used[r] + docs[d].len > b->T) r++;
+        if (r == b->B) {
+            free(used);
+            return 0;
+        }
+        docs[d].row = r, docs[d].start = used[r];
+        used[r] += docs[d].len;
+    }
+    free(used);
+    for (int i = 0; i < b->B * b->T; i++) b->tokens[i] = 0, b->pos[i] = 0, b->targets[i] = PM_IGNORE, b->doc[i] = -1;
+    for (int d = 0; d < n; d++)
+        for (int i = 0; i < docs[d].len; i++) {
+            int k = docs[d].row * b->T + docs[d].start + i;
+            b->tokens[k] = docs[d].tok[i];
+            b->pos[k] = i;
+            b->targets[k] = i + 1 < docs[d].len ? docs[d].tok[i + 1] : PM_IGNORE;
+            b->doc[k] = d;
+        }
+    batch_count_valid(b);
+    return 1;
+}
+
+static void single_doc_batch(const Doc *d, Batch *b) {
+    b->B = 1, b->T = d->len;
+    for (int i = 0; i < d->len; i++) {
+        b->tokens[i] = d->tok[i];
+        b->pos[i] = i;
+        b->targets[i] = i + 1 < d->len ? d->tok[i + 1] : PM_IGNORE;
+        b->doc[i] = 0;
+    }
+    batch_count_valid(b);
+}
+
+static double rel_diff(const float *a, const float *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) num += (double)(a[i] - b[i]) * (a[i] - b[i]), den += (double)b[i] * b[i];
+    return sqrt(num) / (sqrt(den) + 1e-30);
+}
+
+// Random documents of lengths 1..3T, the longer ones cut into T-sized pieces (each piece its own document).
+static int make_docs(PmRng *rng, int T, int vocab, int n_src, Doc *out, int max_out) {
+    int n = 0;
+    for (int s = 0; s < n_src; s++) {
+        int len = 1 + (int)(pm_rng_u64(rng) % (3 * T));
+        for (int off = 0; off < len && n < max_out; off += T) {
+            Doc *d = &out[n++];
+            d->len = len - off < T ? len - off : T;
+            d->tok = pm_malloc(sizeof(int32_t) * d->len);
+            for (int i = 0; i < d->len; i++) d->tok[i] = (int32_t)(pm_rng_u64(rng) % vocab);
+        }
+    }
+    return n;
+}
+
+static void perturb_params(Model *m, PmRng *rng) {
+    float *w = pm_malloc(m->n_params * sizeof(float));
+    model_get_params(m, w);
+    for (size_t i = 0; i < m->n_params; i++) w[i] += 0.05f * pm_rng_normal(rng);
+    model_set_params(m, w);
+    free(w);
+}
+
+static void test_packed_equals_separate(void **state) {
+    (void)state;
+    const int B = 12, T = 32;  // 4 source documents of <= 3T tokens always fit in 12 rows
+    ModelConfig c = {.n_layer = 2, .d_model = 32, .vocab_size = 50};
+    config_derive(&c);
+    Model m;
+    model_create(&m, &c, backend_cpu(), 3);
+    PmRng rng;
+    pm_rng_seed(&rng, 11);
+    perturb_params(&m, &rng);
+    model_alloc_activations(&m, B, T);
+
+    Doc docs[64];
+    int n = make_docs(&rng, T, c.vocab_size, 4, docs, 64);
+    Batch packed = batch_alloc(B, T);
+    assert_true(pack_docs(docs, n, &packed));
+    int pad = 0;
+    for (int i = 0; i < B * T; i++) pad += packed.doc[i] < 0;
+    assert_true(pad > 0);  // the batch really has padding
+    assert_true(n >= 4);
+
+    // Packed: gradient of the summed loss, per-document losses.
+    model_zero_grad(&m);
+    model_forward_backward(&m, &packed, 1.0f, NULL);
+    double *loss_packed = pm_calloc(n, sizeof(double));
+    for (int i = 0; i < B * T; i++)
+        if (packed.doc[i] >= 0) loss_packed[packed.doc[i]] += m.host_losses[i];
+    float *g_packed = pm_malloc(m.n_params * sizeof(float));
+    model_get_grads(&m, g_packed);
+
+    // Separate: each document alone, gradients summed (accumulated) over documents.
+    model_zero_grad(&m);
+    Batch one = batch_alloc(1, T);
+    for (int d = 0; d < n; d++) {
+        single_doc_batch(&docs[d], &one);
+        model_forward_backward(&m, &one, 1.0f, NULL);
+        double l = 0;
+        for (int i = 0; i < docs[d].len; i++) l += m.host_losses[i];
+        double denom = fabs(l) > 1e-6 ? fabs(l) : 1.0;
+        if (fabs(l - loss_packed[d]) / denom > 1e-5) {
+            fprintf(stderr, "document %d (length %d): packed loss %.9g, alone %.9g\n", d, docs[d].len, loss_packed[d], l);
+            fail();
+        }
+    }
+    float *g_sep = pm_malloc(m.n_params * sizeof(float));
+    model_get_grads(&m, g_sep);
+    double worst = 0;
+    for (int t = 0; t < m.n_tensors; t++) {
+        const ParamInfo *p = &m.tensors[t];
+        double r = rel_diff(g_packed + p->offset, g_sep + p->offset, p->size);
+        if (r > worst) worst = r;
+        if (r > 1e-5) {
+            fprintf(stderr, "%s: packed vs separate gradient relative difference %.3g\n", p->name, r);
+            fail();
+        }
+    }
+    fprintf(stderr, "%d documents in %d rows: worst gradient relative difference %.3g\n", n, B, worst);
+    for (int d = 0; d < n; d++) free(docs[d].tok);
+    free(loss_packed), free(g_packed), free(g_sep);
+    batch_free(&packed), batch_free(&one);
+    model_destroy(&m);
+}
+
+static void test_no_leakage(void **state) {
+    (void)state;
+    const int B = 2, T = 40;
+    ModelConfig c = {.n_layer = 2, .d_model = 32, .vocab_size = 50};
+    config_derive(&c);
+    Model m;
+    model_create(&m, &c, backend_cpu(), 5);
+    PmRng rng;
+    pm_rng_seed(&rng, 21);
+    perturb_params(&m, &rng);
+    model_alloc_activations(&m, B, T);
+    Doc docs[16];
+    int lens[] = {7, 13, 20, 11, 9, 17};
+    int n = 6;
+    for (int d = 0; d < n; d++) {
+        docs[d].len = lens[d];
+        docs[d].tok = pm_malloc(sizeof(int32_t) * lens[d]);
+        for (int i = 0; i < lens[d]; i++) docs[d].tok[i] = (int32_t)(pm_rng_u64(&rng) % c.vocab_size);
+    }
+    Batch b = batch_alloc(B, T);
+    assert_true(pack_docs(docs, n, &b));
+    size_t nl = (size_t)B * T * c.vocab_pad;
+    float *ref = pm_malloc(nl * sizeof(float)), *out = pm_malloc(nl * sizeof(float));
+    model_forward(&m, &b, ref);
+    for (int victim = 0; victim < n; victim++) {
+        for (int which = 0; which < 2; which++) {  // the first token and a random one
+            int i = which == 0 ? 0 : (int)(pm_rng_u64(&rng) % docs[victim].len);
+            int32_t keep = docs[victim].tok[i];
+            docs[victim].tok[i] = (keep + 1 + (int32_t)(pm_rng_u64(&rng) % (c.vocab_size - 1))) % c.vocab_size;
+            pack_docs(docs, n, &b);
+            model_forward(&m, &b, out);
+            for (int k = 0; k < B * T; k++) {
+                // Other documents must not change at all; the victim itself only from the changed token on
+                // (causality: a token never influences earlier positions).
+                if (b.doc[k] < 0 || (b.doc[k] == victim && b.pos[k] >= i)) continue;
+                if (memcmp(ref + (size_t)k * c.vocab_pad, out + (size_t)k * c.vocab_pad, c.vocab_pad * sizeof(float))) {
+                    fprintf(stderr, "changing document %d token %d changed the logits of document %d position %d\n",
+                            victim, i, b.doc[k], b.pos[k]);
+                    fail();
+                }
+            }
+            docs[victim].tok[i] = keep;
+        }
+    }
+    for (int d = 0; d < n; d++) free(docs[d].tok);
+    free(ref), free(out);
+    batch_free(&b);
+    model_destroy(&m);
+}
+
+static void test_overfit_one_packed_batch(void **state) {
+    (void)state;
+    ModelConfig c;
+    assert_int_equal(config_preset("tiny", 257, &c), 0);
+    Model m;
+    model_create(&m, &c, backend_cpu(), 1);
+    const int B = 2, T = 64;
+    model_alloc_activations(&m, B, T);
+    PmRng rng;
+    pm_rng_seed(&rng, 5);
+    Doc docs[8];
+    int lens[] = {50, 14, 30, 33, 0};
+    int n = 4;
+    for (int d = 0; d < n; d++) {
+        docs[d].len = lens[d];
+        docs[d].tok = pm_malloc(sizeof(int32_t) * lens[d]);
+        for (int i = 0; i < lens[d]; i++) docs[d].tok[i] = (int32_t)(pm_rng_u64(&rng) % 256);
+    }
+    Batch b = batch_alloc(B, T);
+    assert_true(pack_docs(docs, n, &b));
+    OptimConfig o = optim_defaults();
+    o.weight_decay = 0;
+    double loss = 0, first = 0;
+    int step;
+    for (step = 0; step < 400; step++) {
+        model_zero_grad(&m);
+        loss = model_forward_backward(&m, &b, 1.0f / (float)b.n_valid, NULL);
+        if (step == 0) first = loss;
+        if (loss < 0.1) break;
+        model_optimizer_step(&m, &o, lr_schedule(step, 10, 400, 1e-2f, 0.1f));
+    }
+    fprintf(stderr, "overfit: loss %.4f -> %.4f in %d steps\n", first, loss, step);
+    assert_true(first > 5.0);  // starts near ln(264)
+    assert_true(loss < 0.1);
+    for (int d = 0; d < n; d++) free(docs[d].tok);
+    batch_free(&b);
+    model_destroy(&m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_packed_equals_separate),
+        cmocka_unit_test(test_no_leakage),
+        cmocka_unit_test(test_overfit_one_packed_batch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
