@@ -15,6 +15,7 @@ static const struct {
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"train", cmd_train, "train a model (CPU or CUDA)"},
     {"eval", cmd_eval, "loss and perplexity of a checkpoint, per document on request"},
+    {"generate", cmd_generate, "sample text from a checkpoint (recurrent decoding)"},
 };
 
 static void usage(FILE *f) {

@@ -44,17 +44,18 @@ static int is_file(const char *p) {
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// A checkpoint directory, or a run directory whose newest checkpoint is meant.
-static void resolve_checkpoint(const char *path, char *out, size_t n) {
+int checkpoint_resolve(const char *path, char *out, size_t n) {
     char probe[4096];
     snprintf(probe, sizeof probe, "%s/model.safetensors", path);
     if (is_file(probe)) {
         snprintf(out, n, "%s", path);
-        return;
+        return 0;
     }
-    if (!is_dir(path)) pm_die("%s: no such checkpoint or run directory", path);
+    if (!is_dir(path)) return pm_error("%s: no such checkpoint or run directory", path);
     if (checkpoint_find_latest(path, out, n) != 0)
-        pm_die("%s: no checkpoint found (expected model.safetensors, or checkpoints/step_* inside a run)", path);
+        return pm_error("%s: no checkpoint found (expected model.safetensors, or checkpoints/step_* inside a run)",
+                        path);
+    return 0;
 }
 
 // Keep only the metrics lines of steps <= last_step (after a resume the steps past the checkpoint are redone).
@@ -238,6 +239,8 @@ int cmd_train(int argc, char **argv) {
         if (!f) pm_die("%s: cannot create: %s", metrics_path, strerror(errno));
         fclose(f);
     }
+    snprintf(path, sizeof path, "%s/tokenizer.json", a.out);  // so generate finds it beside the checkpoints
+    if (tokenizer_save(tok, path) != 0) pm_die("%s", pm_last_error());
     snprintf(path, sizeof path, "%s/run.json", a.out);
     if (pm_write_file_atomic(path, run_json, strlen(run_json)) != 0) pm_die("%s", pm_last_error());
     FILE *metrics = fopen(metrics_path, "a");
@@ -366,7 +369,7 @@ int cmd_eval(int argc, char **argv) {
     if (seq_len < 1 || batch < 1) pm_die("eval: --seq-len and --batch must be >= 1");
 
     char ckpt[4096];
-    resolve_checkpoint(checkpoint, ckpt, sizeof ckpt);
+    if (checkpoint_resolve(checkpoint, ckpt, sizeof ckpt) != 0) pm_die("%s", pm_last_error());
     ModelConfig cfg;
     if (checkpoint_load_config(ckpt, &cfg) != 0) pm_die("%s", pm_last_error());
     const Backend *bk = backend_get(device, 1);

@@ -1,0 +1,257 @@
+// generate.c — `packmamba generate`: constant-memory recurrent decoding. Each layer keeps its conv state (the last
+// K-1 inputs of the conv, per channel) and its SSM state (d_inner, N); one token costs one pass over the weights,
+// whatever the length of the text so far. The math is DESIGN §1 specialised to one token (tested against the
+// parallel forward in tests/test_generate.c).
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "args.h"
+#include "checkpoint.h"
+#include "commands.h"
+#include "generate.h"
+#include "tokenizer.h"
+#include "util.h"
+
+struct Decoder {
+    ModelConfig c;
+    float *w;           // (n_params) host copy of the parameters, reference layout
+    const ParamInfo *t; // tensor table of the model
+    float *conv_state;  // (n_layer, d_inner, K-1)
+    float *ssm_state;   // (n_layer, d_inner, N)
+    float *res, *xn, *xz, *u, *xdbl, *dpre, *y, *h;  // one token's activations
+    float *logits;      // (vocab_pad)
+};
+
+static const float *P(const Decoder *d, int layer, int which) {
+    return d->w + d->t[model_tensor_index(&d->c, layer, which)].offset;
+}
+
+Decoder *decoder_create(const Model *m) {
+    Decoder *d = pm_calloc(1, sizeof *d);
+    d->c = m->cfg;
+    d->t = m->tensors;
+    d->w = pm_malloc(m->n_params * sizeof(float));
+    model_get_params(m, d->w);
+    const ModelConfig *c = &d->c;
+    const int di = c->d_inner, N = c->d_state, K = c->d_conv;
+    d->conv_state = pm_calloc((size_t)c->n_layer * di * (K - 1), sizeof(float));
+    d->ssm_state = pm_calloc((size_t)c->n_layer * di * N, sizeof(float));
+    d->res = pm_calloc(c->d_model, sizeof(float));
+    d->xn = pm_calloc(c->d_model, sizeof(float));
+    d->h = pm_calloc(c->d_model, sizeof(float));
+    d->xz = pm_calloc(2 * di, sizeof(float));
+    d->u = pm_calloc(di, sizeof(float));
+    d->y = pm_calloc(di, sizeof(float));
+    d->dpre = pm_calloc(di, sizeof(float));
+    d->xdbl = pm_calloc(c->dt_rank + 2 * N, sizeof(float));
+    d->logits = pm_calloc(c->vocab_pad, sizeof(float));
+    return d;
+}
+
+void decoder_reset(Decoder *d) {
+    const ModelConfig *c = &d->c;
+    memset(d->conv_state, 0, sizeof(float) * c->n_layer * c->d_inner * (c->d_conv - 1));
+    memset(d->ssm_state, 0, sizeof(float) * c->n_layer * c->d_inner * c->d_state);
+}
+
+void decoder_free(Decoder *d) {
+    if (!d) return;
+    free(d->w), free(d->conv_state), free(d->ssm_state), free(d->res), free(d->xn), free(d->h), free(d->xz);
+    free(d->u), free(d->y), free(d->dpre), free(d->xdbl), free(d->logits);
+    free(d);
+}
+
+static void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float r = 1.0f / sqrtf((float)(ss / n) + eps);
+    for (int i = 0; i < n; i++) out[i] = x[i] * r * w[i];
+}
+
+static float silu(float x) { return x / (1.0f + expf(-x)); }
+static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+// y = W x, W (rows, cols) row-major
+static void gemv(float *y, const float *W, const float *x, int rows, int cols) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, W, cols, x, 1, 0.0f, y, 1);
+}
+
+const float *decoder_step(Decoder *d, int token) {
+    const ModelConfig *c = &d->c;
+    const int dm = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
+    memcpy(d->res, P(d, -1, 0) + (size_t)token * dm, sizeof(float) * dm);  // res = embedding; h = 0
+    memset(d->h, 0, sizeof(float) * dm);
+    for (int l = 0; l < c->n_layer; l++) {
+        for (int i = 0; i < dm; i++) d->res[i] += d->h[i];
+        rmsnorm(d->xn, d->res, P(d, l, P_NORM), dm, c->norm_eps);
+        gemv(d->xz, P(d, l, P_IN_PROJ), d->xn, 2 * di, dm);  // (2di): xi | z
+        const float *cw = P(d, l, P_CONV_W), *cb = P(d, l, P_CONV_B);
+        float *cs = d->conv_state + (size_t)l * di * (K - 1);  // (di, K-1): oldest first
+        for (int ch = 0; ch < di; ch++) {
+            float *s = cs + (size_t)ch * (K - 1);
+            float xi = d->xz[ch], acc = cb[ch] + cw[ch * K + K - 1] * xi;
+            for (int k = 0; k < K - 1; k++) acc += cw[ch * K + k] * s[k];
+            for (int k = 0; k < K - 2; k++) s[k] = s[k + 1];
+            s[K - 2] = xi;
+            d->u[ch] = silu(acc);
+        }
+        gemv(d->xdbl, P(d, l, P_X_PROJ), d->u, nx, di);  // (R+2N)
+        gemv(d->dpre, P(d, l, P_DT_W), d->xdbl, di, R);  // (di)
+        const float *A_log = P(d, l, P_A_LOG), *Dp = P(d, l, P_D), *dtb = P(d, l, P_DT_B);
+        const float *Bv = d->xdbl + R, *Cv = d->xdbl + R + N;
+        float *ss = d->ssm_state + (size_t)l * di * N;  // (di, N)
+        for (int ch = 0; ch < di; ch++) {
+            float delta = softplus(d->dpre[ch] + dtb[ch]), u = d->u[ch], acc = 0;
+            for (int n = 0; n < N; n++) {
+                float *s = &ss[(size_t)ch * N + n];
+                *s = expf(-delta * expf(A_log[ch * N + n])) * *s + delta * Bv[n] * u;
+                acc += *s * Cv[n];
+            }
+            d->y[ch] = (acc + Dp[ch] * u) * silu(d->xz[di + ch]);
+        }
+        gemv(d->h, P(d, l, P_OUT_PROJ), d->y, dm, di);
+    }
+    for (int i = 0; i < dm; i++) d->res[i] += d->h[i];
+    rmsnorm(d->xn, d->res, P(d, -1, 1), dm, c->norm_eps);
+    gemv(d->logits, P(d, -1, 0), d->xn, c->vocab_pad, dm);
+    return d->logits;
+}
+
+typedef struct {
+    float p;
+    int id;
+} Cand;
+static int cand_desc(const void *a, const void *b) {
+    float x = ((const Cand *)a)->p, y = ((const Cand *)b)->p;
+    return x < y ? 1 : x > y ? -1 : ((const Cand *)a)->id - ((const Cand *)b)->id;
+}
+
+int sample_token(const float *logits, int vocab, float temperature, int top_k, float top_p, PmRng *rng) {
+    if (temperature <= 0) {  // greedy
+        int best = 0;
+        for (int i = 1; i < vocab; i++)
+            if (logits[i] > logits[best]) best = i;
+        return best;
+    }
+    Cand *c = pm_malloc(sizeof(Cand) * vocab);
+    float mx = logits[0];
+    for (int i = 1; i < vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
+    double sum = 0;
+    for (int i = 0; i < vocab; i++) {
+        c[i].id = i;
+        c[i].p = expf((logits[i] - mx) / temperature);
+        sum += c[i].p;
+    }
+    qsort(c, vocab, sizeof(Cand), cand_desc);
+    int n = vocab;
+    if (top_k > 0 && top_k < n) n = top_k;
+    if (top_p > 0 && top_p < 1) {
+        double acc = 0;
+        for (int i = 0; i < n; i++) {
+            acc += c[i].p / sum;
+            if (acc >= top_p) {
+                n = i + 1;
+                break;
+            }
+        }
+    }
+    double total = 0;
+    for (int i = 0; i < n; i++) total += c[i].p;
+    double r = pm_rng_uniform(rng) * total;
+    int id = c[n - 1].id;
+    for (int i = 0; i < n; i++) {
+        r -= c[i].p;
+        if (r <= 0) {
+            id = c[i].id;
+            break;
+        }
+    }
+    free(c);
+    return id;
+}
+
+static Tokenizer *find_tokenizer(const char *ckpt, const char *flag) {
+    if (flag) return tokenizer_load(flag);
+    char p[4200];
+    const char *cands[] = {"%s/tokenizer.json", "%s/../../tokenizer.json"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, cands[i], ckpt);
+        struct stat st;
+        if (stat(p, &st) == 0) return tokenizer_load(p);
+    }
+    pm_error("%s: no tokenizer.json beside the checkpoint or in its run directory (pass --tokenizer)", ckpt);
+    return NULL;
+}
+
+int cmd_generate(int argc, char **argv) {
+    const char *checkpoint = NULL, *prompt = "", *tokpath = NULL;
+    int n_tokens = 200, top_k = 0, seed = 1, stop_eod = 1;
+    float temperature = 0.8f, top_p = 0.95f;
+    int no_stop = 0;
+    ArgSpec specs[] = {
+        {"--checkpoint", ARG_STR, &checkpoint, "checkpoint directory, or a run directory (newest checkpoint)"},
+        {"--prompt", ARG_STR, &prompt, "text to continue"},
+        {"--tokens", ARG_INT, &n_tokens, "tokens to generate"},
+        {"--temperature", ARG_FLOAT, &temperature, "softmax temperature (0: greedy)"},
+        {"--top-k", ARG_INT, &top_k, "sample from the k most likely tokens (0: all)"},
+        {"--top-p", ARG_FLOAT, &top_p, "nucleus sampling mass (1: off)"},
+        {"--seed", ARG_INT, &seed, "sampling seed"},
+        {"--tokenizer", ARG_STR, &tokpath, "tokenizer (default: the one saved with the run)"},
+        {"--no-stop", ARG_BOOL, &no_stop, "keep going past an end-of-document token"},
+    };
+    args_parse(argc, argv, "packmamba generate --checkpoint PATH [--prompt TEXT] [options]", specs,
+               sizeof specs / sizeof specs[0], NULL, 0, NULL);
+    if (!checkpoint) pm_die("generate: --checkpoint PATH is required");
+    if (n_tokens < 0) pm_die("generate: --tokens must be >= 0");
+    stop_eod = !no_stop;
+    char ckpt[4096];
+    if (checkpoint_resolve(checkpoint, ckpt, sizeof ckpt) != 0) pm_die("%s", pm_last_error());
+    ModelConfig cfg;
+    if (checkpoint_load_config(ckpt, &cfg) != 0) pm_die("%s", pm_last_error());
+    Model m;
+    model_create(&m, &cfg, backend_cpu(), 0);
+    if (checkpoint_load_model(ckpt, &m) != 0) pm_die("%s", pm_last_error());
+    Tokenizer *tk = find_tokenizer(ckpt, tokpath);
+    if (!tk) pm_die("%s", pm_last_error());
+    if (tokenizer_vocab_size(tk) > cfg.vocab_size)
+        pm_die("%s: tokenizer has %d ids but the model only %d", ckpt, tokenizer_vocab_size(tk), cfg.vocab_size);
+
+    int32_t *ids = NULL;
+    size_t cap = 0;
+    int64_t n = tokenizer_encode(tk, prompt, strlen(prompt), 1, &ids, &cap);
+    if (n < 0) pm_die("generate: --prompt: %s", pm_last_error());
+    Decoder *d = decoder_create(&m);
+    PmRng rng;
+    pm_rng_seed(&rng, (uint64_t)seed);
+    // Prefill: an empty prompt starts from the end-of-document token, as after a document boundary.
+    const float *logits = NULL;
+    double t0 = pm_now();
+    if (n == 0) logits = decoder_step(d, tokenizer_eod_id(tk));
+    for (int64_t i = 0; i < n; i++) logits = decoder_step(d, ids[i]);
+    double t1 = pm_now();
+    fwrite(prompt, 1, strlen(prompt), stdout);
+    fflush(stdout);
+    int produced = 0;
+    for (; produced < n_tokens; produced++) {
+        int id = sample_token(logits, tokenizer_vocab_size(tk), temperature, top_k, top_p, &rng);
+        if (stop_eod && id == tokenizer_eod_id(tk)) break;
+        size_t len;
+        char *text = tokenizer_decode(tk, &id, 1, &len);
+        fwrite(text, 1, len, stdout);
+        fflush(stdout);
+        free(text);
+        logits = decoder_step(d, id);
+    }
+    double t2 = pm_now();
+    fprintf(stderr, "\npackmamba: prompt %lld tokens (%.0f tok/s), generated %d tokens (%.0f tok/s)\n", (long long)n,
+            n / (t1 - t0 + 1e-9), produced, produced / (t2 - t1 + 1e-9));
+    free(ids);
+    decoder_free(d);
+    tokenizer_free(tk);
+    model_destroy(&m);
+    return 0;
+}
