@@ -75,16 +75,16 @@ int model_param_infos(const ModelConfig *c, ParamInfo *out) {
     set_info(p++, &off, "backbone.embedding.weight", 1, 2, c->vocab_pad, d, 0);  // (Vp, d)
     for (int l = 0; l < c->n_layer; l++) {
 #define NAME(s) (snprintf(name, sizeof name, "backbone.layers.%d.%s", l, s), name)
-        set_info(p++, &off, NAME("norm.weight"), 0, 1, d, 0, 0);                  // (d)
-        set_info(p++, &off, NAME("mixer.A_log"), 0, 2, di, N, 0);                 // (di, N)
-        set_info(p++, &off, NAME("mixer.D"), 0, 1, di, 0, 0);                     // (di)
-        set_info(p++, &off, NAME("mixer.in_proj.weight"), 1, 2, 2 * di, d, 0);    // (2di, d)
-        set_info(p++, &off, NAME("mixer.conv1d.weight"), 0, 3, di, 1, K);         // (di, 1, K)
-        set_info(p++, &off, NAME("mixer.conv1d.bias"), 0, 1, di, 0, 0);           // (di)
-        set_info(p++, &off, NAME("mixer.x_proj.weight"), 1, 2, R + 2 * N, di, 0); // (R+2N, di)
-        set_info(p++, &off, NAME("mixer.dt_proj.weight"), 1, 2, di, R, 0);        // (di, R)
-        set_info(p++, &off, NAME("mixer.dt_proj.bias"), 0, 1, di, 0, 0);          // (di)
-        set_info(p++, &off, NAME("mixer.out_proj.weight"), 1, 2, d, di, 0);       // (d, di)
+        set_info(p++, &off, NAME("norm.weight"), 0, 1, d, 0, 0);                   // (d)
+        set_info(p++, &off, NAME("mixer.A_log"), 0, 2, di, N, 0);                  // (di, N)
+        set_info(p++, &off, NAME("mixer.D"), 0, 1, di, 0, 0);                      // (di)
+        set_info(p++, &off, NAME("mixer.in_proj.weight"), 1, 2, 2 * di, d, 0);     // (2di, d)
+        set_info(p++, &off, NAME("mixer.conv1d.weight"), 0, 3, di, 1, K);          // (di, 1, K)
+        set_info(p++, &off, NAME("mixer.conv1d.bias"), 0, 1, di, 0, 0);            // (di)
+        set_info(p++, &off, NAME("mixer.x_proj.weight"), 1, 2, R + 2 * N, di, 0);  // (R+2N, di)
+        set_info(p++, &off, NAME("mixer.dt_proj.weight"), 1, 2, di, R, 0);         // (di, R)
+        set_info(p++, &off, NAME("mixer.dt_proj.bias"), 0, 1, di, 0, 0);           // (di)
+        set_info(p++, &off, NAME("mixer.out_proj.weight"), 1, 2, d, di, 0);        // (d, di)
 #undef NAME
     }
     set_info(p++, &off, "backbone.norm_f.weight", 0, 1, d, 0, 0);  // (d)
@@ -112,7 +112,7 @@ static inline size_t poff(const Model *m, int l, int which) {
     return m->tensors[model_tensor_index(&m->cfg, l, which)].offset;
 }
 #define PF32(buf, l, w) f32_at(m, (buf), poff(m, (l), (w)))     // F32 view (master, grads)
-#define PACT(l, w) act_at(m, m->params_act, poff(m, (l), (w)))   // ACT compute copy of a weight
+#define PACT(l, w) act_at(m, m->params_act, poff(m, (l), (w)))  // ACT compute copy of a weight
 
 // ---------------------------------------------------------------------------------------------------------------
 // creation and initialization
@@ -150,48 +150,48 @@ void model_init_weights(Model *m, uint64_t seed) {
         int which = t == 0 ? -1 : t == m->n_tensors - 1 ? -2 : (t - 1) % P_PER_LAYER;
         float bound;
         switch (which) {
-        case -1:  // embedding N(0, 0.02)
-            for (size_t i = 0; i < p->size; i++) x[i] = 0.02f * pm_rng_normal(&rng);
-            break;
-        case -2:
-        case P_NORM:
-            for (size_t i = 0; i < p->size; i++) x[i] = 1.0f;
-            break;
-        case P_A_LOG:  // A = -(1..N) per channel, S4D-real
-            for (int ch = 0; ch < di; ch++)
-                for (int n = 0; n < N; n++) x[(size_t)ch * N + n] = logf((float)(n + 1));
-            break;
-        case P_D:
-            for (size_t i = 0; i < p->size; i++) x[i] = 1.0f;
-            break;
-        case P_IN_PROJ:
-            bound = 1.0f / sqrtf((float)d);
-            for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
-            break;
-        case P_X_PROJ:
-            bound = 1.0f / sqrtf((float)di);
-            for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
-            break;
-        case P_CONV_W:
-        case P_CONV_B:
-            bound = 1.0f / sqrtf((float)K);
-            for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
-            break;
-        case P_DT_W:
-            bound = 1.0f / sqrtf((float)R);
-            for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
-            break;
-        case P_DT_B:  // softplus(b) = dt, dt log-uniform in [1e-3, 0.1]
-            for (size_t i = 0; i < p->size; i++) {
-                double dt = exp(UNIFORM(logf(1e-3f), logf(0.1f)));
-                if (dt < 1e-4) dt = 1e-4;
-                x[i] = (float)(dt + log(-expm1(-dt)));
-            }
-            break;
-        case P_OUT_PROJ:  // scaled by 1/sqrt(n_layer) so the residual stream's variance does not grow with depth
-            bound = 1.0f / sqrtf((float)di);
-            for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound) / sqrtf((float)c->n_layer);
-            break;
+            case -1:  // embedding N(0, 0.02)
+                for (size_t i = 0; i < p->size; i++) x[i] = 0.02f * pm_rng_normal(&rng);
+                break;
+            case -2:
+            case P_NORM:
+                for (size_t i = 0; i < p->size; i++) x[i] = 1.0f;
+                break;
+            case P_A_LOG:  // A = -(1..N) per channel, S4D-real
+                for (int ch = 0; ch < di; ch++)
+                    for (int n = 0; n < N; n++) x[(size_t)ch * N + n] = logf((float)(n + 1));
+                break;
+            case P_D:
+                for (size_t i = 0; i < p->size; i++) x[i] = 1.0f;
+                break;
+            case P_IN_PROJ:
+                bound = 1.0f / sqrtf((float)d);
+                for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
+                break;
+            case P_X_PROJ:
+                bound = 1.0f / sqrtf((float)di);
+                for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
+                break;
+            case P_CONV_W:
+            case P_CONV_B:
+                bound = 1.0f / sqrtf((float)K);
+                for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
+                break;
+            case P_DT_W:
+                bound = 1.0f / sqrtf((float)R);
+                for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
+                break;
+            case P_DT_B:  // softplus(b) = dt, dt log-uniform in [1e-3, 0.1]
+                for (size_t i = 0; i < p->size; i++) {
+                    double dt = exp(UNIFORM(logf(1e-3f), logf(0.1f)));
+                    if (dt < 1e-4) dt = 1e-4;
+                    x[i] = (float)(dt + log(-expm1(-dt)));
+                }
+                break;
+            case P_OUT_PROJ:  // scaled by 1/sqrt(n_layer) so the residual stream's variance does not grow with depth
+                bound = 1.0f / sqrtf((float)di);
+                for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound) / sqrtf((float)c->n_layer);
+                break;
         }
     }
 #undef UNIFORM
@@ -329,6 +329,14 @@ void model_destroy(Model *m) {
 // ---------------------------------------------------------------------------------------------------------------
 // forward and backward
 
+// Brackets one op with the profiling hook (if any): REGION(m, "fwd.scan", bk->scan_fwd(...)).
+#define REGION(m, name, call)                               \
+    do {                                                    \
+        if ((m)->hook) (m)->hook((m)->hook_ctx, (name), 1); \
+        call;                                               \
+        if ((m)->hook) (m)->hook((m)->hook_ctx, (name), 0); \
+    } while (0)
+
 static void forward_body(Model *m, const Batch *b) {
     const Backend *bk = m->bk;
     const ModelConfig *c = &m->cfg;
@@ -342,24 +350,32 @@ static void forward_body(Model *m, const Batch *b) {
     bk->upload(m->targets, b->targets, (size_t)M * sizeof(int32_t));
     m->n_valid = b->n_valid;
 
-    bk->embedding_fwd(m->layers[0].res, m->tokens, PACT(-1, 0), M, d);
+    REGION(m, "fwd.embedding", bk->embedding_fwd(m->layers[0].res, m->tokens, PACT(-1, 0), M, d));
     for (int l = 0; l < c->n_layer; l++) {
         struct LayerActs *L = &m->layers[l];
         const void *res_in = l == 0 ? L->res : m->layers[l - 1].res;
         const void *h_in = l == 0 ? NULL : m->layers[l - 1].h;
-        bk->add_rmsnorm_fwd(L->res, L->xn, L->rstd, res_in, h_in, PF32(m->params, l, P_NORM), M, d, c->norm_eps);
-        bk->matmul_fwd(L->xz, 2 * di, L->xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d);       // (M, 2di)
-        bk->conv_silu_fwd(L->u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,
-                          M, T, di, K);                                                        // (M, di)
-        bk->matmul_fwd(L->xdbl, nx, L->u, di, PACT(l, P_X_PROJ), NULL, M, nx, di);            // (M, R+2N)
-        bk->matmul_fwd(L->dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);            // (M, di)
-        bk->scan_fwd(L->y, L->u, L->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
-                     act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
-                     act_at(m, L->xz, di), 2 * di, m->pos, M, T, di, N);                       // (M, di)
-        bk->matmul_fwd(L->h, d, L->y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di);               // (M, d)
+        REGION(
+            m, "fwd.norm",
+            bk->add_rmsnorm_fwd(L->res, L->xn, L->rstd, res_in, h_in, PF32(m->params, l, P_NORM), M, d, c->norm_eps));
+        REGION(m, "fwd.in_proj",
+               bk->matmul_fwd(L->xz, 2 * di, L->xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d));  // (M, 2di)
+        REGION(m, "fwd.conv",
+               bk->conv_silu_fwd(L->u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B),
+                                 m->pos, M, T, di, K));  // (M, di)
+        REGION(m, "fwd.x_proj",
+               bk->matmul_fwd(L->xdbl, nx, L->u, di, PACT(l, P_X_PROJ), NULL, M, nx, di));  // (M, R+2N)
+        REGION(m, "fwd.dt_proj", bk->matmul_fwd(L->dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R));  // (M, di)
+        REGION(m, "fwd.scan",
+               bk->scan_fwd(L->y, L->u, L->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
+                            act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
+                            act_at(m, L->xz, di), 2 * di, m->pos, M, T, di, N));                            // (M, di)
+        REGION(m, "fwd.out_proj", bk->matmul_fwd(L->h, d, L->y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
     }
     struct LayerActs *last = &m->layers[c->n_layer - 1];
-    bk->add_rmsnorm_fwd(m->res_f, m->xf, m->rstd_f, last->res, last->h, PF32(m->params, -1, 1), M, d, c->norm_eps);
+    REGION(
+        m, "fwd.norm",
+        bk->add_rmsnorm_fwd(m->res_f, m->xf, m->rstd_f, last->res, last->h, PF32(m->params, -1, 1), M, d, c->norm_eps));
 }
 
 static double finish_losses(Model *m, int M) {
@@ -379,8 +395,9 @@ static double finish_losses(Model *m, int M) {
 double model_forward(Model *m, const Batch *b, float *logits) {
     forward_body(m, b);
     const ModelConfig *c = &m->cfg;
-    m->bk->classifier(m->losses, NULL, NULL, logits, m->xf, PACT(-1, 0), m->targets, 0.0f, m->cur_M, c->d_model,
-                      c->vocab_pad);
+    REGION(m, "fwd.classifier",
+           m->bk->classifier(m->losses, NULL, NULL, logits, m->xf, PACT(-1, 0), m->targets, 0.0f, m->cur_M, c->d_model,
+                             c->vocab_pad));
     return finish_losses(m, m->cur_M);
 }
 
@@ -391,47 +408,57 @@ static void backward_body(Model *m) {
     const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
     const int M = m->cur_M, T = m->cur_T;
     bk->memzero(m->dres, (size_t)M * d * bk->f32_bytes);
-    bk->rmsnorm_bwd(m->dres, m->dh, PF32(m->grads, -1, 1), m->dxn, m->res_f, PF32(m->params, -1, 1), m->rstd_f, M,
-                    d);
+    REGION(m, "bwd.norm",
+           bk->rmsnorm_bwd(m->dres, m->dh, PF32(m->grads, -1, 1), m->dxn, m->res_f, PF32(m->params, -1, 1), m->rstd_f,
+                           M, d));
     for (int l = c->n_layer - 1; l >= 0; l--) {
         struct LayerActs *L = &m->layers[l];
         // m->dh holds d(h_l), the gradient of this layer's mixer output.
-        bk->matmul_bwd(m->dy, di, 0, PF32(m->grads, l, P_OUT_PROJ), NULL, m->dh, d, L->y, di, PACT(l, P_OUT_PROJ), M,
-                       d, di);
-        bk->scan_bwd(m->du, m->ddpre, act_at(m, m->dxdbl, R), act_at(m, m->dxdbl, R + N), act_at(m, m->dxz, di),
-                     PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, L->u,
-                     L->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
-                     act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, L->xz, di), 2 * di, m->pos, M,
-                     T, di, N);
-        bk->matmul_bwd(m->dxdbl, nx, 0, PF32(m->grads, l, P_DT_W), NULL, m->ddpre, di, L->xdbl, nx, PACT(l, P_DT_W),
-                       M, di, R);
-        bk->matmul_bwd(m->du, di, 1, PF32(m->grads, l, P_X_PROJ), NULL, m->dxdbl, nx, L->u, di, PACT(l, P_X_PROJ),
-                       M, nx, di);
-        bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, L->xz,
-                          PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K);
-        bk->matmul_bwd(m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), NULL, m->dxz, 2 * di, L->xn, d,
-                       PACT(l, P_IN_PROJ), M, 2 * di, d);
+        REGION(m, "bwd.out_proj",
+               bk->matmul_bwd(m->dy, di, 0, PF32(m->grads, l, P_OUT_PROJ), NULL, m->dh, d, L->y, di,
+                              PACT(l, P_OUT_PROJ), M, d, di));
+        REGION(m, "bwd.scan",
+               bk->scan_bwd(m->du, m->ddpre, act_at(m, m->dxdbl, R), act_at(m, m->dxdbl, R + N), act_at(m, m->dxz, di),
+                            PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, L->u,
+                            L->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
+                            act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, L->xz, di), 2 * di,
+                            m->pos, M, T, di, N));
+        REGION(m, "bwd.dt_proj",
+               bk->matmul_bwd(m->dxdbl, nx, 0, PF32(m->grads, l, P_DT_W), NULL, m->ddpre, di, L->xdbl, nx,
+                              PACT(l, P_DT_W), M, di, R));
+        REGION(m, "bwd.x_proj",
+               bk->matmul_bwd(m->du, di, 1, PF32(m->grads, l, P_X_PROJ), NULL, m->dxdbl, nx, L->u, di,
+                              PACT(l, P_X_PROJ), M, nx, di));
+        REGION(m, "bwd.conv",
+               bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, L->xz,
+                                 PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K));
+        REGION(m, "bwd.in_proj",
+               bk->matmul_bwd(m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), NULL, m->dxz, 2 * di, L->xn, d,
+                              PACT(l, P_IN_PROJ), M, 2 * di, d));
         // res_l feeds this norm and (through the residual) everything above: dres accumulates; the updated dres is
         // d(h_{l-1}) for the layer below.
-        bk->rmsnorm_bwd(m->dres, l > 0 ? m->dh : NULL, PF32(m->grads, l, P_NORM), m->dxn, L->res,
-                        PF32(m->params, l, P_NORM), L->rstd, M, d);
+        REGION(m, "bwd.norm",
+               bk->rmsnorm_bwd(m->dres, l > 0 ? m->dh : NULL, PF32(m->grads, l, P_NORM), m->dxn, L->res,
+                               PF32(m->params, l, P_NORM), L->rstd, M, d));
     }
-    bk->embedding_bwd(PF32(m->grads, -1, 0), m->dres, m->tokens, M, d, c->vocab_pad);
+    REGION(m, "bwd.embedding", bk->embedding_bwd(PF32(m->grads, -1, 0), m->dres, m->tokens, M, d, c->vocab_pad));
 }
 
 double model_forward_backward(Model *m, const Batch *b, float loss_scale, float *logits) {
     forward_body(m, b);
     const ModelConfig *c = &m->cfg;
-    m->bk->classifier(m->losses, m->dxn, PF32(m->grads, -1, 0), logits, m->xf, PACT(-1, 0), m->targets, loss_scale,
-                      m->cur_M, c->d_model, c->vocab_pad);
+    REGION(m, "fwdbwd.classifier",
+           m->bk->classifier(m->losses, m->dxn, PF32(m->grads, -1, 0), logits, m->xf, PACT(-1, 0), m->targets,
+                             loss_scale, m->cur_M, c->d_model, c->vocab_pad));
     backward_body(m);
     return finish_losses(m, m->cur_M);
 }
 
 void model_backward(Model *m, float loss_scale) {
     const ModelConfig *c = &m->cfg;
-    m->bk->classifier(m->losses, m->dxn, PF32(m->grads, -1, 0), NULL, m->xf, PACT(-1, 0), m->targets, loss_scale,
-                      m->cur_M, c->d_model, c->vocab_pad);
+    REGION(m, "fwdbwd.classifier",
+           m->bk->classifier(m->losses, m->dxn, PF32(m->grads, -1, 0), NULL, m->xf, PACT(-1, 0), m->targets, loss_scale,
+                             m->cur_M, c->d_model, c->vocab_pad));
     backward_body(m);
 }
 
@@ -446,7 +473,8 @@ OptimConfig optim_defaults(void) { return (OptimConfig){1e-3f, 0.9f, 0.95f, 1e-8
 
 double model_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     model_alloc_optimizer(m);
-    double norm = model_grad_norm(m);
+    double norm;
+    REGION(m, "opt.grad_norm", norm = model_grad_norm(m));
     // As torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
     float scale = 1.0f;
     if (o->grad_clip > 0) {
@@ -455,8 +483,9 @@ double model_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     }
     m->step++;
     AdamWArgs a = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, scale, m->step};
-    m->bk->adamw(m->params, m->params_act == m->params ? NULL : m->params_act, m->grads, m->adam_m, m->adam_v,
-                 m->segments, m->n_tensors, &a);
+    REGION(m, "opt.adamw",
+           m->bk->adamw(m->params, m->params_act == m->params ? NULL : m->params_act, m->grads, m->adam_m, m->adam_v,
+                        m->segments, m->n_tensors, &a));
     return norm;
 }
 

@@ -88,6 +88,11 @@ typedef struct {
     double *host_losses;  // (M) host copy of the per-token losses
     int64_t n_valid;     // valid targets in the current batch
     int cur_M, cur_T;    // tokens and row length of the last forward's batch (<= B*T, T)
+
+    // Optional profiling hook: called with begin = 1 before and 0 after each named region of the forward and
+    // backward ("fwd.in_proj", "bwd.scan", ...). NULL (the default) costs nothing. See bench.c.
+    void (*hook)(void *ctx, const char *region, int begin);
+    void *hook_ctx;
 } Model;
 
 // Allocate parameters and gradients on bk and initialize them as the reference does, from `seed`.
