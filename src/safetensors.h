@@ -48,3 +48,8 @@ typedef struct {
 // Write n tensors (in the given order) atomically: temp name, fsync, rename. metadata: a JSON object of
 // string values, or NULL. Returns 0 or -1 with pm_error.
 int st_write(const char *path, const StWrite *t, int n, const char *metadata_json);
+// Same, but tensors whose data is NULL (and nbytes > 0) are produced while writing by fill(ctx, i, buf, nbytes),
+// one at a time into a scratch buffer, so large tensors held elsewhere (e.g. on a GPU) need no full host copy.
+// fill returns 0, or -1 with pm_error set (the write is then abandoned, nothing is left under path).
+int st_write_cb(const char *path, const StWrite *t, int n, const char *metadata_json,
+                int (*fill)(void *ctx, int i, void *buf, size_t nbytes), void *ctx);

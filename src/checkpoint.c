@@ -1,0 +1,610 @@
+// checkpoint.c — see checkpoint.h. Loading validates the whole file set first and only then touches the model,
+// so a bad checkpoint can never leave a half-loaded model behind. Saving builds a complete directory under a temp
+// name and swaps it into place, so a crash leaves either the old checkpoint or the new one, never a mixture.
+#define _GNU_SOURCE
+#include "checkpoint.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "safetensors.h"
+#include "util.h"
+
+#define PATH_BUF 4096
+
+void trainer_state_free(TrainerState *ts) {
+    if (!ts) return;
+    free(ts->run_config_json);
+    ts->run_config_json = NULL;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// config.json
+
+int config_write_json(const char *path, const ModelConfig *c) {
+    json_t *ssm = json_pack("{s:i, s:i, s:i}", "d_state", c->d_state, "d_conv", c->d_conv, "expand", c->expand);
+    json_t *root = json_pack("{s:i, s:i, s:i, s:o, s:b, s:b, s:b, s:i, s:b}", "d_model", c->d_model, "n_layer",
+                             c->n_layer, "vocab_size", c->vocab_size, "ssm_cfg", ssm, "rms_norm", 1,
+                             "residual_in_fp32", 1, "fused_add_norm", 1, "pad_vocab_size_multiple",
+                             c->pad_vocab_multiple, "tie_embeddings", 1);
+    char *text = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
+    json_decref(root);
+    if (!text) return pm_error("%s: cannot serialize config", path);
+    size_t len = strlen(text);
+    text = pm_realloc(text, len + 2);
+    text[len] = '\n';
+    int rc = pm_write_file_atomic(path, text, len + 1);
+    free(text);
+    return rc;
+}
+
+// Integer field `key` of obj into *out: required or defaulted, within [lo, hi].
+static int cfg_int(const char *path, json_t *obj, const char *key, int required, int dflt, int lo, int hi,
+                   int *out) {
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        if (required) return pm_error("%s: missing required key \"%s\"", path, key);
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_integer(v)) return pm_error("%s: \"%s\" must be an integer", path, key);
+    json_int_t x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return pm_error("%s: \"%s\" is %lld; must be between %d and %d", path, key, (long long)x, lo, hi);
+    *out = (int)x;
+    return 0;
+}
+
+// Boolean field: absent means the reference default `dflt`; `need` >= 0 means only that value is supported.
+static int cfg_bool(const char *path, json_t *obj, const char *key, int dflt, int need, const char *why) {
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        if (need >= 0 && dflt != need) return pm_error("%s: missing key \"%s\"", path, key);
+        return 0;
+    }
+    if (!json_is_boolean(v)) return pm_error("%s: \"%s\" must be true or false", path, key);
+    if (need >= 0 && json_is_true(v) != need)
+        return pm_error("%s: \"%s\": %s is not supported (%s)", path, key, need ? "false" : "true", why);
+    return 0;
+}
+
+static int key_in(const char *key, const char *const *list) {
+    for (; *list; list++)
+        if (strcmp(key, *list) == 0) return 1;
+    return 0;
+}
+
+int config_read_json(const char *path, ModelConfig *c) {
+    size_t bytes;
+    char *text = pm_read_file(path, &bytes);
+    if (!text) return -1;
+    json_error_t jerr;
+    json_t *root = json_loadb(text, bytes, JSON_REJECT_DUPLICATES, &jerr);
+    free(text);
+    if (!root) return pm_error("%s: malformed JSON at line %d: %s", path, jerr.line, jerr.text);
+    int rc = -1;
+    ModelConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if (!json_is_object(root)) {
+        pm_error("%s: not a JSON object", path);
+        goto done;
+    }
+    static const char *const top_keys[] = {"d_model", "n_layer", "vocab_size", "ssm_cfg", "rms_norm",
+                                           "residual_in_fp32", "fused_add_norm", "pad_vocab_size_multiple",
+                                           "tie_embeddings", "d_intermediate", "attn_layer_idx", "attn_cfg",
+                                           NULL};
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        if (!key_in(key, top_keys)) {
+            pm_error("%s: unknown key \"%s\"", path, key);
+            goto done;
+        }
+    }
+    if (cfg_int(path, root, "d_model", 1, 0, 1, 65536, &cfg.d_model) ||
+        cfg_int(path, root, "n_layer", 1, 0, 1, 4096, &cfg.n_layer) ||
+        cfg_int(path, root, "vocab_size", 1, 0, 1, 1 << 24, &cfg.vocab_size) ||
+        cfg_int(path, root, "pad_vocab_size_multiple", 0, 8, 1, 4096, &cfg.pad_vocab_multiple))
+        goto done;
+    if (cfg_bool(path, root, "rms_norm", 1, 1, "only RMSNorm is implemented, not LayerNorm") ||
+        cfg_bool(path, root, "tie_embeddings", 1, 1, "the LM head is always tied to the embedding") ||
+        cfg_bool(path, root, "residual_in_fp32", 1, -1, NULL) ||  // always fp32 here; either is fine
+        cfg_bool(path, root, "fused_add_norm", 1, -1, NULL))      // a kernel choice, same math
+        goto done;
+    int d_inter = 0;
+    if (cfg_int(path, root, "d_intermediate", 0, 0, 0, INT_MAX, &d_inter)) goto done;
+    if (d_inter != 0) {
+        pm_error("%s: \"d_intermediate\" is %d; MLP blocks are not supported (must be 0)", path, d_inter);
+        goto done;
+    }
+    json_t *attn = json_object_get(root, "attn_layer_idx");
+    if (attn && (!json_is_array(attn) || json_array_size(attn) != 0)) {
+        pm_error("%s: \"attn_layer_idx\" must be an empty list; attention layers are not supported", path);
+        goto done;
+    }
+    json_t *attn_cfg = json_object_get(root, "attn_cfg");
+    if (attn_cfg && !json_is_object(attn_cfg)) {
+        pm_error("%s: \"attn_cfg\" must be an object", path);
+        goto done;
+    }
+    json_t *ssm = json_object_get(root, "ssm_cfg");
+    json_t *empty = json_object();
+    if (!ssm) ssm = empty;
+    if (!json_is_object(ssm)) {
+        json_decref(empty);
+        pm_error("%s: \"ssm_cfg\" must be an object", path);
+        goto done;
+    }
+    // Keys that only affect initialization (dt_*) or kernel choice (use_fast_path) are accepted and ignored.
+    static const char *const ssm_keys[] = {"d_state", "d_conv", "expand", "layer", "dt_rank", "conv_bias", "bias",
+                                           "use_fast_path", "dt_min", "dt_max", "dt_init", "dt_scale",
+                                           "dt_init_floor", NULL};
+    int bad = 0;
+    json_object_foreach(ssm, key, v) {
+        if (!key_in(key, ssm_keys)) {
+            bad = pm_error("%s: unknown key \"ssm_cfg.%s\"", path, key);
+            break;
+        }
+    }
+    if (!bad)
+        bad = cfg_int(path, ssm, "d_state", 0, 16, 1, 256, &cfg.d_state) ||
+              cfg_int(path, ssm, "d_conv", 0, 4, 1, 64, &cfg.d_conv) ||
+              cfg_int(path, ssm, "expand", 0, 2, 1, 64, &cfg.expand) ||
+              cfg_bool(path, ssm, "conv_bias", 1, 1, "the conv1d always has a bias") ||
+              cfg_bool(path, ssm, "bias", 0, 0, "the projections have no bias");
+    json_t *layer = json_object_get(ssm, "layer");
+    if (!bad && layer && !(json_is_string(layer) && strcmp(json_string_value(layer), "Mamba1") == 0))
+        bad = pm_error("%s: \"ssm_cfg.layer\" must be \"Mamba1\" (Mamba2 is not supported)", path);
+    json_t *dtr = json_object_get(ssm, "dt_rank");
+    int want_dtr = (cfg.d_model + 15) / 16;
+    if (!bad && dtr && !(json_is_string(dtr) && strcmp(json_string_value(dtr), "auto") == 0) &&
+        !(json_is_integer(dtr) && json_integer_value(dtr) == want_dtr))
+        bad = pm_error("%s: \"ssm_cfg.dt_rank\" must be \"auto\" (= ceil(d_model/16) = %d)", path, want_dtr);
+    json_decref(empty);
+    if (bad) goto done;
+    cfg.norm_eps = 1e-5f;
+    config_derive(&cfg);
+    *c = cfg;
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// helpers: paths, directories
+
+static int join(char *out, const char *dir, const char *name) {
+    if ((size_t)snprintf(out, PATH_BUF, "%s/%s", dir, name) >= PATH_BUF)
+        return pm_error("%s/%s: path too long", dir, name);
+    return 0;
+}
+
+static void fsync_dir(const char *path) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+static void fsync_parent(const char *path) {
+    char buf[PATH_BUF];
+    snprintf(buf, sizeof buf, "%s", path);
+    fsync_dir(dirname(buf));
+}
+
+// mkdir -p
+static int make_dirs(const char *path) {
+    char buf[PATH_BUF];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf) return pm_error("%s: path too long", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == 0) {
+            char save = *p;
+            *p = 0;
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return pm_error("%s: cannot create: %s", buf, strerror(errno));
+            struct stat st;
+            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) return pm_error("%s: not a directory", buf);
+            *p = save;
+            if (save == 0) break;
+        }
+    }
+    return 0;
+}
+
+// rm -r (files and subdirectories; symlinks are removed, not followed).
+static int remove_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : pm_error("%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        if (!d) return pm_error("%s: cannot open directory: %s", path, strerror(errno));
+        struct dirent *e;
+        int rc = 0;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            char sub[PATH_BUF];
+            if (join(sub, path, e->d_name) != 0 || remove_tree(sub) != 0) rc = -1;
+        }
+        closedir(d);
+        if (rc == 0 && rmdir(path) != 0) rc = pm_error("%s: cannot remove: %s", path, strerror(errno));
+        return rc;
+    }
+    if (unlink(path) != 0) return pm_error("%s: cannot remove: %s", path, strerror(errno));
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// save
+
+typedef struct {
+    const Model *m;
+    int n_tensors;  // tensors per moment buffer
+} MomentCtx;
+
+// Writer callback for trainer.safetensors: tensor i < nt is m.<name i>, then v.<name>; downloaded one tensor
+// at a time from the backend so no full host copy of the moments is needed.
+static int fill_moment(void *ctx, int i, void *buf, size_t nbytes) {
+    const MomentCtx *mc = ctx;
+    const Model *m = mc->m;
+    int which = i / mc->n_tensors;
+    const ParamInfo *pi = &m->tensors[i % mc->n_tensors];
+    const void *src = which == 0 ? m->adam_m : m->adam_v;
+    if (!src) {
+        memset(buf, 0, nbytes);  // no optimizer yet: fresh (zero) moments
+        return 0;
+    }
+    m->bk->download(buf, (const char *)src + pi->offset * 4, nbytes);
+    return 0;
+}
+
+int checkpoint_save(const char *dir_in, const Model *m, const TrainerState *ts) {
+    char dir[PATH_BUF], tmp[PATH_BUF + 64], file[PATH_BUF];
+    size_t len = strlen(dir_in);
+    while (len > 1 && dir_in[len - 1] == '/') len--;  // "ckpt/" and "ckpt" are the same directory
+    if (len == 0 || len >= PATH_BUF - 64) return pm_error("%s: bad checkpoint directory name", dir_in);
+    memcpy(dir, dir_in, len);
+    dir[len] = 0;
+    if (m->bk->f32_bytes != 4)
+        return pm_error("%s: cannot save from a backend whose F32 is %zu bytes wide", dir, m->bk->f32_bytes);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", dir, (int)getpid());
+    struct stat st;
+    if (lstat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        return pm_error("%s: exists and is not a directory; not overwriting it", dir);
+    {
+        char parent[PATH_BUF];
+        snprintf(parent, sizeof parent, "%s", dir);
+        if (make_dirs(dirname(parent)) != 0) return -1;
+    }
+    if (remove_tree(tmp) != 0) return -1;  // a leftover of an earlier crashed save by a process with our pid
+    if (mkdir(tmp, 0755) != 0) return pm_error("%s: cannot create: %s", tmp, strerror(errno));
+
+    int nt = m->n_tensors;
+    const ParamInfo *pi = m->tensors;
+    float *host = pm_malloc(m->n_params * sizeof(float));  // (n_params)
+    model_get_params(m, host);
+    StWrite *w = pm_calloc(2 * (size_t)nt + 1, sizeof(StWrite));
+    for (int i = 0; i < nt; i++) {
+        w[i].name = pi[i].name;
+        w[i].dtype = "F32";
+        w[i].ndim = pi[i].ndim;
+        for (int d = 0; d < pi[i].ndim; d++) w[i].shape[d] = pi[i].shape[d];
+        w[i].data = host + pi[i].offset;
+        w[i].nbytes = pi[i].size * sizeof(float);
+    }
+    int rc = join(file, tmp, "model.safetensors");
+    if (rc == 0) rc = st_write(file, w, nt, "{\"format\": \"pt\"}");
+    free(host);
+    if (rc == 0) rc = join(file, tmp, "config.json");
+    if (rc == 0) rc = config_write_json(file, &m->cfg);
+
+    if (rc == 0 && ts) {
+        // m.<name> (nt), v.<name> (nt), state (10): moments streamed from the backend by fill_moment.
+        char(*names)[128] = pm_calloc(2 * (size_t)nt, 128);
+        for (int k = 0; k < 2 * nt; k++) {
+            const ParamInfo *p = &pi[k % nt];
+            snprintf(names[k], 128, "%c.%s", k < nt ? 'm' : 'v', p->name);
+            w[k].name = names[k];
+            w[k].dtype = "F32";
+            w[k].ndim = p->ndim;
+            for (int d = 0; d < p->ndim; d++) w[k].shape[d] = p->shape[d];
+            w[k].data = NULL;
+            w[k].nbytes = p->size * sizeof(float);
+        }
+        uint64_t state[10];  // step, rng, data_pos[0..7]
+        state[0] = (uint64_t)ts->step;
+        state[1] = ts->rng;
+        memcpy(state + 2, ts->data_pos, sizeof ts->data_pos);
+        w[2 * nt] = (StWrite){.name = "state", .dtype = "U64", .ndim = 1, .shape = {10}, .data = state,
+                              .nbytes = sizeof state};
+        json_t *md = json_pack("{s:s}", "format", "packmamba-trainer");
+        json_t *rcfg = ts->run_config_json ? json_string(ts->run_config_json) : NULL;
+        if (ts->run_config_json && !rcfg) rc = pm_error("%s: the run config is not valid UTF-8", dir);
+        if (rcfg) json_object_set_new(md, "run_config", rcfg);
+        char *mds = rc == 0 ? json_dumps(md, JSON_COMPACT) : NULL;
+        json_decref(md);
+        if (rc == 0 && !mds) rc = pm_error("%s: cannot serialize the trainer metadata", dir);
+        MomentCtx mc = {m, nt};
+        if (rc == 0) rc = join(file, tmp, "trainer.safetensors");
+        if (rc == 0) rc = st_write_cb(file, w, 2 * nt + 1, mds, fill_moment, &mc);
+        free(mds);
+        free(names);
+    }
+    free(w);
+    if (rc != 0) {
+        char keep[1024];
+        snprintf(keep, sizeof keep, "%s", pm_last_error());
+        remove_tree(tmp);
+        return pm_error("%s", keep);
+    }
+    fsync_dir(tmp);
+
+    // Swap the finished directory into place.
+    if (lstat(dir, &st) == 0) {
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
+            fsync_parent(dir);
+            return remove_tree(tmp);  // now holds the old checkpoint
+        }
+        // No atomic exchange on this filesystem: move the old one aside, then the new one in.
+        char aside[PATH_BUF + 64];
+        snprintf(aside, sizeof aside, "%s.tmp.%d.old", dir, (int)getpid());
+        if (remove_tree(aside) != 0) return -1;
+        if (rename(dir, aside) != 0) {
+            int e = errno;
+            remove_tree(tmp);
+            return pm_error("%s: cannot move the old checkpoint aside: %s", dir, strerror(e));
+        }
+        if (rename(tmp, dir) != 0) {
+            int e = errno;
+            rename(aside, dir);  // put the old one back
+            remove_tree(tmp);
+            return pm_error("%s: rename failed: %s", dir, strerror(e));
+        }
+        fsync_parent(dir);
+        return remove_tree(aside);
+    }
+    if (rename(tmp, dir) != 0) {
+        int e = errno;
+        remove_tree(tmp);
+        return pm_error("%s: rename failed: %s", dir, strerror(e));
+    }
+    fsync_parent(dir);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// load
+
+int checkpoint_load_config(const char *dir, ModelConfig *c) {
+    char path[PATH_BUF];
+    if (join(path, dir, "config.json") != 0) return -1;
+    return config_read_json(path, c);
+}
+
+static int same_shape(const StTensor *t, const ParamInfo *p) {
+    if (t->ndim != p->ndim) return 0;
+    for (int d = 0; d < p->ndim; d++)
+        if (t->shape[d] != p->shape[d]) return 0;
+    return 1;
+}
+
+static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
+    size_t k = (size_t)snprintf(buf, n, "(");
+    for (int d = 0; d < ndim && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (k < n) snprintf(buf + k, n - k, ")");
+}
+
+static int shape_error(const char *path, const StTensor *t, const ParamInfo *p) {
+    char got[160], want[160];
+    shape_str(got, sizeof got, t->ndim, t->shape);
+    shape_str(want, sizeof want, p->ndim, p->shape);
+    return pm_error("%s: tensor \"%s\" has shape %s; the model needs %s", path, t->name, got, want);
+}
+
+// First non-finite value in x (n), or -1.
+static long first_nonfinite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return (long)i;
+    return -1;
+}
+
+int checkpoint_load_model(const char *dir, Model *m) {
+    char cpath[PATH_BUF], path[PATH_BUF];
+    if (join(cpath, dir, "config.json") != 0 || join(path, dir, "model.safetensors") != 0) return -1;
+    ModelConfig c;
+    if (config_read_json(cpath, &c) != 0) return -1;
+    const ModelConfig *mc = &m->cfg;
+#define CFG_SAME(field, key)                                                                              \
+    if (c.field != mc->field)                                                                             \
+        return pm_error("%s: %s is %d but the model was created with %d", cpath, key, c.field, mc->field);
+    CFG_SAME(n_layer, "n_layer");
+    CFG_SAME(d_model, "d_model");
+    CFG_SAME(vocab_size, "vocab_size");
+    CFG_SAME(pad_vocab_multiple, "pad_vocab_size_multiple");
+    CFG_SAME(d_state, "ssm_cfg.d_state");
+    CFG_SAME(d_conv, "ssm_cfg.d_conv");
+    CFG_SAME(expand, "ssm_cfg.expand");
+#undef CFG_SAME
+
+    StFile f;
+    if (st_open(path, &f) != 0) return -1;
+    int nt = m->n_tensors;
+    const ParamInfo *pi = m->tensors;
+    float *host = pm_malloc(m->n_params * sizeof(float));  // (n_params)
+    int rc = 0;
+    for (int i = 0; i < nt && rc == 0; i++) {
+        const StTensor *t = st_find(&f, pi[i].name);
+        if (!t) {
+            rc = pm_error("%s: missing tensor \"%s\"", path, pi[i].name);
+        } else if (strcmp(t->dtype, "F32") && strcmp(t->dtype, "BF16") && strcmp(t->dtype, "F16") &&
+                   strcmp(t->dtype, "F64")) {
+            rc = pm_error("%s: tensor \"%s\" has dtype %s; expected F32 (or BF16, F16, F64)", path, t->name,
+                          t->dtype);
+        } else if (!same_shape(t, &pi[i])) {
+            rc = shape_error(path, t, &pi[i]);
+        } else if ((rc = st_read_f32(&f, t, host + pi[i].offset, pi[i].size)) == 0) {
+            long bad = first_nonfinite(host + pi[i].offset, pi[i].size);
+            if (bad >= 0)
+                rc = pm_error("%s: tensor \"%s\" element %ld is %s", path, t->name, bad,
+                              isnan(host[pi[i].offset + bad]) ? "NaN" : "infinite");
+        }
+    }
+    // Nothing else may be in the file, except a tied LM head equal to the embedding.
+    for (int k = 0; k < f.n && rc == 0; k++) {
+        const StTensor *t = &f.tensors[k];
+        int known = 0;
+        for (int i = 0; i < nt && !known; i++) known = strcmp(t->name, pi[i].name) == 0;
+        if (known) continue;
+        if (strcmp(t->name, "lm_head.weight") != 0) {
+            rc = pm_error("%s: unexpected tensor \"%s\" (not a parameter of this model)", path, t->name);
+            break;
+        }
+        const ParamInfo *emb = &pi[model_tensor_index(&m->cfg, -1, 0)];
+        if (!same_shape(t, emb)) {
+            rc = shape_error(path, t, emb);
+            break;
+        }
+        size_t n = emb->size;
+        float *head = pm_malloc(n * sizeof(float));
+        if (st_read_f32(&f, t, head, n) != 0)
+            rc = -1;
+        else if (memcmp(head, host + emb->offset, n * sizeof(float)) != 0)
+            rc = pm_error("%s: lm_head.weight differs from %s; untied LM heads are not supported", path,
+                          emb->name);
+        free(head);
+    }
+    st_close(&f);
+    if (rc == 0) model_set_params(m, host);
+    free(host);
+    return rc;
+}
+
+int checkpoint_load_trainer(const char *dir, Model *m, TrainerState *ts) {
+    char path[PATH_BUF];
+    if (join(path, dir, "trainer.safetensors") != 0) return -1;
+    if (m->bk->f32_bytes != 4)
+        return pm_error("%s: cannot load into a backend whose F32 is %zu bytes wide", path, m->bk->f32_bytes);
+    StFile f;
+    if (st_open(path, &f) != 0) return -1;
+    int nt = m->n_tensors;
+    const ParamInfo *pi = m->tensors;
+    const StTensor **mt = pm_calloc(2 * (size_t)nt, sizeof *mt);  // m.<name> then v.<name>
+    size_t max_size = 0;
+    for (int i = 0; i < nt; i++) max_size = pi[i].size > max_size ? pi[i].size : max_size;
+    float *buf = pm_malloc((max_size ? max_size : 1) * sizeof(float));
+    TrainerState out;
+    memset(&out, 0, sizeof out);
+    int rc = 0;
+
+    const StTensor *st = st_find(&f, "state");
+    if (!st) {
+        rc = pm_error("%s: missing tensor \"state\"", path);
+    } else if ((strcmp(st->dtype, "U64") && strcmp(st->dtype, "I64")) || st->ndim != 1 || st->shape[0] != 10) {
+        rc = pm_error("%s: tensor \"state\" must be U64 or I64 of shape (10)", path);
+    } else {
+        uint64_t w[10];
+        memcpy(w, st->data, sizeof w);  // little-endian on every supported host
+        out.step = (int64_t)w[0];
+        out.rng = w[1];
+        memcpy(out.data_pos, w + 2, sizeof out.data_pos);
+        if (out.step < 0 || out.step > INT_MAX) rc = pm_error("%s: step %lld out of range", path, (long long)out.step);
+    }
+    for (int k = 0; k < 2 * nt && rc == 0; k++) {
+        const ParamInfo *p = &pi[k % nt];
+        char name[160];
+        snprintf(name, sizeof name, "%c.%s", k < nt ? 'm' : 'v', p->name);
+        const StTensor *t = st_find(&f, name);
+        if (!t) {
+            rc = pm_error("%s: missing tensor \"%s\"", path, name);
+        } else if (strcmp(t->dtype, "F32") != 0) {
+            rc = pm_error("%s: tensor \"%s\" has dtype %s; expected F32", path, name, t->dtype);
+        } else if (!same_shape(t, p)) {
+            rc = shape_error(path, t, p);
+        } else if ((rc = st_read_f32(&f, t, buf, p->size)) == 0) {
+            long bad = first_nonfinite(buf, p->size);
+            if (bad >= 0) rc = pm_error("%s: tensor \"%s\" element %ld is not finite", path, name, bad);
+            for (size_t j = 0; rc == 0 && k >= nt && j < p->size; j++)
+                if (buf[j] < 0) rc = pm_error("%s: tensor \"%s\" element %zu is negative", path, name, j);
+        }
+        mt[k] = t;
+    }
+    if (rc == 0 && f.n != 2 * nt + 1) {
+        for (int k = 0; k < f.n; k++) {
+            const char *nm = f.tensors[k].name;
+            int known = strcmp(nm, "state") == 0;
+            for (int i = 0; i < nt && !known; i++)
+                known = (nm[0] == 'm' || nm[0] == 'v') && nm[1] == '.' && strcmp(nm + 2, pi[i].name) == 0;
+            if (!known) {
+                rc = pm_error("%s: unexpected tensor \"%s\"", path, nm);
+                break;
+            }
+        }
+    }
+    if (rc == 0 && f.metadata_json) {
+        json_t *md = json_loads(f.metadata_json, 0, NULL);
+        json_t *rcfg = json_object_get(md, "run_config");
+        if (rcfg) out.run_config_json = pm_strdup(json_string_value(rcfg));  // values checked to be strings
+        json_decref(md);
+    }
+    if (rc == 0) {
+        // Everything checked: now change the model.
+        if (!m->adam_m || !m->adam_v) model_alloc_optimizer(m);
+        for (int k = 0; k < 2 * nt; k++) {
+            void *dst = (char *)(k < nt ? m->adam_m : m->adam_v) + pi[k % nt].offset * 4;
+            m->bk->upload(dst, mt[k]->data, mt[k]->nbytes);
+        }
+        m->step = (int)out.step;
+        *ts = out;
+    } else {
+        free(out.run_config_json);
+    }
+    free(buf);
+    free(mt);
+    st_close(&f);
+    return rc;
+}
+
+int checkpoint_find_latest(const char *run_dir, char *out, size_t n) {
+    char cdir[PATH_BUF];
+    if (join(cdir, run_dir, "checkpoints") != 0) return -1;
+    DIR *d = opendir(cdir);
+    if (!d) return pm_error("%s: no checkpoints (%s)", cdir, strerror(errno));
+    long long best = -1;
+    char best_name[256] = "";
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *nm = e->d_name;
+        if (strncmp(nm, "step_", 5) != 0) continue;
+        size_t len = strlen(nm + 5);
+        if (len == 0 || len > 18) continue;
+        int digits = 1;
+        for (size_t i = 0; i < len; i++) digits &= isdigit((unsigned char)nm[5 + i]) != 0;
+        if (!digits) continue;  // also skips "step_N.tmp.<pid>" builds in progress
+        long long step = atoll(nm + 5);
+        if (step <= best) continue;
+        char sub[PATH_BUF], file[PATH_BUF];
+        struct stat st;
+        if (join(sub, cdir, nm) != 0) continue;
+        if (join(file, sub, "model.safetensors") != 0 || stat(file, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (join(file, sub, "config.json") != 0 || stat(file, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        best = step;
+        snprintf(best_name, sizeof best_name, "%s", nm);
+    }
+    closedir(d);
+    if (best < 0) return pm_error("%s: no complete checkpoint found", cdir);
+    if ((size_t)snprintf(out, n, "%s/%s", cdir, best_name) >= n)
+        return pm_error("%s/%s: path too long for the output buffer", cdir, best_name);
+    return 0;
+}

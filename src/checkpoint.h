@@ -1,0 +1,47 @@
+// checkpoint.h — model configs (config.json with the reference's keys) and checkpoint directories:
+//   <dir>/model.safetensors    every parameter as F32 under its reference name and shape (model_param_infos);
+//                              lm_head.weight is not written (tied to backbone.embedding.weight)
+//   <dir>/config.json          d_model, n_layer, vocab_size, ssm_cfg {d_state, d_conv, expand}, rms_norm,
+//                              residual_in_fp32, fused_add_norm, pad_vocab_size_multiple, tie_embeddings
+//   <dir>/trainer.safetensors  (optional) Adam moments "m.<name>" / "v.<name>" F32, the U64 tensor "state"
+//                              (10,) = [step, rng, data_pos[0..7]] and metadata {"run_config": "<json>"}
+// A checkpoint is built as "<dir>.tmp.<pid>" and renamed into place, so a directory named like a checkpoint is
+// always complete. Every function returns 0 or -1 with pm_error("<file>: <what is wrong>").
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+typedef struct {
+    int64_t step;          // optimizer steps taken
+    uint64_t rng;          // PmRng state of the data order / sampling
+    uint64_t data_pos[8];  // data loader position words (meaning defined by the loader)
+    char *run_config_json; // the run's settings as a JSON string (may be NULL); owned, free with trainer_state_free
+} TrainerState;
+
+void trainer_state_free(TrainerState *ts);  // frees run_config_json
+
+// config.json in the reference's format. Reading rejects missing required keys (d_model, n_layer, vocab_size),
+// wrong types, non-positive or implausibly large sizes, unsupported variants (rms_norm false, tie_embeddings
+// false, Mamba2 layers, attention layers, MLP layers) and unknown keys; then calls config_derive.
+int config_write_json(const char *path, const ModelConfig *c);
+int config_read_json(const char *path, ModelConfig *c);
+
+// Write <dir> (replacing an existing one completely; parent directories are created). ts may be NULL for a
+// model-only checkpoint. If ts is given and the model has no optimizer state yet, zero moments are written.
+int checkpoint_save(const char *dir, const Model *m, const TrainerState *ts);
+
+int checkpoint_load_config(const char *dir, ModelConfig *c);
+// Load parameters into an already created model with the same config. Everything is validated (config.json
+// matches m->cfg; every tensor present with its exact shape; dtype F32, BF16, F16 or F64, converted to F32; all
+// values finite; no unknown tensors; lm_head.weight only if equal to the embedding) before the model is touched.
+int checkpoint_load_model(const char *dir, Model *m);
+// Load trainer.safetensors: Adam moments (allocated with model_alloc_optimizer if needed, validated F32, finite,
+// v >= 0) into m->adam_m / adam_v, m->step = ts->step, and the trainer state into *ts (ts->run_config_json
+// newly allocated or NULL). Nothing is changed on failure.
+int checkpoint_load_trainer(const char *dir, Model *m, TrainerState *ts);
+
+// The newest complete checkpoint "<run_dir>/checkpoints/step_<digits>" (a directory holding model.safetensors
+// and config.json; "*.tmp.*" names are ignored) written to out. 0, or -1 when there is none or out is too small.
+int checkpoint_find_latest(const char *run_dir, char *out, size_t n);
