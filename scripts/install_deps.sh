@@ -4,6 +4,7 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config
       libopenblas-dev libpcre2-dev libjansson-dev zlib1g-dev libutf8proc-dev libcmocka-dev
+      openmpi-bin libopenmpi-dev
       gnuplot-nox chromium
       linux-doc-6.1 fortunes fortunes-min)
 missing=()

@@ -124,6 +124,16 @@ typedef struct Backend {
     // if params_act is not NULL it receives the updated parameters as ACT (the compute copy).
     void (*adamw)(void *params, void *params_act, const void *grads, void *m, void *v,
                   const ParamSegment *segs, int nsegs, const AdamWArgs *a);
+
+    // ---- optional, for `packmamba bench` (NULL where a backend does not provide them) ----
+    // GPU-side timing without a synchronize per op: event_record enqueues a timestamp on the compute stream and
+    // returns a handle from a pool the backend owns; event_elapsed_ms gives milliseconds from a to b (waits for
+    // b); event_release returns a handle to the pool. Bench falls back to synchronize + host clock when NULL.
+    void *(*event_record)(void);
+    float (*event_elapsed_ms)(void *a, void *b);
+    void (*event_release)(void *e);
+    // Device-to-device copy of `bytes` (bench's bandwidth ceiling); NULL: bench times f32_to_act instead.
+    void (*copy)(void *dst, const void *src, size_t bytes);
 } Backend;
 
 const Backend *backend_cpu(void);

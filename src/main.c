@@ -16,6 +16,7 @@ static const struct {
     {"train", cmd_train, "train a model (CPU or CUDA)"},
     {"eval", cmd_eval, "loss and perplexity of a checkpoint, per document on request"},
     {"generate", cmd_generate, "sample text from a checkpoint (recurrent decoding)"},
+    {"plot", cmd_plot, "loss and throughput curves of a run (PNG and SVG through gnuplot)"},
 };
 
 static void usage(FILE *f) {

@@ -16,6 +16,8 @@
 #include "batcher.h"
 #include "checkpoint.h"
 #include "commands.h"
+#include "config_file.h"
+#include "dist.h"
 #include "model.h"
 #include "tokenizer.h"
 #include "util.h"
@@ -59,10 +61,12 @@ int checkpoint_resolve(const char *path, char *out, size_t n) {
 }
 
 // Keep only the metrics lines of steps <= last_step (after a resume the steps past the checkpoint are redone).
-static void truncate_metrics(const char *path, int64_t last_step) {
+// Returns the "tokens" count of the last line kept, so the resumed run's count continues from it.
+static int64_t truncate_metrics(const char *path, int64_t last_step) {
     size_t n;
+    int64_t tokens = 0;
     char *text = pm_read_file(path, &n);
-    if (!text) return;
+    if (!text) return 0;
     char *out = pm_malloc(n + 1);
     size_t o = 0;
     for (char *line = text; *line;) {
@@ -74,6 +78,8 @@ static void truncate_metrics(const char *path, int64_t last_step) {
         if (s && json_is_integer(s) && json_integer_value(s) <= last_step) {
             memcpy(out + o, line, len);
             o += len;
+            json_t *t = json_object_get(j, "tokens");
+            if (t && json_is_integer(t)) tokens = json_integer_value(t);
         }
         json_decref(j);
         line += len;
@@ -81,6 +87,7 @@ static void truncate_metrics(const char *path, int64_t last_step) {
     if (pm_write_file_atomic(path, out, o) != 0) pm_die("%s", pm_last_error());
     free(out);
     free(text);
+    return tokens;
 }
 
 // Remove all but the newest `keep` step_* checkpoints (and never `protect`, the best one).
@@ -141,6 +148,8 @@ static double validation_loss(Model *m, Batcher *val, Batch *b, int max_batches)
         n += b->n_valid;
         if (end) break;
     }
+    dist_allreduce_f64_sum(&sum, 1);  // every rank evaluated its share of the same global batches
+    dist_allreduce_i64_sum(&n, 1);
     return n ? sum / (double)n : NAN;
 }
 
@@ -148,7 +157,21 @@ static void save_checkpoint(const char *run, Model *m, Batcher *bt, const char *
     TrainerState ts = {.step = m->step, .rng = 0, .run_config_json = (char *)run_json};
     batcher_get_position(bt, ts.data_pos);
     snprintf(out_path, n, "%s/checkpoints/step_%08d", run, m->step);
-    if (checkpoint_save(out_path, m, &ts) != 0) pm_die("%s", pm_last_error());
+    dist_gather_optimizer(m);  // all ranks: each owns a range of the Adam moments; rank 0 writes them all
+    if (dist_rank() == 0 && checkpoint_save(out_path, m, &ts) != 0) pm_die("%s", pm_last_error());
+}
+
+// On a terminal: one line redrawn in place after every step, e.g.
+//   [##########..........]  50%  100/200 | loss 2.3456 | 12345 tok/s | eta 0:01:23
+static void progress_bar(int step, int total, double loss, double tok_s, double eta) {
+    char bar[21];
+    int filled = total > 0 ? (int)(20.0 * step / total) : 20;
+    for (int i = 0; i < 20; i++) bar[i] = i < filled ? '#' : '.';
+    bar[20] = 0;
+    long e = isfinite(eta) && eta > 0 ? (long)(eta + 0.5) : 0;
+    fprintf(stderr, "\r[%s] %3d%%  %d/%d | loss %.4f | %.0f tok/s | eta %ld:%02ld:%02ld\033[K", bar,
+            total > 0 ? (int)(100.0 * step / total) : 100, step, total, loss, tok_s, e / 3600, e / 60 % 60, e % 60);
+    fflush(stderr);
 }
 
 int cmd_train(int argc, char **argv) {
@@ -183,9 +206,18 @@ int cmd_train(int argc, char **argv) {
         {"--val-batches", ARG_INT, &a.val_batches, "batches per validation (0: the whole split)"},
         {"--deterministic", ARG_BOOL, &a.deterministic, "bit-identical runs on the GPU (no float atomics)"},
         {"--resume", ARG_BOOL, &a.resume, "continue from the newest checkpoint in --out"},
+        {"--config", ARG_STR, &a.config, "JSON file of options, keys = flag names (seq_len); flags here override it"},
     };
-    args_parse(argc, argv, "packmamba train --data DIR --out RUN [options]", specs, sizeof specs / sizeof specs[0],
-               NULL, 0, NULL);
+    const int nspecs = sizeof specs / sizeof specs[0];
+    const char *usage = "packmamba train --data DIR --out RUN [--config FILE] [options]";
+    args_parse(argc, argv, usage, specs, nspecs, NULL, 0, NULL);
+    if (a.config) {  // parse again with the file's options first, so that the command line's come later and win
+        int cargc;
+        char **cargv;
+        if (train_config_load(a.config, specs, nspecs, argc, argv, &cargc, &cargv) != 0)
+            pm_die("%s", pm_last_error());
+        args_parse(cargc, cargv, usage, specs, nspecs, NULL, 0, NULL);  // cargv lives until exit (a.* point into it)
+    }
     if (!a.data) pm_die("train: --data DIR is required (make one with packmamba prepare)");
     if (!a.out) pm_die("train: --out RUN is required");
     int policy = policy_parse(a.packing);
@@ -193,13 +225,17 @@ int cmd_train(int argc, char **argv) {
     if (a.seq_len < 1 || a.batch < 1 || a.grad_accum < 1 || a.steps < 0)
         pm_die("train: --seq-len, --batch and --grad-accum must be >= 1 and --steps >= 0");
 
+    // Data parallel (dist.h): MPI only under mpirun with several ranks; rank 0 alone writes files and logs.
+    dist_init(&argc, &argv);
+    const int rank = dist_rank(), world = dist_world(), lead = rank == 0;
+    dist_select_device(a.device);
     const Backend *bk = backend_get(a.device, a.deterministic);
     Tokenizer *tok = tokenizer_load_from_data(a.data);
     if (!tok) pm_die("%s", pm_last_error());
 
     char ckpt[4096] = "";
     int resuming = a.resume && checkpoint_find_latest(a.out, ckpt, sizeof ckpt) == 0;
-    if (a.resume && !resuming) fprintf(stderr, "packmamba: --resume: no checkpoint in %s yet, starting fresh\n", a.out);
+    if (a.resume && !resuming && lead) fprintf(stderr, "packmamba: --resume: no checkpoint in %s yet, starting fresh\n", a.out);
     ModelConfig cfg;
     if (resuming) {
         if (checkpoint_load_config(ckpt, &cfg) != 0) pm_die("%s", pm_last_error());
@@ -214,11 +250,13 @@ int cmd_train(int argc, char **argv) {
     model_create(&m, &cfg, bk, (uint64_t)a.seed);
     model_alloc_optimizer(&m);
     model_alloc_activations(&m, a.batch, a.seq_len);
-    Batcher *bt = batcher_open(a.data, PM_SPLIT_TRAIN, policy, a.batch, a.seq_len, (uint64_t)a.seed, 0, 1, a.window);
+    dist_attach(&m, a.grad_accum);  // with several ranks: reduce each layer's gradients during the backward
+    Batcher *bt = batcher_open(a.data, PM_SPLIT_TRAIN, policy, a.batch, a.seq_len, (uint64_t)a.seed, rank, world,
+                               a.window);
     if (!bt) pm_die("%s", pm_last_error());
     Batcher *val = NULL;
     if (a.val_every > 0) {
-        val = batcher_open(a.data, PM_SPLIT_VAL, PM_POLICY_PACK, a.batch, a.seq_len, 0, 0, 1, 0);
+        val = batcher_open(a.data, PM_SPLIT_VAL, PM_POLICY_PACK, a.batch, a.seq_len, 0, rank, world, 0);
         if (!val) pm_die("%s (needed by --val-every)", pm_last_error());
     }
 
@@ -226,44 +264,49 @@ int cmd_train(int argc, char **argv) {
     char path[4352], metrics_path[4352];
     snprintf(metrics_path, sizeof metrics_path, "%s/metrics.jsonl", a.out);
     char *run_json = train_args_json(&a);
+    int64_t tokens_seen = 0;
     if (resuming) {
         TrainerState ts = {0};
         if (checkpoint_load_model(ckpt, &m) != 0 || checkpoint_load_trainer(ckpt, &m, &ts) != 0)
             pm_die("%s", pm_last_error());
-        if (batcher_set_position(bt, ts.data_pos) != 0) pm_die("%s: %s", ckpt, pm_last_error());
+        if (dist_adapt_position(ts.data_pos, a.batch, rank, world) != 0 || batcher_set_position(bt, ts.data_pos) != 0)
+            pm_die("%s: %s", ckpt, pm_last_error());
         trainer_state_free(&ts);
-        truncate_metrics(metrics_path, m.step);
-        fprintf(stderr, "packmamba: resuming from %s at step %d\n", ckpt, m.step);
-    } else {
+        if (lead) tokens_seen = truncate_metrics(metrics_path, m.step);
+        if (lead) fprintf(stderr, "packmamba: resuming from %s at step %d\n", ckpt, m.step);
+    } else if (lead) {
         FILE *f = fopen(metrics_path, "w");
         if (!f) pm_die("%s: cannot create: %s", metrics_path, strerror(errno));
         fclose(f);
     }
     snprintf(path, sizeof path, "%s/tokenizer.json", a.out);  // so generate finds it beside the checkpoints
-    if (tokenizer_save(tok, path) != 0) pm_die("%s", pm_last_error());
+    if (lead && tokenizer_save(tok, path) != 0) pm_die("%s", pm_last_error());
     snprintf(path, sizeof path, "%s/run.json", a.out);
-    if (pm_write_file_atomic(path, run_json, strlen(run_json)) != 0) pm_die("%s", pm_last_error());
-    FILE *metrics = fopen(metrics_path, "a");
-    if (!metrics) pm_die("%s: cannot open: %s", metrics_path, strerror(errno));
+    if (lead && pm_write_file_atomic(path, run_json, strlen(run_json)) != 0) pm_die("%s", pm_last_error());
+    FILE *metrics = lead ? fopen(metrics_path, "a") : NULL;
+    if (lead && !metrics) pm_die("%s: cannot open: %s", metrics_path, strerror(errno));
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    fprintf(stderr, "packmamba: training %s (%zu parameters, %d layers x %d) on %s, %s B=%d T=%d, %d steps\n",
-            resuming ? "(resumed)" : a.preset, m.n_params, cfg.n_layer, cfg.d_model, bk->name, a.packing, a.batch,
-            a.seq_len, a.steps);
+    if (lead)
+        fprintf(stderr, "packmamba: training %s (%zu parameters, %d layers x %d) on %s, %s B=%d T=%d, %d steps%s\n",
+                resuming ? "(resumed)" : a.preset, m.n_params, cfg.n_layer, cfg.d_model, bk->name, a.packing, a.batch,
+                a.seq_len, a.steps, world > 1 ? " (per rank)" : "");
+    if (lead && world > 1)
+        fprintf(stderr, "packmamba: data parallel over %d ranks: global batch %d rows, sharded AdamW\n", world,
+                a.batch * world);
     OptimConfig oc = {a.lr, a.beta1, a.beta2, 1e-8f, a.weight_decay, a.grad_clip};
     Batch *mb = pm_malloc(sizeof(Batch) * a.grad_accum);
     for (int i = 0; i < a.grad_accum; i++) mb[i] = batch_alloc(a.batch, a.seq_len);
     Batch vb = batch_alloc(a.batch, a.seq_len);
     char last_ckpt[4352] = "", best_ckpt[4352] = "";
     double best_val = INFINITY, t_start = pm_now();
-    int64_t tokens_seen = 0;
-    int exit_code = 0;
-    while (m.step < a.steps && !stop_requested) {
-        double t0 = pm_now();
+    int exit_code = 0, start_step = m.step, tty = lead && isatty(STDERR_FILENO);
+    while (m.step < a.steps && !dist_any(stop_requested)) {  // every rank stops at the same step
+        double t0 = pm_now(), comm0 = dist_comm_seconds();
         int64_t n_valid = 0, real = 0, computed = 0;
         for (int i = 0; i < a.grad_accum; i++) {
             batcher_next(bt, &mb[i]);
@@ -271,22 +314,27 @@ int cmd_train(int argc, char **argv) {
             computed += (int64_t)mb[i].B * mb[i].T;
             for (int k = 0; k < mb[i].B * mb[i].T; k++) real += mb[i].doc[k] >= 0;
         }
+        int64_t counts[3] = {n_valid, real, computed};
+        dist_allreduce_i64_sum(counts, 3);  // global: the loss scale is 1 / the whole global batch's targets
+        n_valid = counts[0], real = counts[1], computed = counts[2];
         model_zero_grad(&m);
         double loss_sum = 0;
         for (int i = 0; i < a.grad_accum; i++) {
             double mean = model_forward_backward(&m, &mb[i], n_valid ? 1.0f / (float)n_valid : 0.0f, NULL);
             loss_sum += mean * (double)mb[i].n_valid;
         }
+        dist_allreduce_f64_sum(&loss_sum, 1);
         double loss = n_valid ? loss_sum / (double)n_valid : 0.0;
         int step = m.step;
         if (!isfinite(loss)) {
-            fprintf(stderr, "packmamba: loss is %s at step %d: stopping; the last good checkpoint is %s\n",
+            if (tty) fputs("\r\033[K", stderr);
+            if (lead) fprintf(stderr, "packmamba: loss is %s at step %d: stopping; the last good checkpoint is %s\n",
                     isnan(loss) ? "NaN" : "infinite", step + 1, last_ckpt[0] ? last_ckpt : "(none saved yet)");
             exit_code = 1;
             break;
         }
         float lr = lr_schedule(step, a.warmup, a.steps, a.lr, a.min_lr_frac);
-        double gnorm = model_optimizer_step(&m, &oc, lr);
+        double gnorm = dist_optimizer_step(&m, &oc, lr);  // model_optimizer_step with one rank
         bk->synchronize();
         double dt = pm_now() - t0;
         tokens_seen += real;
@@ -296,43 +344,47 @@ int cmd_train(int argc, char **argv) {
                               (double)lr, "grad_norm", gnorm, "tokens", (json_int_t)tokens_seen, "tok_per_s",
                               real / dt, "fill", computed ? (double)real / computed : 0.0, "step_s", dt);
         if (!isnan(val_loss)) json_object_set_new(j, "val_loss", json_real(val_loss));
+        if (world > 1) json_object_set_new(j, "comm_s", json_real(dist_comm_seconds() - comm0));
         char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
-        fprintf(metrics, "%s\n", line);
-        fflush(metrics);
+        if (lead) fprintf(metrics, "%s\n", line), fflush(metrics);
         free(line);
         json_decref(j);
-        if (a.log_every > 0 && (m.step % a.log_every == 0 || m.step == a.steps || m.step == 1)) {
-            double el = pm_now() - t_start;
-            double eta = m.step > 0 ? el / m.step * (a.steps - m.step) : 0;
+        // ETA from this process's own steps: a resumed run did only m.step - start_step of them here.
+        double eta = (pm_now() - t_start) / (m.step - start_step) * (a.steps - m.step);
+        if (lead && a.log_every > 0 && (m.step % a.log_every == 0 || m.step == a.steps || m.step == 1)) {
+            if (tty) fputs("\r\033[K", stderr);  // the line replaces the bar, which is redrawn below it
             fprintf(stderr, "step %6d/%d | loss %.4f | lr %.2e | gnorm %.3f | %.0f tok/s | fill %.1f%%", m.step,
                     a.steps, loss, lr, gnorm, real / dt, computed ? 100.0 * real / computed : 0.0);
             if (!isnan(val_loss)) fprintf(stderr, " | val %.4f", val_loss);
             fprintf(stderr, " | eta %.0fs\n", eta);
         }
+        if (tty) progress_bar(m.step, a.steps, loss, real / dt, eta);
         int save = (a.save_every > 0 && m.step % a.save_every == 0);
         if (!isnan(val_loss) && val_loss < best_val) {
             best_val = val_loss;
             snprintf(best_ckpt, sizeof best_ckpt, "%s/checkpoints/best", a.out);
             TrainerState ts = {.step = m.step, .run_config_json = run_json};
             batcher_get_position(bt, ts.data_pos);
-            if (checkpoint_save(best_ckpt, &m, &ts) != 0) pm_die("%s", pm_last_error());
+            dist_gather_optimizer(&m);
+            if (lead && checkpoint_save(best_ckpt, &m, &ts) != 0) pm_die("%s", pm_last_error());
         }
         if (save && m.step < a.steps) {
             save_checkpoint(a.out, &m, bt, run_json, last_ckpt, sizeof last_ckpt);
-            prune_checkpoints(a.out, a.keep, NULL);
+            if (lead) prune_checkpoints(a.out, a.keep, NULL);
         }
     }
+    if (tty) fputs("\r\033[K", stderr);  // clear the progress bar
     if (exit_code == 0) {
         save_checkpoint(a.out, &m, bt, run_json, last_ckpt, sizeof last_ckpt);
-        prune_checkpoints(a.out, a.keep, NULL);
-        if (stop_requested)
+        if (lead) prune_checkpoints(a.out, a.keep, NULL);
+        if (lead && stop_requested)
             fprintf(stderr, "packmamba: %s received: saved %s at step %d; continue with --resume\n",
                     stop_requested == SIGINT ? "SIGINT" : "SIGTERM", last_ckpt, m.step);
-        else
+        else if (lead)
             fprintf(stderr, "packmamba: done: %d steps, %.1f s; checkpoint %s\n", m.step, pm_now() - t_start,
                     last_ckpt);
     }
-    fclose(metrics);
+    if (metrics) fclose(metrics);
     for (int i = 0; i < a.grad_accum; i++) batch_free(&mb[i]);
     free(mb);
     batch_free(&vb);
@@ -341,6 +393,7 @@ int cmd_train(int argc, char **argv) {
     free(run_json);
     tokenizer_free(tok);
     model_destroy(&m);
+    dist_finalize();
     return exit_code;
 }
 

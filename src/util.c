@@ -14,20 +14,26 @@
 
 static char last_error[1024];
 
+// Both format into a local buffer first: callers re-report with pm_die("%s", pm_last_error()), and formatting
+// last_error into itself would be overlapping copies (undefined; glibc prints an empty or garbled message).
 void pm_die(const char *fmt, ...) {
+    char buf[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(last_error, buf, sizeof buf);
     fprintf(stderr, "packmamba: %s\n", last_error);
     exit(1);
 }
 
 int pm_error(const char *fmt, ...) {
+    char buf[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(last_error, buf, sizeof buf);
     return -1;
 }
 

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# dev/gpu.sh — the one script for the GPU machine.
+#
+#   dev/gpu.sh pack   (here, on the build machine) build with CUDA into .gpu/build, then copy the binaries
+#                     into .gpu/bin and the shared libraries the GPU machine lacks into .gpu/lib. Carry `.gpu`.
+#   dev/gpu.sh [run]  (there) run the CUDA op tests (also under compute-sanitizer), the whole-model checks and,
+#                     when `packmamba bench` exists, the benchmark; full logs go to $OUT (or .gpu/out), and a
+#                     short table is printed last.
+#
+# Environment for `run`: PM_SANITIZE=0 skips the compute-sanitizer pass; PM_BENCH=0 skips the op timings;
+# PM_E2E=0 skips `packmamba bench`; PM_BENCH_ARGS overrides its arguments.
+set -u
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+GPU="$ROOT/.gpu"
+MODE="${1:-run}"
+
+if [ "$MODE" = pack ]; then
+    set -e
+    cmake -S "$ROOT" -B "$GPU/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake --build "$GPU/build" -j2
+    rm -rf "$GPU/bin" "$GPU/lib"
+    mkdir -p "$GPU/bin" "$GPU/lib"
+    for f in "$GPU/build/packmamba" "$GPU/build"/test_cuda_* "$GPU/build"/test_*gpu*; do
+        [ -x "$f" ] && cp "$f" "$GPU/bin/"
+    done
+    # Libraries the GPU machine may lack; it has (Ubuntu 24.04) glibc, libstdc++, libgomp, OpenBLAS, PCRE2, CUDA,
+    # NCCL and OpenMPI (whose own plugins must match its libmpi, so never carry ours).
+    for b in "$GPU/bin"/*; do
+        ldd "$b" | awk '/=> \// {print $3}'
+    done | sort -u | while read -r lib; do
+        case "$(basename "$lib")" in
+            libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libstdc++.so*|libgcc_s.so*|libgomp.so*) ;;
+            libcudart.so*|libcublas*|libopenblas.so*|libpcre2-8.so*|libz.so*) ;;
+            libnccl.so*|libnvidia-ml.so*|libmpi*.so*|libopen-*.so*|libevent*.so*|libhwloc.so*|libudev.so*) ;;
+            *) cp -L "$lib" "$GPU/lib/" ;;
+        esac
+    done
+    du -sh "$GPU/bin" "$GPU/lib"
+    ls "$GPU/bin" "$GPU/lib"
+    exit 0
+fi
+
+OUTDIR="${OUT:-$GPU/out}"
+mkdir -p "$OUTDIR"
+export LD_LIBRARY_PATH="$GPU/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}"
+cd "$ROOT"
+SUMMARY="$OUTDIR/summary.txt"
+: >"$SUMMARY"
+row() { printf '%-34s %-8s %s\n' "$1" "$2" "$3" | tee -a "$SUMMARY" >/dev/null; }
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader >"$OUTDIR/gpu.txt" 2>&1
+missing=$(for b in "$GPU/bin"/*; do ldd "$b" | grep 'not found'; done | sort -u)
+[ -n "$missing" ] && echo "missing libraries: $missing" | tee -a "$OUTDIR/gpu.txt"
+
+# 1. op tests (and the whole-model tests in the same binary)
+for t in "$GPU/bin"/test_*; do
+    name=$(basename "$t")
+    s=$SECONDS
+    PM_CUDA_VERBOSE=1 "$t" >"$OUTDIR/$name.log" 2>&1
+    rc=$?
+    e=$((SECONDS - s))
+    pass=$(grep -c '^\[       OK \]' "$OUTDIR/$name.log")
+    fail=$(grep -c '^\[  FAILED  \] test' "$OUTDIR/$name.log")
+    skipped=$(grep -c '^\[  SKIPPED \] test' "$OUTDIR/$name.log")
+    row "$name" "rc=$rc" "$pass ok, $fail failed, $skipped skipped, ${e}s"
+    grep -E 'FAIL|ERROR|packmamba:|model loss|all gradients' "$OUTDIR/$name.log" | head -30 >>"$SUMMARY"
+done
+
+# 2. op timings at model shapes (PM_BENCH=1 makes test_cuda_ops time each op)
+if [ "${PM_BENCH:-1}" != 0 ] && [ -x "$GPU/bin/test_cuda_ops" ]; then
+    PM_BENCH=1 PM_ONLY_BENCH=1 "$GPU/bin/test_cuda_ops" >"$OUTDIR/op_times.log" 2>&1
+    row "op timings" "rc=$?" "see op_times.log"
+    grep -E '^ +op ' "$OUTDIR/op_times.log" >>"$SUMMARY"
+fi
+
+# 3. the op tests again under compute-sanitizer (out-of-bounds / uninitialized reads in our kernels)
+if [ "${PM_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null && [ -x "$GPU/bin/test_cuda_ops" ]; then
+    PM_SKIP_MODEL=1 timeout 180 compute-sanitizer --tool memcheck --print-limit 20 "$GPU/bin/test_cuda_ops" \
+        >"$OUTDIR/sanitizer.log" 2>&1
+    rc=$?
+    row "compute-sanitizer memcheck" "rc=$rc" "$(grep -m1 'ERROR SUMMARY' "$OUTDIR/sanitizer.log")"
+fi
+
+# 4. end-to-end bench (the lead's `packmamba bench`), when it exists; PM_E2E=0 skips it. Only results.csv
+#    comes back ($OUT returns at most 8 files).
+if [ "${PM_E2E:-1}" != 0 ] && "$GPU/bin/packmamba" bench --help >/dev/null 2>&1; then
+    args="${PM_BENCH_ARGS:---device cuda --preset 130m --batch 8 --seq-len 2048 --policy fixed --steps 10 --warmup 3}"
+    rm -rf /tmp/pm_bench
+    timeout 240 "$GPU/bin/packmamba" bench $args --no-plots --time-limit 150 --out /tmp/pm_bench \
+        >"$OUTDIR/bench.log" 2>&1
+    rc=$?
+    [ -f /tmp/pm_bench/results.csv ] && cp /tmp/pm_bench/results.csv "$OUTDIR/bench_results.csv"
+    row "packmamba bench" "rc=$rc" "$args"
+    tail -5 "$OUTDIR/bench.log" >>"$SUMMARY"
+else
+    row "packmamba bench" "-" "skipped (PM_E2E=0 or no bench subcommand)"
+fi
+
+echo
+echo "== $(cat "$OUTDIR/gpu.txt" | head -1)"
+cat "$SUMMARY"

@@ -1,0 +1,630 @@
+// scan_lab.cu — kernel lab for the selective scan (src/cuda_scan.cu and frozen versions dev/kernels/scan_*.cuh).
+//
+//   nvcc -O3 -arch=sm_90 -Isrc -Idev/kernels dev/kernels/scan_lab.cu src/cuda_scan.cu -o .gpu/scan_lab
+//   .gpu/scan_lab cpu     # CPU only: finite-difference check of the float64 reference's backward
+//   .gpu/scan_lab         # + every version against the reference on the GPU, determinism, timing, table
+//   .gpu/scan_lab profile v2   # one version's fwd+bwd twice at B8 D2048 L2048, to run under ncu
+//   .gpu/scan_lab small v3     # only the reference checks (of one version), to run under compute-sanitizer
+//
+// Truth: a float64 CPU reference written straight from the math (DESIGN §1, backend.h), its backward checked
+// by central finite differences of its forward. GPU versions get fresh random bf16 inputs (never zeros),
+// poisoned outputs (NaN, so an unwritten element fails), sentinels around the strided outputs (a stray write
+// fails), accumulators pre-filled with random values (+= is checked), and are compared with the reference
+// computed on the same bf16-rounded inputs by ||x - ref|| / ||ref|| per tensor. Then two runs must be
+// bit-identical, and the big sizes are timed with CUDA events (median of 25 after warm-up).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cuda_scan.h"
+#include "scan_v1.cuh"
+#include "scan_v2.cuh"
+#include "scan_v3.cuh"
+#include "scan_v3b.cuh"
+
+#define CK(x)                                                                                          \
+    do {                                                                                               \
+        cudaError_t e_ = (x);                                                                          \
+        if (e_ != cudaSuccess) {                                                                       \
+            fprintf(stderr, "scan_lab: %s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                                   \
+        }                                                                                              \
+    } while (0)
+
+static const int NS = 16;  // d_state
+
+// ---------------------------------------------------------------- versions under test
+typedef size_t (*WsFn)(int, int, int, int);
+typedef void (*FwdFn)(__nv_bfloat16 *, const __nv_bfloat16 *, const __nv_bfloat16 *, const float *,
+                      const float *, const __nv_bfloat16 *, const __nv_bfloat16 *, int, const float *,
+                      const __nv_bfloat16 *, int, const int32_t *, int, int, int, int, cudaStream_t);
+typedef void (*BwdFn)(__nv_bfloat16 *, __nv_bfloat16 *, __nv_bfloat16 *, __nv_bfloat16 *, __nv_bfloat16 *,
+                      float *, float *, float *, const __nv_bfloat16 *, const __nv_bfloat16 *,
+                      const __nv_bfloat16 *, const float *, const float *, const __nv_bfloat16 *,
+                      const __nv_bfloat16 *, int, const float *, const __nv_bfloat16 *, int, const int32_t *, int,
+                      int, int, int, void *, size_t, int, cudaStream_t);
+struct Version {
+    const char *name;
+    WsFn ws;
+    FwdFn fwd;
+    BwdFn bwd;
+};
+static const Version versions[] = {
+    {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
+    {"v2", scan_v2::cuda_scan_workspace_bytes, scan_v2::cuda_scan_fwd, scan_v2::cuda_scan_bwd},
+    {"v3", scan_v3::cuda_scan_workspace_bytes, scan_v3::cuda_scan_fwd, scan_v3::cuda_scan_bwd},
+    {"v3b", scan_v3b::cuda_scan_workspace_bytes, scan_v3b::cuda_scan_fwd, scan_v3b::cuda_scan_bwd},
+    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},
+};
+static const int nversions = sizeof(versions) / sizeof(versions[0]);
+
+// ---------------------------------------------------------------- float64 reference
+// Inputs of one problem, as doubles (bf16-exact values for GPU checks). Strided like the backend's buffers:
+// B and C are column slices (offsets ob, oc) of an (M, ldbc) matrix, z a slice (offset oz) of an (M, ldz) one.
+struct Prob {
+    int rows, T, Cd, M, ldbc, ob, oc, ldz, oz;
+    std::vector<double> u, dpre, xp, zb, dout, dt_bias, A_log, D;  // u, dpre, dout (M, Cd); xp (M, ldbc); zb (M, ldz)
+    std::vector<int32_t> pos;
+};
+struct Grads {
+    std::vector<double> out, du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD;  // dB, dC (M, N); dz (M, Cd)
+};
+
+static double softplus_d(double v) { return v > 20.0 ? v : log1p(exp(v)); }
+static double sigmoid_d(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+// Forward, and when g != NULL the backward too (g->d* overwritten; dout from p).
+static void ref_run(const Prob &p, Grads &g, bool backward) {
+    int M = p.M, Cd = p.Cd, T = p.T;
+    g.out.assign((size_t)M * Cd, 0);
+    if (backward) {
+        g.du.assign((size_t)M * Cd, 0);
+        g.ddpre.assign((size_t)M * Cd, 0);
+        g.dz.assign((size_t)M * Cd, 0);
+        g.dB.assign((size_t)M * NS, 0);
+        g.dC.assign((size_t)M * NS, 0);
+        g.ddt_bias.assign(Cd, 0);
+        g.dD.assign(Cd, 0);
+        g.dA_log.assign((size_t)Cd * NS, 0);
+    }
+    std::vector<double> S((size_t)T * NS), dl(T);
+    for (int r = 0; r < p.rows; r++)
+        for (int c = 0; c < Cd; c++) {
+            double A[NS];
+            for (int n = 0; n < NS; n++) A[n] = -exp(p.A_log[(size_t)c * NS + n]);
+            // forward, keeping every state
+            for (int t = 0; t < T; t++) {
+                size_t m = (size_t)r * T + t;
+                bool start = t == 0 || p.pos[m] == 0;
+                double u = p.u[m * Cd + c], z = p.zb[m * p.ldz + p.oz + c];
+                dl[t] = softplus_d(p.dpre[m * Cd + c] + p.dt_bias[c]);
+                double y = p.D[c] * u;
+                for (int n = 0; n < NS; n++) {
+                    double prev = (start ? 0.0 : S[(size_t)(t - 1) * NS + n]);
+                    double s = exp(dl[t] * A[n]) * prev + dl[t] * p.xp[m * p.ldbc + p.ob + n] * u;
+                    S[(size_t)t * NS + n] = s;
+                    y += s * p.xp[m * p.ldbc + p.oc + n];
+                }
+                g.out[m * Cd + c] = y * z * sigmoid_d(z);
+            }
+            if (!backward) continue;
+            double carry[NS] = {0};  // adjoint reaching s_t from s_{t+1}
+            for (int t = T - 1; t >= 0; t--) {
+                size_t m = (size_t)r * T + t;
+                bool start = t == 0 || p.pos[m] == 0;
+                double u = p.u[m * Cd + c], z = p.zb[m * p.ldz + p.oz + c], go = p.dout[m * Cd + c];
+                double v = p.dpre[m * Cd + c] + p.dt_bias[c];
+                double sz = sigmoid_d(z), y = p.D[c] * u;
+                for (int n = 0; n < NS; n++) y += S[(size_t)t * NS + n] * p.xp[m * p.ldbc + p.oc + n];
+                double gy = go * z * sz;
+                g.dz[m * Cd + c] = go * y * (sz + z * sz * (1 - sz));
+                double du = gy * p.D[c], ddl = 0;
+                g.dD[c] += gy * u;
+                for (int n = 0; n < NS; n++) {
+                    double Bn = p.xp[m * p.ldbc + p.ob + n], Cn = p.xp[m * p.ldbc + p.oc + n];
+                    double a = exp(dl[t] * A[n]);
+                    double prev = start ? 0.0 : S[(size_t)(t - 1) * NS + n];
+                    double ds = gy * Cn + carry[n];  // total adjoint of s_t
+                    g.dC[m * NS + n] += gy * S[(size_t)t * NS + n];
+                    g.dB[m * NS + n] += ds * dl[t] * u;
+                    du += ds * dl[t] * Bn;
+                    ddl += ds * (A[n] * a * prev + Bn * u);
+                    g.dA_log[(size_t)c * NS + n] += ds * dl[t] * a * prev * A[n];  // dA * dA/dA_log
+                    carry[n] = start ? 0.0 : ds * a;
+                }
+                g.du[m * Cd + c] = du;
+                double ddp = ddl * (v > 20.0 ? 1.0 : sigmoid_d(v));
+                g.ddpre[m * Cd + c] = ddp;
+                g.ddt_bias[c] += ddp;
+            }
+        }
+}
+
+// ---------------------------------------------------------------- random inputs
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static double urand() {  // [0, 1)
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return ((rng_state * 0x2545F4914F6CDD1Dull) >> 11) * (1.0 / 9007199254740992.0);
+}
+static double nrand() { return sqrt(-2.0 * log(1.0 - urand())) * cos(6.283185307179586 * urand()); }
+static double bf16_round(double x) { return (double)__bfloat162float(__float2bfloat16((float)x)); }
+
+// Documents of random lengths laid end to end over all M tokens, so some cross row boundaries (where t % T == 0
+// must reset anyway) and some are 1-2 tokens long.
+static void make_pos(std::vector<int32_t> &pos, int M, int mean_len) {
+    pos.resize(M);
+    int left = 0, p = 0;
+    for (int m = 0; m < M; m++) {
+        if (left == 0) {
+            left = urand() < 0.1 ? 1 + (int)(urand() * 2) : 1 + (int)(urand() * 2 * mean_len);
+            p = 0;
+        }
+        pos[m] = p++;
+        left--;
+    }
+}
+
+static void make_prob(Prob &p, int rows, int T, int Cd, int ldbc, int ob, int oc, int ldz, int oz, int mean_len,
+                      bool bf) {
+    p.rows = rows, p.T = T, p.Cd = Cd, p.M = rows * T, p.ldbc = ldbc, p.ob = ob, p.oc = oc, p.ldz = ldz, p.oz = oz;
+    int M = p.M;
+    auto R = [bf](double x) { return bf ? bf16_round(x) : x; };
+    p.u.resize((size_t)M * Cd), p.dpre.resize((size_t)M * Cd), p.dout.resize((size_t)M * Cd);
+    p.xp.resize((size_t)M * ldbc), p.zb.resize((size_t)M * ldz);
+    for (auto &x : p.u) x = R(nrand());
+    for (auto &x : p.dout) x = R(nrand());
+    // delta = softplus(dpre + dt_bias) mostly 0.01-0.1; one in 500 above the softplus threshold of 20
+    for (auto &x : p.dpre) x = R(urand() < 0.002 ? 20.5 + 4 * urand() : 0.5 * nrand() - 4.0);
+    for (auto &x : p.xp) x = R(nrand());
+    for (auto &x : p.zb) x = R(nrand());
+    p.dt_bias.resize(Cd), p.D.resize(Cd), p.A_log.resize((size_t)Cd * NS);
+    for (auto &x : p.dt_bias) x = (float)(0.2 * nrand());
+    for (auto &x : p.D) x = (float)(1.0 + 0.3 * nrand());
+    // A_log starts at ln(n+1) and is trained: perturb it so no kernel may rely on that structure
+    for (int c = 0; c < Cd; c++)
+        for (int n = 0; n < NS; n++) p.A_log[(size_t)c * NS + n] = (float)(log(n + 1.0) + 0.1 * nrand());
+    make_pos(p.pos, M, mean_len);
+}
+
+// ---------------------------------------------------------------- finite-difference check of the reference
+static double fd_loss(const Prob &p) {  // sum(out * dout)
+    Grads g;
+    ref_run(p, g, false);
+    double L = 0;
+    for (size_t i = 0; i < g.out.size(); i++) L += g.out[i] * p.dout[i];
+    return L;
+}
+static int fd_check() {
+    Prob p;
+    make_prob(p, 2, 9, 3, 40, 1, 20, 7, 2, 4, false);  // tiny, unrounded doubles
+    p.pos = {0, 1, 2, 0, 1, 2, 3, 4, 5, /* row 2 continues the document: the row start must reset */ 6, 7, 0,
+             0, 1, 2, 3, 4, 5};
+    for (int i = 0; i < 20; i++) p.dpre[i] = 0.5 * nrand() - 1.0;  // larger deltas: stronger coupling
+    p.dpre[4] = 21.3;                                            // above the softplus threshold
+    Grads g;
+    ref_run(p, g, true);
+    double worst = 0;
+    int nchecked = 0;
+    auto check = [&](const char *name, std::vector<double> &x, size_t i, double ana) {
+        double h = 1e-6 * std::max(1.0, fabs(x[i])), x0 = x[i];
+        x[i] = x0 + h;
+        double lp = fd_loss(p);
+        x[i] = x0 - h;
+        double lm = fd_loss(p);
+        x[i] = x0;
+        double num = (lp - lm) / (2 * h), err = fabs(num - ana) / std::max(1e-3, fabs(num));
+        worst = std::max(worst, err);
+        nchecked++;
+        if (err > 1e-5) printf("  FD %s[%zu]: numeric %.9g analytic %.9g\n", name, i, num, ana);
+    };
+    int M = p.M, Cd = p.Cd;
+    for (size_t i = 0; i < (size_t)M * Cd; i++) {
+        check("u", p.u, i, g.du[i]);
+        check("dpre", p.dpre, i, g.ddpre[i]);
+    }
+    for (int m = 0; m < M; m++)
+        for (int c = 0; c < Cd; c++) check("z", p.zb, (size_t)m * p.ldz + p.oz + c, g.dz[(size_t)m * Cd + c]);
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < NS; n++) {
+            check("B", p.xp, (size_t)m * p.ldbc + p.ob + n, g.dB[(size_t)m * NS + n]);
+            check("C", p.xp, (size_t)m * p.ldbc + p.oc + n, g.dC[(size_t)m * NS + n]);
+        }
+    for (int c = 0; c < Cd; c++) {
+        check("dt_bias", p.dt_bias, c, g.ddt_bias[c]);
+        check("D", p.D, c, g.dD[c]);
+        for (int n = 0; n < NS; n++) check("A_log", p.A_log, (size_t)c * NS + n, g.dA_log[(size_t)c * NS + n]);
+    }
+    // no leakage: the output of the first document of row 0 (tokens 0-2) must not depend on tokens 3+
+    bool leak = false;
+    {
+        Grads g0, g1;
+        ref_run(p, g0, false);
+        for (size_t i = 3 * Cd; i < p.u.size(); i++) p.u[i] += 1.0;
+        ref_run(p, g1, false);
+        for (int i = 0; i < 3 * Cd; i++) leak |= g0.out[i] != g1.out[i];
+    }
+    printf("reference FD check: %d partial derivatives, worst relative error %.2e (%s); causality %s\n", nchecked,
+           worst, worst < 1e-5 ? "ok" : "FAIL", leak ? "FAIL" : "ok");
+    return worst < 1e-5 && !leak ? 0 : 1;
+}
+
+// ---------------------------------------------------------------- device buffers of one problem
+struct Dev {
+    __nv_bfloat16 *u, *dpre, *xp, *zb, *dout, *out, *du, *ddpre, *dxp, *dzb;
+    float *dt_bias, *A_log, *D, *ddt_bias, *dA_log, *dD;
+    int32_t *pos;
+    void *ws;
+    size_t ws_bytes;
+};
+static __nv_bfloat16 *up_bf(const std::vector<double> &x) {
+    std::vector<__nv_bfloat16> h(x.size());
+    for (size_t i = 0; i < x.size(); i++) h[i] = __float2bfloat16((float)x[i]);
+    __nv_bfloat16 *d;
+    CK(cudaMalloc(&d, h.size() * 2));
+    CK(cudaMemcpy(d, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+    return d;
+}
+static float *up_f(const std::vector<double> &x) {
+    std::vector<float> h(x.begin(), x.end());
+    float *d;
+    CK(cudaMalloc(&d, h.size() * 4));
+    CK(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+    return d;
+}
+static void dev_alloc(Dev &d, const Prob &p, size_t ws_bytes) {
+    d.u = up_bf(p.u), d.dpre = up_bf(p.dpre), d.xp = up_bf(p.xp), d.zb = up_bf(p.zb), d.dout = up_bf(p.dout);
+    d.dt_bias = up_f(p.dt_bias), d.A_log = up_f(p.A_log), d.D = up_f(p.D);
+    size_t MC = (size_t)p.M * p.Cd;
+    CK(cudaMalloc(&d.out, MC * 2));
+    CK(cudaMalloc(&d.du, MC * 2));
+    CK(cudaMalloc(&d.ddpre, MC * 2));
+    CK(cudaMalloc(&d.dxp, (size_t)p.M * p.ldbc * 2));
+    CK(cudaMalloc(&d.dzb, (size_t)p.M * p.ldz * 2));
+    CK(cudaMalloc(&d.ddt_bias, p.Cd * 4));
+    CK(cudaMalloc(&d.dD, p.Cd * 4));
+    CK(cudaMalloc(&d.dA_log, (size_t)p.Cd * NS * 4));
+    CK(cudaMalloc(&d.pos, p.M * 4));
+    CK(cudaMemcpy(d.pos, p.pos.data(), p.M * 4, cudaMemcpyHostToDevice));
+    d.ws_bytes = ws_bytes;
+    CK(cudaMalloc(&d.ws, ws_bytes));
+}
+static void dev_free(Dev &d) {
+    void *ps[] = {d.u, d.dpre, d.xp, d.zb, d.dout, d.out, d.du, d.ddpre, d.dxp, d.dzb, d.dt_bias,
+                  d.A_log, d.D, d.ddt_bias, d.dD, d.dA_log, d.pos, d.ws};
+    for (void *q : ps) CK(cudaFree(q));
+}
+static void run_fwd(const Version &v, Dev &d, const Prob &p) {
+    v.fwd(d.out, d.u, d.dpre, d.dt_bias, d.A_log, d.xp + p.ob, d.xp + p.oc, p.ldbc, d.D, d.zb + p.oz, p.ldz, d.pos,
+          p.M, p.T, p.Cd, NS, 0);
+}
+static void run_bwd(const Version &v, Dev &d, const Prob &p) {
+    v.bwd(d.du, d.ddpre, d.dxp + p.ob, d.dxp + p.oc, d.dzb + p.oz, d.ddt_bias, d.dA_log, d.dD, d.dout, d.u, d.dpre,
+          d.dt_bias, d.A_log, d.xp + p.ob, d.xp + p.oc, p.ldbc, d.D, d.zb + p.oz, p.ldz, d.pos, p.M, p.T, p.Cd, NS,
+          d.ws, d.ws_bytes, 1, 0);
+}
+
+// ---------------------------------------------------------------- downloads and comparisons
+static std::vector<uint16_t> down16(const __nv_bfloat16 *d, size_t n) {
+    std::vector<uint16_t> h(n);
+    CK(cudaMemcpy(h.data(), d, n * 2, cudaMemcpyDeviceToHost));
+    return h;
+}
+static std::vector<float> down32(const float *d, size_t n) {
+    std::vector<float> h(n);
+    CK(cudaMemcpy(h.data(), d, n * 4, cudaMemcpyDeviceToHost));
+    return h;
+}
+static double bfv(uint16_t b) {
+    uint32_t w = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &w, 4);
+    return f;
+}
+// Extract an (M, cols) strided slice of a bf16 download as doubles.
+static std::vector<double> slice(const std::vector<uint16_t> &h, int M, int cols, int ld, int off) {
+    std::vector<double> r((size_t)M * cols);
+    for (int m = 0; m < M; m++)
+        for (int j = 0; j < cols; j++) r[(size_t)m * cols + j] = bfv(h[(size_t)m * ld + off + j]);
+    return r;
+}
+// Everything outside the slice must still hold the poison pattern 0xFFFF.
+static bool untouched_outside(const std::vector<uint16_t> &h, int M, int ld, int off, int cols, int off2, int cols2) {
+    for (int m = 0; m < M; m++)
+        for (int j = 0; j < ld; j++) {
+            bool in = (j >= off && j < off + cols) || (j >= off2 && j < off2 + cols2);
+            if (!in && h[(size_t)m * ld + j] != 0xFFFF) return false;
+        }
+    return true;
+}
+static double relerr(const std::vector<double> &x, const std::vector<double> &ref) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < x.size(); i++) {
+        if (!std::isfinite(x[i])) return INFINITY;
+        num += (x[i] - ref[i]) * (x[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    return sqrt(num / std::max(den, 1e-300));
+}
+
+struct Outs {  // one run's outputs, raw
+    std::vector<uint16_t> out, du, ddpre, dxp, dzb;
+    std::vector<float> ddt_bias, dA_log, dD;
+};
+// Poison, run fwd + bwd once (accumulators preset to acc0), download everything.
+static Outs run_once(const Version &v, Dev &d, const Prob &p, const std::vector<float> &acc0) {
+    size_t MC = (size_t)p.M * p.Cd;
+    CK(cudaMemset(d.out, 0xFF, MC * 2));
+    CK(cudaMemset(d.du, 0xFF, MC * 2));
+    CK(cudaMemset(d.ddpre, 0xFF, MC * 2));
+    CK(cudaMemset(d.dxp, 0xFF, (size_t)p.M * p.ldbc * 2));
+    CK(cudaMemset(d.dzb, 0xFF, (size_t)p.M * p.ldz * 2));
+    CK(cudaMemset(d.ws, 0xFF, d.ws_bytes));  // the workspace holds garbage between calls in the backend too
+    CK(cudaMemcpy(d.ddt_bias, acc0.data(), p.Cd * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d.dD, acc0.data() + p.Cd, p.Cd * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d.dA_log, acc0.data() + 2 * p.Cd, (size_t)p.Cd * NS * 4, cudaMemcpyHostToDevice));
+    run_fwd(v, d, p);
+    CK(cudaGetLastError());
+    run_bwd(v, d, p);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    Outs o;
+    o.out = down16(d.out, MC), o.du = down16(d.du, MC), o.ddpre = down16(d.ddpre, MC);
+    o.dxp = down16(d.dxp, (size_t)p.M * p.ldbc), o.dzb = down16(d.dzb, (size_t)p.M * p.ldz);
+    o.ddt_bias = down32(d.ddt_bias, p.Cd), o.dD = down32(d.dD, p.Cd), o.dA_log = down32(d.dA_log, (size_t)p.Cd * NS);
+    return o;
+}
+static bool same_bits(const Outs &a, const Outs &b) {
+    return a.out == b.out && a.du == b.du && a.ddpre == b.ddpre && a.dxp == b.dxp && a.dzb == b.dzb &&
+           !memcmp(a.ddt_bias.data(), b.ddt_bias.data(), a.ddt_bias.size() * 4) &&
+           !memcmp(a.dD.data(), b.dD.data(), a.dD.size() * 4) &&
+           !memcmp(a.dA_log.data(), b.dA_log.data(), a.dA_log.size() * 4);
+}
+// Gradient tensors of a run as doubles, accumulators minus their preset values.
+static Grads as_grads(const Outs &o, const Prob &p, const std::vector<float> &acc0) {
+    Grads g;
+    int M = p.M, Cd = p.Cd;
+    g.out = slice(o.out, M, Cd, Cd, 0), g.du = slice(o.du, M, Cd, Cd, 0), g.ddpre = slice(o.ddpre, M, Cd, Cd, 0);
+    g.dB = slice(o.dxp, M, NS, p.ldbc, p.ob), g.dC = slice(o.dxp, M, NS, p.ldbc, p.oc);
+    g.dz = slice(o.dzb, M, Cd, p.ldz, p.oz);
+    g.ddt_bias.resize(Cd), g.dD.resize(Cd), g.dA_log.resize((size_t)Cd * NS);
+    for (int c = 0; c < Cd; c++) {
+        g.ddt_bias[c] = (double)o.ddt_bias[c] - acc0[c];
+        g.dD[c] = (double)o.dD[c] - acc0[Cd + c];
+    }
+    for (size_t i = 0; i < (size_t)Cd * NS; i++) g.dA_log[i] = (double)o.dA_log[i] - acc0[2 * Cd + i];
+    return g;
+}
+// Compare two gradient sets; prints one line; returns the worst error.
+static double compare(const char *label, const Grads &x, const Grads &r) {
+    const char *names[] = {"out", "du", "ddpre", "dB", "dC", "dz", "ddt_bias", "dA_log", "dD"};
+    const std::vector<double> *xs[] = {&x.out, &x.du, &x.ddpre, &x.dB, &x.dC, &x.dz, &x.ddt_bias, &x.dA_log, &x.dD};
+    const std::vector<double> *rs[] = {&r.out, &r.du, &r.ddpre, &r.dB, &r.dC, &r.dz, &r.ddt_bias, &r.dA_log, &r.dD};
+    double worst = 0;
+    printf("  %-28s", label);
+    for (int i = 0; i < 9; i++) {
+        double e = relerr(*xs[i], *rs[i]);
+        worst = std::max(worst, std::isnan(e) ? INFINITY : e);
+        printf(" %s %.1e", names[i], e);
+    }
+    printf("\n");
+    return worst;
+}
+
+// ---------------------------------------------------------------- checks
+struct Shape {
+    const char *name;
+    int rows, T, Cd, ldbc, ob, oc, ldz, oz, mean_len;
+};
+static int check_version(const Version &v, const Shape &s, double tol) {
+    Prob p;
+    make_prob(p, s.rows, s.T, s.Cd, s.ldbc, s.ob, s.oc, s.ldz, s.oz, s.mean_len, true);
+    Grads ref;
+    ref_run(p, ref, true);
+    Dev d;
+    dev_alloc(d, p, v.ws(p.M, p.T, p.Cd, NS));
+    std::vector<float> acc0((size_t)(2 + NS) * p.Cd);
+    for (auto &a : acc0) a = (float)nrand();
+    Outs o1 = run_once(v, d, p, acc0), o2 = run_once(v, d, p, acc0);
+    char label[128];
+    snprintf(label, sizeof label, "%s %s", v.name, s.name);
+    double worst = compare(label, as_grads(o1, p, acc0), ref);
+    bool det = same_bits(o1, o2);
+    bool fence = untouched_outside(o1.dxp, p.M, p.ldbc, p.ob, NS, p.oc, NS) &&
+                 untouched_outside(o1.dzb, p.M, p.ldz, p.oz, p.Cd, p.oz, 0);
+    bool ok = worst < tol && det && fence;
+    printf("  %-28s worst %.2e (tol %.0e), deterministic %s, no stray writes %s -> %s\n", "", worst, tol,
+           det ? "yes" : "NO", fence ? "yes" : "NO", ok ? "PASS" : "FAIL");
+    dev_free(d);
+    return ok ? 0 : 1;
+}
+
+// ---------------------------------------------------------------- timing at the benchmark sizes
+// Inputs drawn on the device (hash -> normal) so big problems start fast.
+__device__ float hash_normal(uint64_t i, uint64_t seed) {
+    uint64_t x = i * 0x9E3779B97F4A7C15ull + seed;
+    x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33, x *= 0xc4ceb9fe1a85ec53ull, x ^= x >> 33;
+    float u1 = ((x >> 40) + 1) * (1.0f / 16777217.0f), u2 = ((x >> 16) & 0xFFFFFF) * (1.0f / 16777216.0f);
+    return sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+}
+__global__ void fill_normal(__nv_bfloat16 *x, size_t n, float scale, float shift, uint64_t seed) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] = __float2bfloat16(hash_normal(i, seed) * scale + shift);
+}
+static void fill(__nv_bfloat16 *x, size_t n, float scale, float shift, uint64_t seed) {
+    fill_normal<<<1024, 256>>>(x, n, scale, shift, seed);
+    CK(cudaGetLastError());
+}
+
+struct Timing {
+    double fwd, fb;
+};
+static double median(std::vector<float> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+// Big problem on the device; times every version; cross-checks versions against versions[0].
+// profile >= 0: run only that version, fwd+bwd twice, and return (for ncu's per-kernel times).
+static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
+    int M = rows * T, ldbc = 64 + 2 * NS, ob = 64, oc = 64 + NS, ldz = 2 * Cd, oz = Cd;
+    Prob p;  // shapes only; host data stays empty
+    p.rows = rows, p.T = T, p.Cd = Cd, p.M = M, p.ldbc = ldbc, p.ob = ob, p.oc = oc, p.ldz = ldz, p.oz = oz;
+    size_t ws = 0;
+    for (int i = 0; i < nversions; i++) ws = std::max(ws, versions[i].ws(M, T, Cd, NS));
+    Dev d;
+    std::vector<double> dummyC(Cd), dummyA((size_t)Cd * NS);
+    for (int c = 0; c < Cd; c++) {
+        dummyC[c] = 0.2 * nrand();
+        for (int n = 0; n < NS; n++) dummyA[(size_t)c * NS + n] = log(n + 1.0) + 0.1 * nrand();
+    }
+    size_t MC = (size_t)M * Cd;
+    CK(cudaMalloc(&d.u, MC * 2));
+    CK(cudaMalloc(&d.dpre, MC * 2));
+    CK(cudaMalloc(&d.dout, MC * 2));
+    CK(cudaMalloc(&d.xp, (size_t)M * ldbc * 2));
+    CK(cudaMalloc(&d.zb, (size_t)M * ldz * 2));
+    fill(d.u, MC, 1, 0, 1), fill(d.dpre, MC, 0.5f, -4.f, 2), fill(d.dout, MC, 1, 0, 3);
+    fill(d.xp, (size_t)M * ldbc, 1, 0, 4), fill(d.zb, (size_t)M * ldz, 1, 0, 5);
+    d.dt_bias = up_f(dummyC), d.A_log = up_f(dummyA);
+    for (auto &x : dummyC) x = 1.0 + 0.3 * nrand();
+    d.D = up_f(dummyC);
+    CK(cudaMalloc(&d.out, MC * 2));
+    CK(cudaMalloc(&d.du, MC * 2));
+    CK(cudaMalloc(&d.ddpre, MC * 2));
+    CK(cudaMalloc(&d.dxp, (size_t)M * ldbc * 2));
+    CK(cudaMalloc(&d.dzb, (size_t)M * ldz * 2));
+    CK(cudaMalloc(&d.ddt_bias, Cd * 4));
+    CK(cudaMalloc(&d.dD, Cd * 4));
+    CK(cudaMalloc(&d.dA_log, (size_t)Cd * NS * 4));
+    CK(cudaMemset(d.ddt_bias, 0, Cd * 4));
+    CK(cudaMemset(d.dD, 0, Cd * 4));
+    CK(cudaMemset(d.dA_log, 0, (size_t)Cd * NS * 4));
+    make_pos(p.pos, M, 640);  // the corpus's mean document length
+    CK(cudaMalloc(&d.pos, M * 4));
+    CK(cudaMemcpy(d.pos, p.pos.data(), M * 4, cudaMemcpyHostToDevice));
+    d.ws_bytes = ws;
+    CK(cudaMalloc(&d.ws, ws));
+
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<float> zero((size_t)(2 + NS) * Cd, 0.f);
+    Outs first;
+    if (profile >= 0) {
+        for (int i = 0; i < 2; i++) run_fwd(versions[profile], d, p), run_bwd(versions[profile], d, p);
+        CK(cudaDeviceSynchronize());
+        dev_free(d);
+        return;
+    }
+    for (int vi = 0; vi < nversions; vi++) {
+        const Version &v = versions[vi];
+        // cross-check against versions[0] on this size (dB/dC/params included)
+        Outs o = run_once(v, d, p, zero);
+        if (vi == 0) {
+            first = o;
+        } else {
+            Grads a = as_grads(o, p, zero), b = as_grads(first, p, zero);
+            char label[96];
+            snprintf(label, sizeof label, "%s vs %s B%d D%d L%d", v.name, versions[0].name, rows, Cd, T);
+            double w = compare(label, a, b);
+            printf("  %-28s worst %.2e -> %s\n", "", w, w < 2e-2 ? "agree" : "DISAGREE");
+        }
+        for (int i = 0; i < 3; i++) run_fwd(v, d, p), run_bwd(v, d, p);
+        std::vector<float> tf, tb;
+        for (int i = 0; i < 25; i++) {
+            float ms;
+            CK(cudaEventRecord(e0));
+            run_fwd(v, d, p);
+            CK(cudaEventRecord(e1));
+            CK(cudaEventSynchronize(e1));
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            tf.push_back(ms);
+        }
+        for (int i = 0; i < 25; i++) {
+            float ms;
+            CK(cudaEventRecord(e0));
+            run_fwd(v, d, p);
+            run_bwd(v, d, p);
+            CK(cudaEventRecord(e1));
+            CK(cudaEventSynchronize(e1));
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            tb.push_back(ms);
+        }
+        CK(cudaGetLastError());
+        res[vi].fwd = median(tf), res[vi].fb = median(tb);
+        printf("  timed %-6s B%d D%d L%d: fwd %.3f ms (min %.3f)  fwd+bwd %.3f ms (min %.3f)\n", v.name, rows, Cd, T,
+               res[vi].fwd, *std::min_element(tf.begin(), tf.end()), res[vi].fb,
+               *std::min_element(tb.begin(), tb.end()));
+    }
+    dev_free(d);
+}
+
+int main(int argc, char **argv) {
+    bool cpu_only = argc > 1 && !strcmp(argv[1], "cpu");
+    if (argc > 2 && !strcmp(argv[1], "profile")) {  // for ncu: one version's fwd+bwd twice at B8 D2048 L2048
+        for (int vi = 0; vi < nversions; vi++)
+            if (!strcmp(versions[vi].name, argv[2])) time_size(8, 2048, 2048, NULL, vi);
+        return 0;
+    }
+    int bad = fd_check();
+    if (cpu_only) return bad;
+
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+
+    // correctness vs the float64 reference: the brief's small size, and an awkward one (Cd not a multiple of
+    // the block, T not a multiple of the chunk, odd strides and offsets for B/C and z)
+    // (the odd one takes the generic path; the others the staged one, partial blocks and chunks included)
+    Shape shapes[] = {{"B2 D256 L512", 2, 512, 256, 80, 48, 64, 512, 256, 60},
+                      {"B2 D136 L100 partial", 2, 100, 136, 37, 3, 20, 272, 136, 12},
+                      {"B4 D64 L20 tiny", 4, 20, 64, 40, 4, 24, 128, 64, 6},
+                      {"B130 D128 L24 many rows", 130, 24, 128, 80, 48, 64, 256, 128, 8},
+                      {"B3 D200 L77 odd strides", 3, 77, 200, 37, 3, 20, 403, 201, 9}};
+    for (int vi = 0; vi < nversions; vi++)
+        for (const Shape &s : shapes)
+            if (argc < 3 || !strcmp(argv[2], versions[vi].name)) bad |= check_version(versions[vi], s, 1e-2);
+    if (argc > 1 && !strcmp(argv[1], "small")) {  // checks only (for compute-sanitizer): scan_lab small [VERSION]
+        printf("correctness: %s\n", bad ? "FAIL" : "all PASS");
+        return bad;
+    }
+
+    // timing at the benchmark sizes
+    struct Big {
+        int rows, T, Cd;
+        double off_fwd, off_fb;
+    } bigs[] = {{8, 2048, 2048, 0.673, 3.215}, {2, 8192, 4096, 1.489, 6.696}};
+    Timing tim[2][8];
+    for (int b = 0; b < 2; b++) time_size(bigs[b].rows, bigs[b].T, bigs[b].Cd, tim[b]);
+
+    // floors: bytes over the copy bandwidth (DESIGN §3: 4.24 TB/s), state exps over the SFU (16/clk/SM, 1.98 GHz)
+    const double bw = 4.24e12, sfu = 16.0 * prop.multiProcessorCount * 1.98e9;
+    printf("\n%-6s %-16s %9s %11s %9s %9s %12s %12s\n", "ver", "size", "fwd ms", "fwd+bwd ms", "x off fwd",
+           "x off f+b", "fwd %floor", "f+b %floor");
+    for (int b = 0; b < 2; b++) {
+        double M = (double)bigs[b].rows * bigs[b].T, MC = M * bigs[b].Cd;
+        double bytes_f = MC * 2 * 4 + M * (2 * NS * 2 + 4), bytes_fb = bytes_f + MC * 2 * 7 + M * (4 * NS * 2 + 4);
+        double floor_f = std::max(bytes_f / bw, MC * NS / sfu) * 1e3;       // one pass of exps
+        double floor_fb = std::max(bytes_fb / bw, 2 * MC * NS / sfu) * 1e3;  // fwd + at least one in the bwd
+        for (int vi = 0; vi < nversions; vi++) {
+            char sz[32];
+            snprintf(sz, sizeof sz, "B%d D%d L%d", bigs[b].rows, bigs[b].Cd, bigs[b].T);
+            printf("%-6s %-16s %9.3f %11.3f %9.2f %9.2f %11.0f%% %11.0f%%\n", versions[vi].name, sz, tim[b][vi].fwd,
+                   tim[b][vi].fb, bigs[b].off_fwd / tim[b][vi].fwd, bigs[b].off_fb / tim[b][vi].fb,
+                   100 * floor_f / tim[b][vi].fwd, 100 * floor_fb / tim[b][vi].fb);
+        }
+        printf("%-6s %-16s %9.3f %11.3f   (bytes %.3f / %.3f ms, exps %.3f / %.3f ms)\n", "floor", "", floor_f,
+               floor_fb, bytes_f / bw * 1e3, bytes_fb / bw * 1e3, MC * NS / sfu * 1e3, 2 * MC * NS / sfu * 1e3);
+    }
+    printf("\ncorrectness: %s\n", bad ? "FAIL" : "all PASS");
+    return bad;
+}

@@ -1,0 +1,931 @@
+// backend_cuda.cu — the CUDA backend (backend.h) in bf16 mixed precision: ACT = bf16, F32 = fp32.
+// GEMMs go through cuBLASLt (bf16 operands, fp32 accumulation); everything else is a small kernel here,
+// except the selective scan (cuda_scan.cu). All work is queued on one stream; upload/download synchronize.
+//
+// Determinism: every reduction here runs in a fixed order (per-block partials, then one ordered pass), so
+// results repeat bit for bit run to run. Only two ops differ by mode: embedding_bwd (atomics when not
+// deterministic, a sorted segmented sum when deterministic) and scan_bwd (the scan kernels' own flag).
+//
+// Workspaces (sort buffers, partial sums, classifier logits, scan workspace) are allocated lazily on first
+// use and only grow, so after the first training step a step allocates nothing.
+#include <cub/device/device_radix_sort.cuh>
+#include <math.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+
+#include "cuda_common.h"
+#include "cuda_scan.h"
+
+extern "C" {
+#include "backend.h"
+#include "util.h"
+}
+
+typedef __nv_bfloat16 bf16;
+
+// ---------------------------------------------------------------------------------------------------------
+// global state
+
+static cudaStream_t g_stream;
+static cublasLtHandle_t g_lt;
+static void *g_lt_ws;  // cuBLASLt workspace
+static const size_t LT_WS_BYTES = 32u << 20;
+static int g_num_sms;
+
+// A lazily grown device buffer.
+typedef struct {
+    void *p;
+    size_t bytes;
+} Scratch;
+
+static void *scratch_get(Scratch *s, size_t bytes) {
+    if (bytes > s->bytes) {
+        if (s->p) cudaCheck(cudaFree(s->p));  // cudaFree synchronizes: no kernel still uses the old one
+        size_t b = bytes + bytes / 8;          // a little headroom so near-equal sizes don't reallocate
+        cudaCheck(cudaMalloc(&s->p, b));
+        s->bytes = b;
+    }
+    return s->p;
+}
+
+static Scratch s_sort, s_norm_part, s_conv_part, s_colsum_part, s_logits, s_scan, s_sumsq, s_adam;
+
+// ---------------------------------------------------------------------------------------------------------
+// deterministic block reductions (fixed tree: warp shuffles, then warp sums added in warp order)
+
+template <typename T>
+__device__ __forceinline__ T warp_sum(T v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Sum over the block; every thread gets the result. `sh` holds >= 32 T. Blocks of a multiple of 32 threads.
+template <typename T>
+__device__ T block_sum(T v, T *sh) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();  // sh may still be read from a previous call
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    T t = 0;
+    for (int i = 0; i < nw; i++) t += sh[i];
+    return t;
+}
+
+// dst[j] += sum_{g < G} part[g * W + j]: the second pass of every deterministic column reduction in this
+// file. A block takes 32 adjacent columns (coalesced rows) and splits the G rows among COLSUM_Y thread rows:
+// thread row y sums g = y, y + COLSUM_Y, ... in order, then row 0 adds the COLSUM_Y sums in order. The order
+// is fixed by G alone, so results repeat bit for bit; the split keeps many loads in flight where a single
+// thread per column would walk all G rows alone.
+#define COLSUM_Y 16
+__global__ void __launch_bounds__(32 * COLSUM_Y) colsum_final_kernel(float *dst, const float *part, int G, int W) {
+    __shared__ float sh[COLSUM_Y][33];
+    int j = blockIdx.x * 32 + threadIdx.x, y = threadIdx.y;
+    float s = 0.0f;
+    if (j < W)
+        for (int g = y; g < G; g += COLSUM_Y) s += part[(size_t)g * W + j];
+    sh[y][threadIdx.x] = s;
+    __syncthreads();
+    if (y == 0 && j < W) {
+        float t = 0.0f;
+        for (int i = 0; i < COLSUM_Y; i++) t += sh[i][threadIdx.x];
+        dst[j] += t;
+    }
+}
+
+static void colsum_final(float *dst, const float *part, int G, int W) {
+    colsum_final_kernel<<<pm_ceil_div(W, 32), dim3(32, COLSUM_Y), 0, g_stream>>>(dst, part, G, W);
+    cudaLaunchCheck();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// memory
+
+static void *cu_alloc(size_t bytes) {
+    void *p = NULL;
+    cudaCheck(cudaMalloc(&p, bytes ? bytes : 1));
+    cudaCheck(cudaMemsetAsync(p, 0, bytes ? bytes : 1, g_stream));
+    return p;
+}
+static void cu_free(void *p) {
+    if (p) cudaCheck(cudaFree(p));
+}
+static void cu_upload(void *dst, const void *src, size_t bytes) {
+    cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g_stream));
+    cudaCheck(cudaStreamSynchronize(g_stream));
+}
+static void cu_download(void *dst, const void *src, size_t bytes) {
+    cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g_stream));
+    cudaCheck(cudaStreamSynchronize(g_stream));
+}
+static void cu_memzero(void *p, size_t bytes) { cudaCheck(cudaMemsetAsync(p, 0, bytes, g_stream)); }
+static void cu_synchronize(void) { cudaCheck(cudaStreamSynchronize(g_stream)); }
+
+__global__ void f32_to_bf16_kernel(bf16 *dst, const float *src, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = f2bf(src[i]);
+}
+__global__ void bf16_to_f32_kernel(float *dst, const bf16 *src, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = bf2f(src[i]);
+}
+static unsigned elementwise_grid(size_t n) {
+    size_t g = (n + 255) / 256, cap = (size_t)g_num_sms * 32;
+    return (unsigned)(g < 1 ? 1 : g > cap ? cap : g);
+}
+static void cu_f32_to_act(void *dst, const void *src, size_t n) {
+    if (n == 0) return;
+    f32_to_bf16_kernel<<<elementwise_grid(n), 256, 0, g_stream>>>((bf16 *)dst, (const float *)src, n);
+    cudaLaunchCheck();
+}
+static void cu_act_to_f32(void *dst, const void *src, size_t n) {
+    if (n == 0) return;
+    bf16_to_f32_kernel<<<elementwise_grid(n), 256, 0, g_stream>>>((float *)dst, (const bf16 *)src, n);
+    cudaLaunchCheck();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// embedding
+
+// out (M, C) F32 = wte[tokens]; one block per token.
+__global__ void embedding_fwd_kernel(float *out, const int32_t *tokens, const bf16 *wte, int C) {
+    int m = blockIdx.x;
+    const bf16 *row = wte + (size_t)tokens[m] * C;
+    float *o = out + (size_t)m * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) o[c] = bf2f(row[c]);
+}
+static void cu_embedding_fwd(void *out, const int32_t *tokens, const void *wte, int M, int C) {
+    if (M == 0) return;
+    embedding_fwd_kernel<<<M, 256, 0, g_stream>>>((float *)out, tokens, (const bf16 *)wte, C);
+    cudaLaunchCheck();
+}
+
+// Non-deterministic: each token adds its row with atomics.
+__global__ void embedding_bwd_atomic_kernel(float *dwte, const float *dout, const int32_t *tokens, int C) {
+    int m = blockIdx.x;
+    float *row = dwte + (size_t)tokens[m] * C;
+    const float *d = dout + (size_t)m * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) atomicAdd(&row[c], d[c]);
+}
+
+__global__ void iota_kernel(int32_t *a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = i;
+}
+
+// Deterministic: tokens sorted (stable, so equal tokens keep increasing token index). The block at the
+// first sorted slot of each distinct token sums that token's rows in that order and adds once.
+__global__ void embedding_bwd_sorted_kernel(float *dwte, const float *dout, const int32_t *keys,
+                                            const int32_t *idx, int M, int C) {
+    int i = blockIdx.x;
+    int tok = keys[i];
+    if (i > 0 && keys[i - 1] == tok) return;
+    float *row = dwte + (size_t)tok * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float s = 0.0f;
+        for (int j = i; j < M && keys[j] == tok; j++) s += dout[(size_t)idx[j] * C + c];
+        row[c] += s;
+    }
+}
+
+static void embedding_bwd_impl(void *dwte, const void *dout, const int32_t *tokens, int M, int C, int V,
+                               int deterministic) {
+    if (M == 0) return;
+    if (!deterministic) {
+        embedding_bwd_atomic_kernel<<<M, 256, 0, g_stream>>>((float *)dwte, (const float *)dout, tokens, C);
+        cudaLaunchCheck();
+        return;
+    }
+    int bits = 1;
+    while (bits < 31 && (1 << bits) < V) bits++;
+    size_t temp_bytes = 0;
+    cudaCheck(cub::DeviceRadixSort::SortPairs(NULL, temp_bytes, (const int32_t *)NULL, (int32_t *)NULL,
+                                              (const int32_t *)NULL, (int32_t *)NULL, M, 0, bits, g_stream));
+    size_t arr = ((size_t)M * sizeof(int32_t) + 255) & ~(size_t)255;
+    char *ws = (char *)scratch_get(&s_sort, 3 * arr + temp_bytes);
+    int32_t *keys = (int32_t *)ws, *idx_in = (int32_t *)(ws + arr), *idx = (int32_t *)(ws + 2 * arr);
+    iota_kernel<<<pm_ceil_div(M, 256), 256, 0, g_stream>>>(idx_in, M);
+    cudaLaunchCheck();
+    cudaCheck(cub::DeviceRadixSort::SortPairs(ws + 3 * arr, temp_bytes, tokens, keys, idx_in, idx, M, 0, bits,
+                                              g_stream));
+    embedding_bwd_sorted_kernel<<<M, 256, 0, g_stream>>>((float *)dwte, (const float *)dout, keys, idx, M, C);
+    cudaLaunchCheck();
+}
+static void cu_embedding_bwd_det(void *dwte, const void *dout, const int32_t *tokens, int M, int C, int V) {
+    embedding_bwd_impl(dwte, dout, tokens, M, C, V, 1);
+}
+static void cu_embedding_bwd_fast(void *dwte, const void *dout, const int32_t *tokens, int M, int C, int V) {
+    embedding_bwd_impl(dwte, dout, tokens, M, C, V, 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// residual add + RMSNorm
+
+// One block per token. Pass 1 writes res_out and its sum of squares; pass 2 re-reads res_out (own writes,
+// from cache) to write xn. res_out may alias res_in: each element is read then written by one thread.
+__global__ void add_rmsnorm_fwd_kernel(float *res_out, bf16 *xn, float *rstd, const float *res_in,
+                                       const bf16 *h, const float *w, int C, float eps) {
+    __shared__ float sh[32];
+    int m = blockIdx.x;
+    size_t base = (size_t)m * C;
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float v = res_in[base + c];
+        if (h) v += bf2f(h[base + c]);
+        res_out[base + c] = v;
+        ss += v * v;
+    }
+    ss = block_sum(ss, sh);
+    float r = rsqrtf(ss / C + eps);
+    for (int c = threadIdx.x; c < C; c += blockDim.x) xn[base + c] = f2bf(res_out[base + c] * r * w[c]);
+    if (threadIdx.x == 0) rstd[m] = r;
+}
+static void cu_add_rmsnorm_fwd(void *res_out, void *xn, void *rstd, const void *res_in, const void *h,
+                               const void *w, int M, int C, float eps) {
+    if (M == 0) return;
+    add_rmsnorm_fwd_kernel<<<M, 256, 0, g_stream>>>((float *)res_out, (bf16 *)xn, (float *)rstd,
+                                                    (const float *)res_in, (const bf16 *)h, (const float *)w,
+                                                    C, eps);
+    cudaLaunchCheck();
+}
+
+// With r = rstd, g = dxn * w:  dres[c] += r*g[c] - r^3/C * res[c] * sum_j g[j]*res[j];  dw[c] += dxn*res*r.
+// One warp per token (a warp-level reduction, no block barriers: tokens proceed independently); the row is
+// read twice, the second time from L1. dw is a separate column reduction (rmsnorm_dw_partial_kernel), so the
+// token kernel keeps no per-channel state and the order of every sum is fixed.
+#define NORM_WARPS 8
+__global__ void __launch_bounds__(NORM_WARPS * 32) rmsnorm_bwd_kernel(float *dres, bf16 *dres_act,
+                                                                       const bf16 *dxn, const float *res,
+                                                                       const float *w, const float *rstd, int M,
+                                                                       int C) {
+    int m = blockIdx.x * NORM_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (m >= M) return;
+    size_t base = (size_t)m * C;
+    float r = rstd[m], dot = 0.0f;
+    for (int c = lane; c < C; c += 32) dot += bf2f(dxn[base + c]) * w[c] * res[base + c];
+    dot = warp_sum(dot);
+    float k = r * r * r * dot / C;
+    for (int c = lane; c < C; c += 32) {
+        float v = dres[base + c] + r * bf2f(dxn[base + c]) * w[c] - k * res[base + c];
+        dres[base + c] = v;
+        if (dres_act) dres_act[base + c] = f2bf(v);
+    }
+}
+
+// part[g][c] = sum over tokens g*R .. g*R+R-1 of dxn * res * rstd (thread per channel: coalesced rows).
+__global__ void rmsnorm_dw_partial_kernel(float *part, const bf16 *dxn, const float *res, const float *rstd,
+                                          int M, int C, int R) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x, g = blockIdx.y;
+    if (c >= C) return;
+    int m1 = (g + 1) * R < M ? (g + 1) * R : M;
+    float s = 0.0f;
+    for (int m = g * R; m < m1; m++) s += bf2f(dxn[(size_t)m * C + c]) * res[(size_t)m * C + c] * rstd[m];
+    part[(size_t)g * C + c] = s;
+}
+
+static void cu_rmsnorm_bwd(void *dres, void *dres_act, void *dw, const void *dxn, const void *res,
+                           const void *w, const void *rstd, int M, int C) {
+    if (M == 0) return;
+    rmsnorm_bwd_kernel<<<pm_ceil_div(M, NORM_WARPS), NORM_WARPS * 32, 0, g_stream>>>(
+        (float *)dres, (bf16 *)dres_act, (const bf16 *)dxn, (const float *)res, (const float *)w,
+        (const float *)rstd, M, C);
+    cudaLaunchCheck();
+    int R = 64, G = (M + R - 1) / R;  // fixed for a given M: the reduction order never depends on the GPU
+    float *part = (float *)scratch_get(&s_norm_part, (size_t)G * C * sizeof(float));
+    dim3 grid(pm_ceil_div(C, 256), G);
+    rmsnorm_dw_partial_kernel<<<grid, 256, 0, g_stream>>>(part, (const bf16 *)dxn, (const float *)res,
+                                                          (const float *)rstd, M, C, R);
+    cudaLaunchCheck();
+    colsum_final((float *)dw, part, G, C);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// GEMMs through cuBLASLt. Row-major Y (M, N) = X (M, K) @ W^T is, in cuBLAS's column-major view,
+// Y^T (N x M) = W^T... i.e. D = op(A) op(B) with A = W read transposed and B = X. Descriptors and the chosen
+// algorithm are cached per shape (the heuristic query costs more than a small GEMM).
+
+typedef struct {
+    int ta, tb, m, n, k, lda, ldb, ldd, dtype, beta1, bias, align;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t algo;
+    int bias_ok;   // the bias epilogue had a kernel; otherwise bias is added by a separate kernel
+    int gemm_ex;   // cuBLASLt offered no kernel at all: classic cublasGemmEx (handles any layout)
+} GemmPlan;
+
+#define GEMM_CACHE 256
+static GemmPlan g_plans[GEMM_CACHE];
+static int g_nplans;
+static cublasHandle_t g_cublas;  // only for the cublasGemmEx fallback
+
+static int ptr_align(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    int al = 256;
+    while (al > 2 && (a % al) != 0) al >>= 1;
+    return al;
+}
+
+// Builds p->desc for this plan (a fresh descriptor each try, so a failed bias attempt leaves nothing behind)
+// and asks the heuristic for one algorithm. Returns the cuBLAS status, with CUBLAS_STATUS_NOT_SUPPORTED when
+// the heuristic found nothing.
+static cublasStatus_t plan_try(GemmPlan *p, int with_bias) {
+    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+    p->desc = NULL;
+    cublasCheck(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t opa = p->ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = p->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasCheck(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    cublasCheck(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    if (with_bias) {
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        cudaDataType_t bt = CUDA_R_32F;
+        cublasCheck(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        cublasCheck(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    }
+    cublasLtMatmulPreference_t pref;
+    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
+    size_t ws = LT_WS_BYTES;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                     sizeof ws));
+    uint32_t al = (uint32_t)p->align;
+    cublasLtMatmulPreferenceAttributes_t which[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; i++) cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, which[i], &al, sizeof al));
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g_lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, 1, &res,
+                                                       &found);
+    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
+    if (st == CUBLAS_STATUS_SUCCESS && found == 0) st = CUBLAS_STATUS_NOT_SUPPORTED;
+    if (st == CUBLAS_STATUS_SUCCESS) p->algo = res.algo;
+    return st;
+}
+
+static GemmPlan *gemm_plan(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldd, cudaDataType_t dtype,
+                           int beta1, int bias, int align) {
+    for (int i = 0; i < g_nplans; i++) {
+        GemmPlan *p = &g_plans[i];
+        if (p->ta == ta && p->tb == tb && p->m == m && p->n == n && p->k == k && p->lda == lda &&
+            p->ldb == ldb && p->ldd == ldd && p->dtype == (int)dtype && p->beta1 == beta1 && p->bias == bias &&
+            p->align == align)
+            return p;
+    }
+    if (g_nplans == GEMM_CACHE) pm_die("cuBLASLt plan cache full (%d shapes)", GEMM_CACHE);
+    GemmPlan *p = &g_plans[g_nplans];
+    memset(p, 0, sizeof *p);
+    p->ta = ta, p->tb = tb, p->m = m, p->n = n, p->k = k, p->lda = lda, p->ldb = ldb, p->ldd = ldd;
+    p->dtype = (int)dtype, p->beta1 = beta1, p->bias = bias, p->align = align;
+    // stored shapes (column-major): A is m x k (or k x m when transposed), B is k x n (or n x k)
+    cublasCheck(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, ta ? k : m, ta ? m : k, lda));
+    cublasCheck(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, tb ? n : k, tb ? k : n, ldb));
+    cublasCheck(cublasLtMatrixLayoutCreate(&p->ld, dtype, m, n, ldd));
+    cublasStatus_t sb = bias ? plan_try(p, 1) : CUBLAS_STATUS_NOT_SUPPORTED;
+    p->bias_ok = bias && sb == CUBLAS_STATUS_SUCCESS;
+    if (bias && !p->bias_ok && getenv("PM_CUDA_VERBOSE"))
+        fprintf(stderr, "packmamba: note: no cuBLASLt bias epilogue for m=%d n=%d k=%d (status %d): separate kernel\n",
+                m, n, k, (int)sb);
+    if (!p->bias_ok) {
+        cublasStatus_t s0 = plan_try(p, 0);
+        if (s0 != CUBLAS_STATUS_SUCCESS) {
+            p->gemm_ex = 1;
+            fprintf(stderr,
+                    "packmamba: note: cuBLASLt has no kernel for %s GEMM m=%d n=%d k=%d lda=%d ldb=%d ldd=%d "
+                    "align=%d (status %d%s); using cublasGemmEx\n",
+                    dtype == CUDA_R_32F ? "an fp32-out" : "a bf16-out", m, n, k, lda, ldb, ldd, align, (int)s0,
+                    bias ? ", bias epilogue also refused" : "");
+        }
+    }
+    g_nplans++;
+    return p;
+}
+
+// out[m, n] (ldo, bf16) += bias[n] where the bias epilogue had no kernel.
+__global__ void add_bias_kernel(bf16 *out, int ldo, const float *bias, int M, int N) {
+    int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
+    if (n < N) out[(size_t)m * ldo + n] = f2bf(bf2f(out[(size_t)m * ldo + n]) + bias[n]);
+}
+
+// Column-major D (m x n, ldd) = op(A) op(B) + beta * D (+ bias[row] broadcast over columns, bf16 D only).
+static void gemm(int ta, int tb, int m, int n, int k, const bf16 *A, int lda, const bf16 *B, int ldb, void *D,
+                 int ldd, cudaDataType_t dtype, int beta1, const float *bias) {
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+        if (!beta1) pm_die("gemm with k = 0 and overwrite is not supported");
+        return;
+    }
+    int align = ptr_align(A);
+    int a2 = ptr_align(B), a3 = ptr_align(D);
+    if (a2 < align) align = a2;
+    if (a3 < align) align = a3;
+    GemmPlan *p = gemm_plan(ta, tb, m, n, k, lda, ldb, ldd, dtype, beta1, bias != NULL, align);
+    float alpha = 1.0f, beta = beta1 ? 1.0f : 0.0f;
+    if (p->gemm_ex) {
+        cublasCheck(cublasGemmEx(g_cublas, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k,
+                                 &alpha, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb, &beta, D, dtype, ldd,
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    } else {
+        if (p->bias_ok)
+            cublasCheck(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                       sizeof bias));
+        cublasCheck(cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, D, p->ld, D, p->ld,
+                                   &p->algo, g_lt_ws, LT_WS_BYTES, g_stream));
+    }
+    if (bias && !p->bias_ok) {
+        dim3 grid(pm_ceil_div(m, 256), n);
+        add_bias_kernel<<<grid, 256, 0, g_stream>>>((bf16 *)D, ldd, bias, n, m);
+        cudaLaunchCheck();
+    }
+}
+
+static void cu_matmul_fwd(void *out, int ldo, const void *inp, int ldi, const void *W, const void *bias, int M,
+                          int N, int K) {
+    // out^T (N x M) = W^T... column-major: A = W stored K x N (ld K) transposed, B = inp stored K x M (ld ldi)
+    gemm(1, 0, N, M, K, (const bf16 *)W, K, (const bf16 *)inp, ldi, out, ldo, CUDA_R_16BF, 0,
+         (const float *)bias);
+}
+
+// Partial column sums of a bf16 (M, N) matrix (ld): part[g][n] = sum of rows g*R .. g*R+R-1.
+__global__ void colsum_partial_bf16_kernel(float *part, const bf16 *x, int ld, int M, int N, int R) {
+    int n = blockIdx.x * blockDim.x + threadIdx.x, g = blockIdx.y;
+    if (n >= N) return;
+    int m1 = (g + 1) * R < M ? (g + 1) * R : M;
+    float s = 0.0f;
+    for (int m = g * R; m < m1; m++) s += bf2f(x[(size_t)m * ld + n]);
+    part[(size_t)g * N + n] = s;
+}
+
+static void cu_matmul_bwd(void *dinp, int ldd, int accumulate_dinp, void *dW, void *dbias, const void *dout,
+                          int lddo, const void *inp, int ldi, const void *W, int M, int N, int K) {
+    if (M == 0) return;
+    const bf16 *dout_ = (const bf16 *)dout;
+    // dinp^T (K x M) = W (as K x N, ld K) @ dout^T (N x M, ld lddo)
+    if (dinp)
+        gemm(0, 0, K, M, N, (const bf16 *)W, K, dout_, lddo, dinp, ldd, CUDA_R_16BF, accumulate_dinp, NULL);
+    // dW^T (K x N, ld K) += inp^T (K x M, ld ldi) @ dout (M x N: dout^T stored N x M, transposed)
+    if (dW) gemm(0, 1, K, N, M, (const bf16 *)inp, ldi, dout_, lddo, dW, K, CUDA_R_32F, 1, NULL);
+    if (dbias) {
+        int R = 64, G = (M + R - 1) / R;
+        float *part = (float *)scratch_get(&s_colsum_part, (size_t)G * N * sizeof(float));
+        dim3 grid(pm_ceil_div(N, 256), G);
+        colsum_partial_bf16_kernel<<<grid, 256, 0, g_stream>>>(part, dout_, lddo, M, N, R);
+        cudaLaunchCheck();
+        colsum_final((float *)dbias, part, G, N);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// depthwise causal conv1d + SiLU with document resets
+//
+// A tap j steps back from token t is read only if j <= min(pos[t], t % T) (backend.h). One thread per
+// channel and run of CONV_L tokens, sliding a K-wide window of xi in registers; channels are adjacent across
+// the warp, so every load is coalesced.
+
+#define CONV_L 32  // tokens per thread: K-1 extra loads per run, traded for more threads in flight
+#define CONV_THREADS 128
+
+__device__ __forceinline__ int conv_lim(const int32_t *pos, int t, int T) {
+    int p = pos[t], r = t % T;
+    return p < r ? p : r;
+}
+
+template <int K>
+__global__ void __launch_bounds__(CONV_THREADS) conv_silu_fwd_kernel(bf16 *u, const bf16 *xi, int ldx,
+                                                                      const float *w, const float *b,
+                                                                      const int32_t *pos, int M, int T, int C) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    int t0 = blockIdx.y * CONV_L, t1 = t0 + CONV_L < M ? t0 + CONV_L : M;
+    float wk[K], xw[K];  // xw[k] = xi[t - (K-1) + k]
+#pragma unroll
+    for (int k = 0; k < K; k++) wk[k] = w[c * K + k];
+    float bc = b[c];
+#pragma unroll
+    for (int k = 0; k < K - 1; k++) {
+        int t = t0 - (K - 1) + k;
+        xw[k + 1] = t >= 0 ? bf2f(xi[(size_t)t * ldx + c]) : 0.0f;
+    }
+#pragma unroll 4
+    for (int t = t0; t < t1; t++) {
+#pragma unroll
+        for (int k = 0; k < K - 1; k++) xw[k] = xw[k + 1];
+        xw[K - 1] = bf2f(xi[(size_t)t * ldx + c]);
+        int lim = conv_lim(pos, t, T);
+        float v = bc;
+#pragma unroll
+        for (int k = 0; k < K; k++)
+            if (K - 1 - k <= lim) v += wk[k] * xw[k];
+        u[(size_t)t * C + c] = f2bf(v * pm_sigmoid(v));
+    }
+}
+
+// dv[t] = du[t] * silu'(pre[t]);  dxi[t'] = sum_j dv[t'+j] * w[K-1-j] over taps valid for t'+j;
+// dw[k] += dv[t] * xi[t-(K-1)+k] (valid taps), db += dv[t] — partials per (run, channel).
+template <int K>
+__global__ void __launch_bounds__(CONV_THREADS) conv_silu_bwd_kernel(bf16 *dxi, int ldx, float *part_w,
+                                                                      float *part_b, const bf16 *du,
+                                                                      const bf16 *xi, const float *w,
+                                                                      const float *b, const int32_t *pos, int M,
+                                                                      int T, int C) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    int t0 = blockIdx.y * CONV_L, t1 = t0 + CONV_L < M ? t0 + CONV_L : M;
+    float wk[K], xw[K], dvw[K], dwp[K], dbp = 0.0f;
+    int limw[K];  // windows over t-(K-1) .. t
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        wk[k] = w[c * K + k];
+        dvw[k] = 0.0f;
+        limw[k] = -1;
+        dwp[k] = 0.0f;
+    }
+    float bc = b[c];
+#pragma unroll
+    for (int k = 0; k < K - 1; k++) {
+        int t = t0 - (K - 1) + k;
+        xw[k + 1] = t >= 0 ? bf2f(xi[(size_t)t * ldx + c]) : 0.0f;
+    }
+#pragma unroll 4
+    for (int t = t0; t <= t1 + K - 2; t++) {
+#pragma unroll
+        for (int k = 0; k < K - 1; k++) {
+            xw[k] = xw[k + 1];
+            dvw[k] = dvw[k + 1];
+            limw[k] = limw[k + 1];
+        }
+        float dv = 0.0f;
+        int lim = -1;
+        if (t < M) {
+            xw[K - 1] = bf2f(xi[(size_t)t * ldx + c]);
+            lim = conv_lim(pos, t, T);
+            float v = bc;
+#pragma unroll
+            for (int k = 0; k < K; k++)
+                if (K - 1 - k <= lim) v += wk[k] * xw[k];
+            float s = pm_sigmoid(v);
+            dv = bf2f(du[(size_t)t * C + c]) * s * (1.0f + v * (1.0f - s));
+            if (t < t1) {
+                dbp += dv;
+#pragma unroll
+                for (int k = 0; k < K; k++)
+                    if (K - 1 - k <= lim) dwp[k] += dv * xw[k];
+            }
+        } else {
+            xw[K - 1] = 0.0f;
+        }
+        dvw[K - 1] = dv;
+        limw[K - 1] = lim;
+        int tp = t - (K - 1);  // dv[tp .. t] are all known now
+        if (tp >= t0) {
+            float g = 0.0f;
+#pragma unroll
+            for (int j = 0; j < K; j++)
+                if (j <= limw[j]) g += dvw[j] * wk[K - 1 - j];
+            dxi[(size_t)tp * ldx + c] = f2bf(g);
+        }
+    }
+    size_t run = blockIdx.y;
+#pragma unroll
+    for (int k = 0; k < K; k++) part_w[run * C * K + (size_t)c * K + k] = dwp[k];
+    part_b[run * C + c] = dbp;
+}
+
+#define CONV_DISPATCH(KERNEL, ...)                                                   \
+    switch (K) {                                                                     \
+        case 1: KERNEL<1><<<grid, CONV_THREADS, 0, g_stream>>>(__VA_ARGS__); break; \
+        case 2: KERNEL<2><<<grid, CONV_THREADS, 0, g_stream>>>(__VA_ARGS__); break; \
+        case 3: KERNEL<3><<<grid, CONV_THREADS, 0, g_stream>>>(__VA_ARGS__); break; \
+        case 4: KERNEL<4><<<grid, CONV_THREADS, 0, g_stream>>>(__VA_ARGS__); break; \
+        default: pm_die("conv1d: kernel width %d unsupported on CUDA (1..4)", K);     \
+    }
+
+static void cu_conv_silu_fwd(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
+                             int M, int T, int C, int K) {
+    if (M == 0) return;
+    dim3 grid(pm_ceil_div(C, CONV_THREADS), pm_ceil_div(M, CONV_L));
+    CONV_DISPATCH(conv_silu_fwd_kernel, (bf16 *)u, (const bf16 *)xi, ldx, (const float *)w, (const float *)b, pos,
+                  M, T, C);
+    cudaLaunchCheck();
+}
+
+static void cu_conv_silu_bwd(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi,
+                             const void *w, const void *b, const int32_t *pos, int M, int T, int C, int K) {
+    if (M == 0) return;
+    int G = (int)pm_ceil_div(M, CONV_L);
+    size_t wbytes = (size_t)G * C * K * sizeof(float);
+    float *part_w = (float *)scratch_get(&s_conv_part, wbytes + (size_t)G * C * sizeof(float));
+    float *part_b = part_w + (size_t)G * C * K;
+    dim3 grid(pm_ceil_div(C, CONV_THREADS), G);
+    CONV_DISPATCH(conv_silu_bwd_kernel, (bf16 *)dxi, ldx, part_w, part_b, (const bf16 *)du, (const bf16 *)xi,
+                  (const float *)w, (const float *)b, pos, M, T, C);
+    cudaLaunchCheck();
+    colsum_final((float *)dw, part_w, G, C * K);
+    colsum_final((float *)db, part_b, G, C);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// selective scan: cuda_scan.cu
+
+static void cu_scan_fwd(void *out, const void *u, const void *dpre, const void *dt_bias, const void *A_log,
+                        const void *Bm, const void *Cm, int ldbc, const void *D, const void *z, int ldz,
+                        const int32_t *pos, int M, int T, int Cd, int N) {
+    if (M == 0) return;
+    cuda_scan_fwd((bf16 *)out, (const bf16 *)u, (const bf16 *)dpre, (const float *)dt_bias, (const float *)A_log,
+                  (const bf16 *)Bm, (const bf16 *)Cm, ldbc, (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd,
+                  N, g_stream);
+    cudaLaunchCheck();
+}
+
+static void scan_bwd_impl(void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log,
+                          void *dD, const void *dout, const void *u, const void *dpre, const void *dt_bias,
+                          const void *A_log, const void *Bm, const void *Cm, int ldbc, const void *D,
+                          const void *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N, int det) {
+    if (M == 0) return;
+    size_t wsb = cuda_scan_workspace_bytes(M, T, Cd, N);
+    void *ws = wsb ? scratch_get(&s_scan, wsb) : NULL;
+    cuda_scan_bwd((bf16 *)du, (bf16 *)ddpre, (bf16 *)dB, (bf16 *)dC, (bf16 *)dz, (float *)ddt_bias,
+                  (float *)dA_log, (float *)dD, (const bf16 *)dout, (const bf16 *)u, (const bf16 *)dpre,
+                  (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc,
+                  (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, ws, s_scan.bytes, det, g_stream);
+    cudaLaunchCheck();
+}
+#define SCAN_BWD_ARGS                                                                                       \
+    void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log, void *dD,             \
+        const void *dout, const void *u, const void *dpre, const void *dt_bias, const void *A_log,           \
+        const void *Bm, const void *Cm, int ldbc, const void *D, const void *z, int ldz, const int32_t *pos, \
+        int M, int T, int Cd, int N
+#define SCAN_BWD_PASS \
+    du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N
+static void cu_scan_bwd_det(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 1); }
+static void cu_scan_bwd_fast(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 0); }
+
+// ---------------------------------------------------------------------------------------------------------
+// classifier: tied LM head + softmax cross-entropy, chunked over tokens
+//
+// Per chunk of up to CL_CHUNK tokens: logits (chunk, Vp) fp32 = x @ wte^T (cuBLASLt, fp32 out); one block per
+// token finds max and sum of exp in one online pass, writes the loss, and (backward) overwrites its own row
+// with bf16 dlogits = (softmax - onehot) * scale, packed into the row's first half (row stride 2*Vp bf16);
+// then dx = dlogits @ wte and dwte += dlogits^T @ x. Only a (chunk, Vp) fp32 buffer ever exists.
+
+#define CL_CHUNK 4096
+#define CL_THREADS 512
+
+__global__ void __launch_bounds__(CL_THREADS) softmax_xent_kernel(float *logits, float *loss,
+                                                                   const int32_t *targets, int Vp,
+                                                                   float loss_scale, int backward) {
+    __shared__ float shm[32], shs[32];
+    int m = blockIdx.x;
+    float *row = logits + (size_t)m * Vp;
+    int tgt = targets[m];
+    int valid = tgt >= 0 && tgt < Vp;
+    // online max / sum of exp per thread
+    float mx = -INFINITY, s = 0.0f;
+    for (int j = threadIdx.x; j < Vp; j += blockDim.x) {
+        float v = row[j];
+        if (v > mx) {
+            s = s * __expf(mx - v) + 1.0f;
+            mx = v;
+        } else {
+            s += __expf(v - mx);
+        }
+    }
+    // combine (mx, s) pairs: warp shuffles, then warp results in warp order (deterministic)
+    for (int o = 16; o > 0; o >>= 1) {
+        float m2 = __shfl_xor_sync(0xffffffffu, mx, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        float mn = fmaxf(mx, m2);
+        s = (mx == -INFINITY ? 0.0f : s * __expf(mx - mn)) + (m2 == -INFINITY ? 0.0f : s2 * __expf(m2 - mn));
+        mx = mn;
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    if (lane == 0) {
+        shm[warp] = mx;
+        shs[warp] = s;
+    }
+    __syncthreads();
+    float M_ = -INFINITY;
+    for (int i = 0; i < nw; i++) M_ = fmaxf(M_, shm[i]);
+    float S = 0.0f;
+    for (int i = 0; i < nw; i++)
+        if (shm[i] != -INFINITY) S += shs[i] * __expf(shm[i] - M_);
+    float lse = M_ + __logf(S);
+    float lt = valid ? row[tgt] : 0.0f;
+    if (threadIdx.x == 0) loss[m] = valid ? lse - lt : 0.0f;
+    if (!backward) return;
+    float scale = valid ? loss_scale : 0.0f;
+    bf16 *drow = (bf16 *)row;
+    // In-place narrowing: iteration i reads floats [i*bd, (i+1)*bd) and then writes bf16 slots of the same
+    // indices, i.e. bytes of floats < (i+1)*bd/2: all already read (the barrier orders iteration 0's reads
+    // before its writes; later iterations write strictly below anything still to be read).
+    for (int j0 = 0; j0 < Vp; j0 += blockDim.x) {
+        int j = j0 + threadIdx.x;
+        float v = j < Vp ? row[j] : 0.0f;
+        __syncthreads();
+        if (j < Vp) drow[j] = f2bf((__expf(v - lse) - (j == tgt ? 1.0f : 0.0f)) * scale);
+    }
+}
+
+static void cu_classifier(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
+                          const int32_t *targets, float loss_scale, int M, int C, int Vp) {
+    const bf16 *x_ = (const bf16 *)x, *wte_ = (const bf16 *)wte;
+    int chunk = M < CL_CHUNK ? M : CL_CHUNK;
+    if (chunk == 0) return;
+    float *logits = (float *)scratch_get(&s_logits, (size_t)chunk * Vp * sizeof(float));
+    for (int m0 = 0; m0 < M; m0 += chunk) {
+        int mc = M - m0 < chunk ? M - m0 : chunk;
+        const bf16 *xc = x_ + (size_t)m0 * C;
+        // logits^T (Vp x mc, ld Vp) = wte (C x Vp stored, transposed) @ x^T (C x mc)
+        gemm(1, 0, Vp, mc, C, wte_, C, xc, C, logits, Vp, CUDA_R_32F, 0, NULL);
+        if (logits_out)
+            cudaCheck(cudaMemcpyAsync(logits_out + (size_t)m0 * Vp, logits, (size_t)mc * Vp * sizeof(float),
+                                      cudaMemcpyDeviceToHost, g_stream));
+        softmax_xent_kernel<<<mc, CL_THREADS, 0, g_stream>>>(logits, (float *)loss + m0, targets + m0, Vp,
+                                                             loss_scale, dx != NULL);
+        cudaLaunchCheck();
+        if (dx) {
+            const bf16 *dl = (const bf16 *)logits;  // (mc, Vp) bf16, row stride 2*Vp
+            // dwte first: it still reads this chunk of x, so dx may overwrite x in place (as on the CPU).
+            // dwte^T (C x Vp, ld C) += x^T (C x mc) @ dlogits (mc x Vp: stored Vp x mc, transposed)
+            if (dwte) gemm(0, 1, C, Vp, mc, xc, C, dl, 2 * Vp, dwte, C, CUDA_R_32F, 1, NULL);
+            // dx^T (C x mc) = wte (C x Vp, ld C) @ dlogits^T (Vp x mc, ld 2Vp)
+            gemm(0, 0, C, mc, Vp, wte_, C, dl, 2 * Vp, (bf16 *)dx + (size_t)m0 * C, C, CUDA_R_16BF, 0, NULL);
+        }
+    }
+    if (logits_out) cudaCheck(cudaStreamSynchronize(g_stream));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// global gradient norm and AdamW
+
+#define SUMSQ_BLOCKS 1024
+__global__ void sumsq_partial_kernel(double *part, const float *x, size_t n) {
+    __shared__ double sh[32];
+    double s = 0.0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        double v = x[i];
+        s += v * v;
+    }
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0) part[blockIdx.x] = s;
+}
+__global__ void sumsq_final_kernel(double *out, const double *part, int G) {
+    __shared__ double sh[32];
+    double s = 0.0;
+    for (int i = threadIdx.x; i < G; i += blockDim.x) s += part[i];
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0) *out = s;
+}
+static double cu_sumsq(const void *x, size_t n) {
+    if (n == 0) return 0.0;
+    // a fixed block count (not the SM count): the summation order is the same on every GPU
+    int G = (int)((n + 255) / 256 < SUMSQ_BLOCKS ? (n + 255) / 256 : SUMSQ_BLOCKS);
+    double *ws = (double *)scratch_get(&s_sumsq, (SUMSQ_BLOCKS + 1) * sizeof(double));
+    sumsq_partial_kernel<<<G, 256, 0, g_stream>>>(ws + 1, (const float *)x, n);
+    cudaLaunchCheck();
+    sumsq_final_kernel<<<1, 256, 0, g_stream>>>(ws, ws + 1, G);
+    cudaLaunchCheck();
+    double r;
+    cu_download(&r, ws, sizeof r);
+    return r;
+}
+
+// One launch over every segment: the host cuts each segment into ADAM_CHUNK-element pieces, and block b
+// updates piece b, so each block knows its segment's decay flag without searching.
+#define ADAM_CHUNK 4096
+typedef struct {
+    size_t start;
+    unsigned count, decay;
+} AdamPiece;
+
+static ParamSegment *g_adam_segs;  // host copy of the segment table the device piece table was built from
+static int g_adam_nsegs, g_adam_npieces;
+
+__global__ void adamw_kernel(float *p, bf16 *pa, const float *g, float *m, float *v, const AdamPiece *pieces,
+                             float lr, float b1, float b2, float eps, float wd, float gscale, float bc1,
+                             float bc2_sqrt) {
+    AdamPiece pc = pieces[blockIdx.x];
+    for (unsigned i = threadIdx.x; i < pc.count; i += blockDim.x) {
+        size_t k = pc.start + i;
+        float gr = g[k] * gscale;
+        float pk = p[k];
+        if (pc.decay) pk -= lr * wd * pk;
+        float mk = b1 * m[k] + (1.0f - b1) * gr;
+        float vk = b2 * v[k] + (1.0f - b2) * gr * gr;
+        m[k] = mk;
+        v[k] = vk;
+        pk -= (lr / bc1) * mk / (sqrtf(vk) / bc2_sqrt + eps);
+        p[k] = pk;
+        if (pa) pa[k] = f2bf(pk);
+    }
+}
+
+static void cu_adamw(void *params, void *params_act, const void *grads, void *m, void *v,
+                     const ParamSegment *segs, int nsegs, const AdamWArgs *a) {
+    if (nsegs != g_adam_nsegs || memcmp(segs, g_adam_segs, nsegs * sizeof *segs) != 0) {
+        size_t np = 0;
+        for (int i = 0; i < nsegs; i++) np += (segs[i].size + ADAM_CHUNK - 1) / ADAM_CHUNK;
+        if (np > 0x7fffffff) pm_die("adamw: too many parameter pieces (%zu)", np);
+        AdamPiece *h = (AdamPiece *)pm_malloc((np ? np : 1) * sizeof *h);
+        size_t q = 0;
+        for (int i = 0; i < nsegs; i++)
+            for (size_t o = 0; o < segs[i].size; o += ADAM_CHUNK) {
+                h[q].start = segs[i].offset + o;
+                h[q].count = (unsigned)(segs[i].size - o < ADAM_CHUNK ? segs[i].size - o : ADAM_CHUNK);
+                h[q].decay = segs[i].decay ? 1u : 0u;
+                q++;
+            }
+        void *d = scratch_get(&s_adam, (np ? np : 1) * sizeof *h);
+        cu_upload(d, h, np * sizeof *h);
+        free(h);
+        g_adam_segs = (ParamSegment *)pm_realloc(g_adam_segs, (nsegs ? nsegs : 1) * sizeof *segs);
+        memcpy(g_adam_segs, segs, nsegs * sizeof *segs);
+        g_adam_nsegs = nsegs;
+        g_adam_npieces = (int)np;
+    }
+    if (g_adam_npieces == 0) return;
+    float bc1 = 1.0f - powf(a->beta1, (float)a->step), bc2 = 1.0f - powf(a->beta2, (float)a->step);
+    adamw_kernel<<<g_adam_npieces, 256, 0, g_stream>>>(
+        (float *)params, (bf16 *)params_act, (const float *)grads, (float *)m, (float *)v,
+        (const AdamPiece *)s_adam.p, a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_scale, bc1,
+        sqrtf(bc2));
+    cudaLaunchCheck();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// construction
+
+static Backend g_backends[2];
+static int g_inited;  // 0: not tried, 1: ready, -1: no usable GPU
+static char g_init_err[512];  // why not, repeated to every later caller
+
+static int cuda_init(void) {
+    if (g_inited) return g_inited;
+    g_inited = -1;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        cudaGetLastError();  // clear the (non-sticky) error so later CUDA calls start clean
+        snprintf(g_init_err, sizeof g_init_err, "no usable CUDA GPU: %s (%s)", cudaGetErrorString(e),
+                 pm_cuda_hint(e));
+        return -1;
+    }
+    if (n == 0) {
+        snprintf(g_init_err, sizeof g_init_err, "no CUDA GPU found (cudaGetDeviceCount returned 0)");
+        return -1;
+    }
+    int dev = 0;
+    cudaCheck(cudaGetDevice(&dev));
+    cudaCheck(cudaDeviceGetAttribute(&g_num_sms, cudaDevAttrMultiProcessorCount, dev));
+    cudaCheck(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+    cublasStatus_t s = cublasLtCreate(&g_lt);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        snprintf(g_init_err, sizeof g_init_err, "cuBLASLt could not be initialized (status %d)", (int)s);
+        return -1;
+    }
+    cudaCheck(cudaMalloc(&g_lt_ws, LT_WS_BYTES));
+    s = cublasCreate(&g_cublas);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        snprintf(g_init_err, sizeof g_init_err, "cuBLAS could not be initialized (status %d)", (int)s);
+        return -1;
+    }
+    cublasCheck(cublasSetStream(g_cublas, g_stream));
+    // same stream as cuBLASLt, so the two never run at once and can share one workspace
+    cublasCheck(cublasSetWorkspace(g_cublas, g_lt_ws, LT_WS_BYTES));
+    for (int d = 0; d < 2; d++) {
+        Backend *b = &g_backends[d];
+        b->name = "cuda";
+        b->act_bytes = sizeof(bf16);
+        b->f32_bytes = sizeof(float);
+        b->deterministic = d;
+        b->alloc = cu_alloc;
+        b->free = cu_free;
+        b->upload = cu_upload;
+        b->download = cu_download;
+        b->memzero = cu_memzero;
+        b->synchronize = cu_synchronize;
+        b->f32_to_act = cu_f32_to_act;
+        b->act_to_f32 = cu_act_to_f32;
+        b->embedding_fwd = cu_embedding_fwd;
+        b->embedding_bwd = d ? cu_embedding_bwd_det : cu_embedding_bwd_fast;
+        b->add_rmsnorm_fwd = cu_add_rmsnorm_fwd;
+        b->rmsnorm_bwd = cu_rmsnorm_bwd;
+        b->matmul_fwd = cu_matmul_fwd;
+        b->matmul_bwd = cu_matmul_bwd;
+        b->conv_silu_fwd = cu_conv_silu_fwd;
+        b->conv_silu_bwd = cu_conv_silu_bwd;
+        b->scan_fwd = cu_scan_fwd;
+        b->scan_bwd = d ? cu_scan_bwd_det : cu_scan_bwd_fast;
+        b->classifier = cu_classifier;
+        b->sumsq = cu_sumsq;
+        b->adamw = cu_adamw;
+    }
+    g_inited = 1;
+    return 1;
+}
+
+extern "C" const Backend *backend_cuda(int deterministic) {
+    if (cuda_init() != 1) {
+        pm_error("%s", g_init_err);
+        return NULL;
+    }
+    return &g_backends[deterministic ? 1 : 0];
+}

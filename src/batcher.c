@@ -1,0 +1,360 @@
+// batcher.c — see batcher.h. Each epoch is planned in full when it starts (shuffled document order, pieces, and
+// for `pack` the rows); batches are then slices of that plan, so a data position is just (epoch, batch index) and
+// resuming replays exactly.
+#include "batcher.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "shard.h"
+#include "util.h"
+
+typedef struct {
+    int64_t doc;    // global document index
+    int64_t start;  // first token of the piece within the document
+    int32_t len;    // 1..T
+    int32_t last;   // 1 if the piece ends its document (its last token targets EOD)
+} Piece;
+
+struct Batcher {
+    Shard shard;
+    int split, policy, B, T, rank, world, window;
+    uint64_t seed;
+    int64_t *docs;  // (n_docs) documents of the split with at least one token, in shard order
+    int64_t n_docs, n_tokens;
+    // Plan of the current epoch.
+    int64_t plan_epoch;  // epoch the plan below belongs to (-1: none)
+    Piece *pieces;       // (n_pieces) in shuffled order
+    int64_t n_pieces;
+    int64_t *row_start;  // pack: (n_rows + 1) offsets into row_piece
+    int64_t *row_piece;  // pack: (n_pieces) piece indices, row by row
+    int32_t *piece_rank;  // single/pad: (n_pieces) the rank that serves each piece
+    int64_t n_rows;
+    int64_t n_batches;  // per rank, per epoch
+    // Position of the next batch.
+    int64_t epoch, batch;
+};
+
+const char *policy_name(int p) {
+    return p == PM_POLICY_SINGLE ? "single" : p == PM_POLICY_PAD ? "pad" : p == PM_POLICY_PACK ? "pack" : "?";
+}
+
+int policy_parse(const char *s) {
+    for (int p = 0; p < 3; p++)
+        if (strcmp(s, policy_name(p)) == 0) return p;
+    return -1;
+}
+
+static uint64_t splitmix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Packing. Both packers emit rows as runs of piece indices; a row's pieces sum to at most T.
+
+// Greedy in order (next fit, the paper's baseline): append pieces in order, start a new row when one does not fit.
+static int64_t pack_greedy(const Piece *p, int64_t n, int T, int64_t *row_start, int64_t *row_piece) {
+    int64_t rows = 0, used = 0;
+    row_start[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (used > 0 && used + p[i].len > T) row_start[++rows] = i, used = 0;
+        row_piece[i] = i;
+        used += p[i].len;
+    }
+    if (n > 0) row_start[++rows] = n;
+    return rows;
+}
+
+// Best fit over a window: the next `window` pieces (in order) wait in per-length FIFO queues; a row is filled by
+// repeatedly taking the longest waiting piece that still fits (oldest first among equal lengths), refilling the
+// window from the order after each take. A bitset over lengths finds "longest length <= space" in T/64 steps.
+static int64_t pack_best_fit(const Piece *p, int64_t n, int T, int window, int64_t *row_start, int64_t *row_piece) {
+    int64_t *head = pm_malloc((T + 1) * sizeof(int64_t)), *tail = pm_malloc((T + 1) * sizeof(int64_t));
+    int64_t *next = pm_malloc((n ? n : 1) * sizeof(int64_t));
+    int nw = (T + 64) / 64;
+    uint64_t *occ = pm_calloc(nw, sizeof(uint64_t));  // bit L set: some waiting piece has length L
+    for (int L = 0; L <= T; L++) head[L] = tail[L] = -1;
+    int64_t q = 0, waiting = 0, rows = 0, placed = 0;
+#define ENQUEUE()                                                      \
+    while (waiting < window && q < n) {                                \
+        int L = p[q].len;                                              \
+        next[q] = -1;                                                  \
+        if (tail[L] >= 0) next[tail[L]] = q; else head[L] = q;         \
+        tail[L] = q;                                                   \
+        occ[L >> 6] |= 1ull << (L & 63);                               \
+        q++, waiting++;                                                \
+    }
+    ENQUEUE();
+    row_start[0] = 0;
+    while (waiting > 0) {
+        int space = T;
+        while (space > 0 && waiting > 0) {
+            // Longest waiting length L <= space.
+            int L = -1;
+            for (int w = space >> 6; w >= 0 && L < 0; w--) {
+                uint64_t bits = occ[w];
+                if (w == space >> 6) bits &= (space & 63) == 63 ? ~0ull : ((1ull << ((space & 63) + 1)) - 1);
+                if (bits) L = w * 64 + 63 - __builtin_clzll(bits);
+            }
+            if (L <= 0) break;
+            int64_t i = head[L];
+            head[L] = next[i];
+            if (head[L] < 0) tail[L] = -1, occ[L >> 6] &= ~(1ull << (L & 63));
+            waiting--;
+            row_piece[placed++] = i;
+            space -= L;
+            ENQUEUE();
+        }
+        row_start[++rows] = placed;
+    }
+#undef ENQUEUE
+    free(head), free(tail), free(next), free(occ);
+    return rows;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+static int cmp_len_desc(const void *a, const void *b) {
+    const Piece *x = a, *y = b;
+    if (x->len != y->len) return x->len > y->len ? -1 : 1;
+    return x->doc < y->doc ? -1 : x->doc > y->doc;  // ties by document: a total, deterministic order
+}
+
+static void plan_epoch(Batcher *bt, int64_t epoch) {
+    // Document order: Fisher-Yates with an RNG seeded from (seed, epoch).
+    int64_t *order = pm_malloc((bt->n_docs ? bt->n_docs : 1) * sizeof(int64_t));
+    memcpy(order, bt->docs, bt->n_docs * sizeof(int64_t));
+    PmRng rng;
+    pm_rng_seed(&rng, splitmix(bt->seed ^ splitmix((uint64_t)epoch + 0x51ed)));
+    for (int64_t i = bt->n_docs - 1; i > 0; i--) {
+        int64_t j = (int64_t)(pm_rng_u64(&rng) % (uint64_t)(i + 1));
+        int64_t t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+    // Pieces of at most T tokens, in that order.
+    int64_t n = 0;
+    for (int64_t k = 0; k < bt->n_docs; k++) n += ((int64_t)shard_doc_len(&bt->shard, order[k]) + bt->T - 1) / bt->T;
+    bt->pieces = pm_realloc(bt->pieces, (n ? n : 1) * sizeof(Piece));
+    n = 0;
+    for (int64_t k = 0; k < bt->n_docs; k++) {
+        int64_t len = (int64_t)shard_doc_len(&bt->shard, order[k]);
+        for (int64_t s = 0; s < len; s += bt->T) {
+            int64_t l = len - s < bt->T ? len - s : bt->T;
+            bt->pieces[n++] = (Piece){order[k], s, (int32_t)l, s + l == len};
+        }
+    }
+    free(order);
+    bt->n_pieces = n;
+    int64_t per_batch;  // pieces (single, pad) or rows (pack) in one global batch
+    if (bt->policy == PM_POLICY_PACK) {
+        bt->row_start = pm_realloc(bt->row_start, (n + 1) * sizeof(int64_t));
+        bt->row_piece = pm_realloc(bt->row_piece, (n ? n : 1) * sizeof(int64_t));
+        bt->n_rows = bt->window <= 1 ? pack_greedy(bt->pieces, n, bt->T, bt->row_start, bt->row_piece)
+                                     : pack_best_fit(bt->pieces, n, bt->T, bt->window, bt->row_start, bt->row_piece);
+        per_batch = (int64_t)bt->B * bt->world;
+        bt->n_batches = (bt->n_rows + per_batch - 1) / per_batch;
+    } else {
+        // single/pad: a global batch is `world * per_rank` consecutive pieces. Within it, pieces are sorted by
+        // length (longest first) and each goes to the rank with the fewest tokens so far this epoch among those
+        // with a free slot — cumulative longest-processing-time assignment, so ranks stay within about one
+        // piece (<= T tokens) of each other over the epoch.
+        int per_rank = bt->policy == PM_POLICY_SINGLE ? 1 : bt->B;
+        per_batch = (int64_t)per_rank * bt->world;
+        bt->n_rows = n;
+        bt->n_batches = (n + per_batch - 1) / per_batch;
+        bt->piece_rank = pm_realloc(bt->piece_rank, (n ? n : 1) * sizeof(int32_t));
+        int64_t *load = pm_calloc(bt->world, sizeof(int64_t));
+        int *slots = pm_malloc(bt->world * sizeof(int));
+        for (int64_t first = 0; first < n; first += per_batch) {
+            int64_t cnt = n - first < per_batch ? n - first : per_batch;
+            qsort(bt->pieces + first, cnt, sizeof(Piece), cmp_len_desc);
+            for (int r = 0; r < bt->world; r++) slots[r] = 0;
+            for (int64_t j = first; j < first + cnt; j++) {
+                int best = -1;
+                for (int r = 0; r < bt->world; r++)
+                    if (slots[r] < per_rank && (best < 0 || load[r] < load[best])) best = r;
+                bt->piece_rank[j] = best;
+                slots[best]++;
+                load[best] += bt->pieces[j].len;
+            }
+        }
+        free(load), free(slots);
+    }
+    bt->plan_epoch = epoch;
+}
+
+Batcher *batcher_open(const char *data_dir, int split, int policy, int B, int T, uint64_t seed, int rank, int world,
+                      int window) {
+    if (policy < 0 || policy > 2) return pm_error("batcher: unknown policy %d", policy), NULL;
+    if (split < 0 || split > 2) return pm_error("batcher: unknown split %d", split), NULL;
+    if (B < 1 || T < 1) return pm_error("batcher: batch size %d x %d must be positive", B, T), NULL;
+    if (world < 1 || rank < 0 || rank >= world) return pm_error("batcher: bad rank %d of world %d", rank, world), NULL;
+    Batcher *bt = pm_calloc(1, sizeof *bt);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", data_dir, PM_SHARD_FILE);
+    if (shard_open(&bt->shard, path) != 0) {
+        free(bt);
+        return NULL;
+    }
+    bt->split = split, bt->policy = policy, bt->B = B, bt->T = T, bt->seed = seed;
+    bt->rank = rank, bt->world = world;
+    bt->window = window <= 0 ? PM_PACK_WINDOW_DEFAULT : window;
+    bt->docs = pm_malloc((bt->shard.n_docs ? bt->shard.n_docs : 1) * sizeof(int64_t));
+    for (uint64_t d = 0; d < bt->shard.n_docs; d++) {
+        if (shard_doc_len(&bt->shard, d) == 0) continue;
+        if (split != PM_SPLIT_ALL && bt->shard.split[d] != split) continue;
+        bt->docs[bt->n_docs++] = (int64_t)d;
+        bt->n_tokens += (int64_t)shard_doc_len(&bt->shard, d);
+    }
+    if (bt->n_docs == 0) {
+        pm_error("%s: no documents in split %s", path, split == 0 ? "all" : split == 1 ? "train" : "val");
+        batcher_close(bt);
+        return NULL;
+    }
+    bt->plan_epoch = -1;
+    plan_epoch(bt, 0);
+    return bt;
+}
+
+void batcher_close(Batcher *bt) {
+    if (!bt) return;
+    shard_close(&bt->shard);
+    free(bt->docs), free(bt->pieces), free(bt->row_start), free(bt->row_piece), free(bt->piece_rank);
+    free(bt);
+}
+
+// Writes piece p at row r (of width bt_T) starting at column c.
+static void put_piece(const Batcher *bt, Batch *b, int r, int c, const Piece *p) {
+    const Shard *s = &bt->shard;
+    uint64_t base = s->offsets[p->doc] + (uint64_t)p->start;
+    int32_t *tok = b->tokens + (size_t)r * b->T + c, *pos = b->pos + (size_t)r * b->T + c;
+    int32_t *tgt = b->targets + (size_t)r * b->T + c, *doc = b->doc + (size_t)r * b->T + c;
+    for (int i = 0; i < p->len; i++) {
+        tok[i] = (int32_t)shard_token(s, base + i);
+        pos[i] = i;
+        doc[i] = (int32_t)p->doc;
+        tgt[i] = i + 1 < p->len ? (int32_t)shard_token(s, base + i + 1) : p->last ? (int32_t)s->eod_id : PM_IGNORE;
+    }
+}
+
+static void clear_batch(Batch *b, int B, int T) {
+    b->B = B, b->T = T;
+    size_t n = (size_t)B * T;
+    memset(b->tokens, 0, n * sizeof(int32_t));
+    memset(b->pos, 0, n * sizeof(int32_t));
+    for (size_t i = 0; i < n; i++) b->targets[i] = PM_IGNORE, b->doc[i] = -1;
+}
+
+
+int batcher_next(Batcher *bt, Batch *b) {
+    if (bt->plan_epoch != bt->epoch) plan_epoch(bt, bt->epoch);
+    int64_t g = bt->batch;
+    if (bt->policy != PM_POLICY_PACK) {
+        // This rank's pieces of the global batch (already longest first), each in its own row, padded to the
+        // longest (pad) or exactly its length (single, one piece).
+        int per_rank = bt->policy == PM_POLICY_SINGLE ? 1 : bt->B;
+        int64_t first = g * per_rank * bt->world, last = first + (int64_t)per_rank * bt->world;
+        if (last > bt->n_pieces) last = bt->n_pieces;
+        int nm = 0, longest = 0;
+        for (int64_t j = first; j < last; j++)
+            if (bt->piece_rank[j] == bt->rank) {
+                nm++;
+                if (bt->pieces[j].len > longest) longest = bt->pieces[j].len;
+            }
+        if (nm == 0) {
+            clear_batch(b, 1, 1);  // nothing left for this rank in the epoch's last global batch
+        } else {
+            clear_batch(b, nm, longest);
+            int r = 0;
+            for (int64_t j = first; j < last; j++)
+                if (bt->piece_rank[j] == bt->rank) put_piece(bt, b, r++, 0, &bt->pieces[j]);
+        }
+    } else {
+        int64_t r0 = (g * bt->world + bt->rank) * bt->B, nr = bt->n_rows - r0;
+        if (nr > bt->B) nr = bt->B;
+        if (nr <= 0) {
+            clear_batch(b, 1, 1);
+        } else {
+            clear_batch(b, (int)nr, bt->T);
+            for (int r = 0; r < nr; r++) {
+                int c = 0;
+                for (int64_t k = bt->row_start[r0 + r]; k < bt->row_start[r0 + r + 1]; k++) {
+                    const Piece *p = &bt->pieces[bt->row_piece[k]];
+                    put_piece(bt, b, r, c, p);
+                    c += p->len;
+                }
+            }
+        }
+    }
+    batch_count_valid(b);
+    int end = ++bt->batch >= bt->n_batches;
+    if (end) bt->epoch++, bt->batch = 0;
+    return end;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+#define POS_TAG 0x504d504f53000001ull  // "PMPOS" + format 1
+
+void batcher_get_position(const Batcher *bt, uint64_t pos[8]) {
+    pos[0] = POS_TAG;
+    pos[1] = (uint64_t)bt->epoch;
+    pos[2] = (uint64_t)bt->batch;
+    pos[3] = bt->seed;
+    pos[4] = bt->shard.checksum ^ ((uint64_t)bt->split << 62);
+    pos[5] = (uint64_t)bt->policy << 56 | (uint64_t)bt->B << 32 | (uint64_t)(uint32_t)bt->T;
+    pos[6] = (uint64_t)bt->rank << 32 | (uint32_t)bt->world;
+    pos[7] = (uint64_t)bt->window;
+}
+
+int batcher_set_position(Batcher *bt, const uint64_t pos[8]) {
+    uint64_t cur[8];
+    batcher_get_position(bt, cur);
+    if (pos[0] != POS_TAG) return pm_error("data position: not a batcher position (bad tag)");
+    if (pos[4] != cur[4]) return pm_error("data position: saved for different data (fingerprint mismatch)");
+    if (pos[3] != cur[3] || pos[5] != cur[5] || pos[7] != cur[7])
+        return pm_error("data position: saved with a different seed, policy, batch size or window");
+    if (pos[6] != cur[6]) return pm_error("data position: saved for a different rank/world");
+    bt->epoch = (int64_t)pos[1];
+    if (bt->plan_epoch != bt->epoch) plan_epoch(bt, bt->epoch);
+    if ((int64_t)pos[2] >= bt->n_batches) return pm_error("data position: batch %llu beyond the epoch's %lld",
+                                                          (unsigned long long)pos[2], (long long)bt->n_batches);
+    bt->batch = (int64_t)pos[2];
+    return 0;
+}
+
+int batcher_epoch_batches(const Batcher *bt) { return (int)bt->n_batches; }
+int batcher_epoch(const Batcher *bt) { return (int)bt->epoch; }
+int batcher_documents(const Batcher *bt) { return (int)bt->n_docs; }
+int64_t batcher_tokens(const Batcher *bt) { return bt->n_tokens; }
+
+int batcher_policy_stats(const char *data_dir, int split, int policy, int B, int T, uint64_t seed, int window,
+                         PolicyStats *out) {
+    Batcher *bt = batcher_open(data_dir, split, policy, B, T, seed, 0, 1, window);
+    if (!bt) return -1;
+    memset(out, 0, sizeof *out);
+    // Counted from the plan (same rows the batches hold) without materializing batches.
+    out->real_tokens = bt->n_tokens;
+    out->batches = bt->n_batches;
+    if (policy == PM_POLICY_SINGLE) {
+        out->rows = bt->n_pieces;
+        out->computed_tokens = bt->n_tokens;
+    } else if (policy == PM_POLICY_PAD) {
+        out->rows = bt->n_pieces;
+        for (int64_t first = 0; first < bt->n_pieces; first += B) {
+            int longest = 0, n = 0;
+            for (int64_t i = first; i < bt->n_pieces && i < first + B; i++, n++)
+                if (bt->pieces[i].len > longest) longest = bt->pieces[i].len;
+            out->computed_tokens += (int64_t)n * longest;
+        }
+    } else {
+        out->rows = bt->n_rows;
+        out->computed_tokens = bt->n_rows * (int64_t)T;
+    }
+    out->fill = out->computed_tokens ? (double)out->real_tokens / (double)out->computed_tokens : 0;
+    batcher_close(bt);
+    return 0;
+}

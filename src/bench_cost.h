@@ -1,0 +1,36 @@
+// bench_cost.h — the work each profiled region of one training step does, counted from the shapes: floating-point
+// operations, the bytes it must move at least (each input read once, each output written once), and for the scan
+// the exp() count (the special-function unit is a ceiling of its own). These are models of the algorithm, not
+// instruction counts of any one kernel: they place each op on a roofline and give MFU.
+#pragma once
+#include <stddef.h>
+
+#include "model.h"
+
+typedef struct {
+    double flops, bytes, exps;
+    int calls;  // how many times the region runs per step
+} OpCost;
+
+typedef struct {
+    const ModelConfig *cfg;
+    size_t n_params;
+    double M;            // tokens computed per step (B*T, padding included)
+    size_t act_bytes;    // Backend.act_bytes
+    size_t f32_bytes;    // Backend.f32_bytes
+    int act_copy;        // 1: the backend keeps a separate ACT copy of the weights (refreshed by AdamW)
+} CostShape;
+
+// Cost of one step's region `region` ("fwd.scan", "opt.adamw", ...), summed over its calls. 0, or -1 for a
+// region this file does not know (its cost is then reported as unknown).
+int op_cost(const CostShape *s, const char *region, OpCost *out);
+// The op category of a region: "scan", "conv", "in_proj", "x_proj", "dt_proj", "out_proj", "norm",
+// "classifier", "embedding", "optimizer", or "other".
+const char *op_category(const char *region);
+// Direction: "fwd", "bwd", "fwdbwd" (the fused classifier) or "opt".
+const char *op_direction(const char *region);
+// The categories in report order (NULL-terminated).
+extern const char *const op_categories[];
+// Training FLOPs per token for MFU: 6 x parameters (every weight is used in one forward and two backward GEMMs
+// per token) plus the selective scan's forward and backward, which are not GEMMs.
+double model_flops_per_token(const ModelConfig *c, size_t n_params);

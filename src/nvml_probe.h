@@ -1,0 +1,65 @@
+// nvml_probe.h — GPU clocks, power, temperature, utilization and memory through NVML, loaded at run time with
+// dlopen("libnvidia-ml.so.1") so packmamba neither links nor needs it: without NVML bench reports why and goes
+// on. A sampler thread reads the device every few milliseconds; bench tags the samples with the configuration
+// being timed and summarizes each tag.
+#pragma once
+#include <stddef.h>
+
+// The NVML entry points bench uses, as plain function pointers (NVML's return codes are ints, 0 = success;
+// nvmlDevice_t is an opaque pointer). nvml_open fills them with dlsym; tests fill them with fakes.
+typedef struct {
+    int (*init)(void);                                          // nvmlInit_v2
+    int (*shutdown)(void);                                      // nvmlShutdown
+    int (*get_handle)(unsigned index, void **dev);              // nvmlDeviceGetHandleByIndex_v2
+    int (*clock)(void *dev, int type, unsigned *mhz);           // nvmlDeviceGetClockInfo (1 = SM, 2 = memory)
+    int (*max_clock)(void *dev, int type, unsigned *mhz);       // nvmlDeviceGetMaxClockInfo
+    int (*power)(void *dev, unsigned *milliwatts);              // nvmlDeviceGetPowerUsage
+    int (*temperature)(void *dev, int sensor, unsigned *c);     // nvmlDeviceGetTemperature (0 = GPU)
+    int (*utilization)(void *dev, unsigned rates[2]);           // nvmlDeviceGetUtilizationRates {gpu, memory} %
+    int (*memory)(void *dev, unsigned long long m[3]);          // nvmlDeviceGetMemoryInfo {total, free, used}
+    int (*name)(void *dev, char *buf, unsigned len);            // nvmlDeviceGetName
+    const char *(*error_string)(int code);                      // nvmlErrorString (may be NULL)
+} NvmlApi;
+
+enum { NVML_SM_CLOCK = 1, NVML_MEM_CLOCK = 2 };
+
+typedef struct {
+    double t;  // pm_now() seconds
+    int tag;   // the tag set when it was taken (-1: none)
+    // NAN where the device does not report the quantity
+    float sm_mhz, mem_mhz, power_w, temp_c, util_gpu, util_mem;
+    double mem_used;  // bytes
+} NvmlSample;
+
+typedef struct {
+    int n;
+    double mean, min, max;
+} NvmlStat;
+
+typedef struct {
+    int samples;
+    NvmlStat sm_mhz, mem_mhz, power_w, temp_c, util_gpu, util_mem, mem_used;
+} NvmlSummary;
+
+typedef struct NvmlProbe NvmlProbe;
+
+// Loads `libname` (NULL: "libnvidia-ml.so.1") and opens device `index`. NULL with the reason in `why` when the
+// library, a symbol, initialization or the device is unavailable.
+NvmlProbe *nvml_open(const char *libname, unsigned index, char *why, size_t why_n);
+// The same over a given function table (tests).
+NvmlProbe *nvml_open_api(const NvmlApi *api, unsigned index, char *why, size_t why_n);
+void nvml_close(NvmlProbe *p);  // stops the sampler if running
+
+const char *nvml_device_name(const NvmlProbe *p);
+unsigned nvml_max_sm_mhz(const NvmlProbe *p);   // 0 if unknown
+unsigned nvml_max_mem_mhz(const NvmlProbe *p);
+NvmlSample nvml_read(NvmlProbe *p);  // one reading now (tag -1)
+
+// Sampler thread, one reading every period_ms. Returns 0 or -1 (thread could not start).
+int nvml_start(NvmlProbe *p, int period_ms);
+void nvml_stop(NvmlProbe *p);
+void nvml_set_tag(NvmlProbe *p, int tag);  // readings taken from now on carry `tag`
+// Mean/min/max over the readings with `tag` (NaN readings skipped).
+void nvml_summary(NvmlProbe *p, int tag, NvmlSummary *s);
+// A malloc'd copy of every reading so far; *n gets the count.
+NvmlSample *nvml_samples(NvmlProbe *p, int *n);

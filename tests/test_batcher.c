@@ -1,0 +1,382 @@
+// test_batcher.c — batching invariants under every policy, checked against the shard's own tokens (the independent
+// truth): every token of every document appears exactly once per epoch, positions restart at each document/piece,
+// targets are the next token of the same piece (EOD after a document's last token, ignore at a cut), padding is
+// inert; pack beats greedy-in-order and reaches >= 98% fill at T=2048 on the default corpus; resume replays
+// exactly; rank/world splits cover the data once with balanced tokens; eval iteration sees each document once.
+#define _GNU_SOURCE
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "batch.h"
+#include "batcher.h"
+#include "cmd_data.h"
+#include "shard.h"
+#include "util.h"
+
+#define VOCAB 1000
+#define EOD 999
+
+static char *make_tmpdir(void) {
+    char *d = pm_strdup("/tmp/pm_test_batcher_XXXXXX");
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+static void rm_rf(const char *d) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    assert_int_equal(system(cmd), 0);
+}
+
+// A long-tailed synthetic corpus: lengths exp(N(mu, sigma)) (a few zero-length documents too, which the batcher
+// must skip), random token ids below EOD, every 7th document in the val split.
+static void make_corpus(const char *dir, int n_docs, double mu, double sigma, int max_len, uint64_t seed) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, PM_SHARD_FILE);
+    ShardWriter *w = shard_writer_open(path, VOCAB, EOD);
+    assert_non_null(w);
+    PmRng r;
+    pm_rng_seed(&r, seed);
+    int32_t *ids = pm_malloc((size_t)max_len * sizeof(int32_t));
+    for (int d = 0; d < n_docs; d++) {
+        int len = (int)exp(mu + sigma * pm_rng_normal(&r));
+        if (len > max_len) len = max_len;
+        if (d % 53 == 5) len = 0;
+        for (int i = 0; i < len; i++) ids[i] = (int32_t)(pm_rng_u64(&r) % EOD);
+        assert_int_equal(shard_writer_add(w, ids, (size_t)len, d % 7 == 3 ? 2 : 1), 0);
+    }
+    free(ids);
+    assert_int_equal(shard_writer_finish(w), 0);
+}
+
+// Coverage of one epoch: seen[d][k] counts how often piece k of document d was served.
+typedef struct {
+    Shard s;
+    int T;
+    uint8_t **seen;
+    int64_t real;      // real tokens served
+    int64_t computed;  // b->B * b->T summed
+} Check;
+
+static void check_init(Check *c, const char *dir, int T) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, PM_SHARD_FILE);
+    assert_int_equal(shard_open(&c->s, path), 0);
+    c->T = T;
+    c->seen = pm_calloc(c->s.n_docs, sizeof(uint8_t *));
+    for (uint64_t d = 0; d < c->s.n_docs; d++) c->seen[d] = pm_calloc(shard_doc_len(&c->s, d) / T + 1, 1);
+    c->real = c->computed = 0;
+}
+
+static void check_free(Check *c) {
+    for (uint64_t d = 0; d < c->s.n_docs; d++) free(c->seen[d]);
+    free(c->seen);
+    shard_close(&c->s);
+}
+
+// Verifies one batch against the shard and records which pieces it held.
+static void check_batch(Check *c, const Batch *b, int allocB, int allocT, int policy) {
+    assert_true(b->B >= 1 && b->B <= allocB && b->T >= 1 && b->T <= allocT);
+    if (policy == PM_POLICY_SINGLE) assert_int_equal(b->B, 1);
+    int64_t valid = 0;
+    for (int r = 0; r < b->B; r++) {
+        const int32_t *tok = b->tokens + (size_t)r * b->T, *pos = b->pos + (size_t)r * b->T;
+        const int32_t *tgt = b->targets + (size_t)r * b->T, *doc = b->doc + (size_t)r * b->T;
+        int col = 0, row_real = 0;
+        while (col < b->T) {
+            if (doc[col] < 0) {  // padding: inert
+                assert_int_equal(pos[col], 0);
+                assert_int_equal(tgt[col], PM_IGNORE);
+                assert_true(tok[col] >= 0 && (uint32_t)tok[col] < c->s.vocab_size);
+                col++;
+                continue;
+            }
+            // A run: one piece of one document, positions 0, 1, 2, ...
+            int d = doc[col], L = 0;
+            assert_int_equal(pos[col], 0);
+            while (col + L < b->T && doc[col + L] == d && pos[col + L] == L) L++;
+            uint64_t len = shard_doc_len(&c->s, d);
+            // Which piece: the only k whose tokens match (pieces start at multiples of T).
+            int found = -1;
+            for (uint64_t k = 0; k * c->T < len && found < 0; k++) {
+                uint64_t start = k * c->T, plen = len - start < (uint64_t)c->T ? len - start : (uint64_t)c->T;
+                if (plen != (uint64_t)L) continue;
+                int same = 1;
+                for (int i = 0; i < L && same; i++)
+                    same = (uint32_t)tok[col + i] == shard_token(&c->s, c->s.offsets[d] + start + i);
+                if (same) found = (int)k;
+            }
+            assert_true(found >= 0);
+            c->seen[d][found]++;
+            uint64_t start = (uint64_t)found * c->T;
+            int is_last = start + L == len;
+            for (int i = 0; i < L; i++) {
+                int32_t want = i + 1 < L ? (int32_t)shard_token(&c->s, c->s.offsets[d] + start + i + 1)
+                                         : is_last ? (int32_t)c->s.eod_id : PM_IGNORE;
+                assert_int_equal(tgt[col + i], want);  // never crosses a piece or document
+                valid += tgt[col + i] != PM_IGNORE;
+            }
+            row_real += L;
+            col += L;
+        }
+        c->real += row_real;
+        // single: no padding, except the all-padding 1x1 batch a rank gets when the epoch has run out for it
+        if (policy == PM_POLICY_SINGLE) assert_true(row_real == b->T || (row_real == 0 && b->T == 1));
+    }
+    int padding_only = valid == 0 && b->B == 1 && b->T == 1;  // a rank's filler batch at the end of an epoch
+    if (policy == PM_POLICY_PACK && !padding_only) assert_int_equal(b->T, allocT);
+    c->computed += (int64_t)b->B * b->T;
+    assert_int_equal(b->n_valid, valid);
+}
+
+// Every piece of every document of `split` seen exactly once (others never).
+static void check_complete(const Check *c, int split) {
+    for (uint64_t d = 0; d < c->s.n_docs; d++) {
+        uint64_t len = shard_doc_len(&c->s, d), pieces = (len + c->T - 1) / c->T;
+        int in = split == PM_SPLIT_ALL || c->s.split[d] == split;
+        for (uint64_t k = 0; k < pieces; k++) assert_int_equal(c->seen[d][k], in ? 1 : 0);
+    }
+}
+
+// Runs one epoch of (policy, window) and checks it; returns the fill.
+static double run_epoch(const char *dir, int split, int policy, int B, int T, int window, uint64_t seed) {
+    Batcher *bt = batcher_open(dir, split, policy, B, T, seed, 0, 1, window);
+    assert_non_null(bt);
+    Check c;
+    check_init(&c, dir, T);
+    Batch b = batch_alloc(B, T);
+    int n = 0, end;
+    do {
+        end = batcher_next(bt, &b);
+        check_batch(&c, &b, B, T, policy);
+        n++;
+    } while (!end);
+    assert_int_equal(n, batcher_epoch_batches(bt));
+    assert_int_equal(batcher_epoch(bt), 1);
+    check_complete(&c, split);
+    assert_int_equal(c.real, batcher_tokens(bt));
+    // The stats function reports the same fill as the served batches.
+    PolicyStats ps;
+    assert_int_equal(batcher_policy_stats(dir, split, policy, B, T, seed, window, &ps), 0);
+    assert_int_equal(ps.real_tokens, c.real);
+    assert_int_equal(ps.computed_tokens, c.computed);
+    double fill = (double)c.real / (double)c.computed;
+    batch_free(&b);
+    check_free(&c);
+    batcher_close(bt);
+    return fill;
+}
+
+static void test_invariants_each_policy(void **state) {
+    char *dir = make_tmpdir();
+    make_corpus(dir, 600, 4.0, 1.3, 3000, 11);
+    for (int split = 0; split <= 2; split++)
+        for (int T = 64; T <= 1024; T *= 4) {
+            double fs = run_epoch(dir, split, PM_POLICY_SINGLE, 4, T, 0, 3);
+            double fp = run_epoch(dir, split, PM_POLICY_PAD, 4, T, 0, 3);
+            double fk = run_epoch(dir, split, PM_POLICY_PACK, 4, T, 0, 3);
+            double fg = run_epoch(dir, split, PM_POLICY_PACK, 4, T, 1, 3);
+            assert_true(fs == 1.0);
+            assert_true(fp > 0 && fp <= 1);
+            assert_true(fk >= fg);  // best fit never below greedy in order
+            assert_true(fk > fp);
+        }
+    rm_rf(dir);
+    free(dir);
+}
+
+// Best fit beats greedy-in-order over several corpora, seeds and row lengths.
+static void test_pack_beats_greedy(void **state) {
+    char *dir = make_tmpdir();
+    for (int c = 0; c < 3; c++) {
+        rm_rf(dir);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        make_corpus(dir, 3000, 3.0 + c, 1.0 + 0.4 * c, 20000, 100 + c);
+        for (uint64_t seed = 0; seed < 3; seed++)
+            for (int T = 128; T <= 4096; T *= 4) {
+                PolicyStats best, greedy;
+                assert_int_equal(batcher_policy_stats(dir, PM_SPLIT_TRAIN, PM_POLICY_PACK, 8, T, seed, 0, &best), 0);
+                assert_int_equal(batcher_policy_stats(dir, PM_SPLIT_TRAIN, PM_POLICY_PACK, 8, T, seed, 1, &greedy), 0);
+                assert_true(best.fill >= greedy.fill);
+                assert_int_equal(best.real_tokens, greedy.real_tokens);
+            }
+    }
+    rm_rf(dir);
+    free(dir);
+}
+
+// Pack fill >= 98% at T=2048 on the default corpus (Debian's linux-doc-6.1 .rst files + fortunes) when installed,
+// with full invariant checks on that real data; otherwise on a synthetic long-tailed corpus (said on stderr).
+static void test_pack_fill_default_corpus(void **state) {
+    const char *docs = "/usr/share/doc/linux-doc-6.1/Documentation", *fortunes = "/usr/share/games/fortunes";
+    char *dir = make_tmpdir();
+    char out[600];
+    snprintf(out, sizeof out, "%s/data", dir);
+    struct stat st;
+    if (stat(docs, &st) == 0 && stat(fortunes, &st) == 0) {
+        char *argv[] = {"prepare", "--out", out, "--ext", "rst", (char *)docs, (char *)fortunes};
+        fprintf(stderr, "test_batcher: default corpus installed; preparing it\n");
+        assert_int_equal(cmd_prepare(7, argv), 0);
+    } else {
+        fprintf(stderr, "test_batcher: default corpus NOT installed; using a synthetic long-tailed corpus\n");
+        assert_int_equal(mkdir(out, 0755), 0);
+        make_corpus(out, 20000, 4.8, 1.6, 300000, 7);
+    }
+    double fk = run_epoch(out, PM_SPLIT_ALL, PM_POLICY_PACK, 8, 2048, 0, 1);
+    double fg = run_epoch(out, PM_SPLIT_ALL, PM_POLICY_PACK, 8, 2048, 1, 1);
+    fprintf(stderr, "test_batcher: T=2048 pack fill %.4f, greedy in order %.4f\n", fk, fg);
+    assert_true(fk >= 0.98);
+    assert_true(fk >= fg);
+    rm_rf(dir);
+    free(dir);
+}
+
+static uint64_t batch_hash(const Batch *b) {
+    uint64_t h = 1469598103934665603ull;
+    size_t n = (size_t)b->B * b->T;
+    const int32_t *arr[4] = {b->tokens, b->pos, b->targets, b->doc};
+    h = (h ^ (uint64_t)b->B) * 1099511628211ull;
+    h = (h ^ (uint64_t)b->T) * 1099511628211ull;
+    for (int a = 0; a < 4; a++)
+        for (size_t i = 0; i < n; i++) h = (h ^ (uint32_t)arr[a][i]) * 1099511628211ull;
+    return h;
+}
+
+// Saving the position after k batches and restoring it in a fresh batcher replays exactly the same batches,
+// across epoch boundaries; epochs are reshuffled; wrong positions are refused.
+static void test_resume(void **state) {
+    char *dir = make_tmpdir();
+    make_corpus(dir, 300, 4.0, 1.2, 2000, 5);
+    for (int policy = 0; policy < 3; policy++) {
+        int B = 4, T = 256;
+        Batcher *a = batcher_open(dir, PM_SPLIT_TRAIN, policy, B, T, 42, 0, 1, 0);
+        assert_non_null(a);
+        int per_epoch = batcher_epoch_batches(a);
+        int k = per_epoch / 2 + 1, total = 2 * per_epoch + 3;
+        Batch b = batch_alloc(B, T);
+        uint64_t pos[8], *h = pm_malloc(total * sizeof(uint64_t));
+        int *ends = pm_malloc(total * sizeof(int));
+        for (int i = 0; i < k; i++) batcher_next(a, &b);
+        batcher_get_position(a, pos);
+        for (int i = 0; i < total; i++) ends[i] = batcher_next(a, &b), h[i] = batch_hash(&b);
+        Batcher *c = batcher_open(dir, PM_SPLIT_TRAIN, policy, B, T, 42, 0, 1, 0);
+        assert_int_equal(batcher_set_position(c, pos), 0);
+        for (int i = 0; i < total; i++) {
+            int e = batcher_next(c, &b);
+            assert_int_equal(e, ends[i]);
+            assert_true(batch_hash(&b) == h[i]);
+        }
+        // Epoch 1 is a different order from epoch 0 (reshuffled), for the same seed.
+        Batcher *e0 = batcher_open(dir, PM_SPLIT_TRAIN, policy, B, T, 42, 0, 1, 0);
+        batcher_next(e0, &b);
+        uint64_t first0 = batch_hash(&b);
+        uint64_t p1[8];
+        batcher_get_position(e0, p1);
+        p1[1] = 1, p1[2] = 0;
+        assert_int_equal(batcher_set_position(e0, p1), 0);
+        batcher_next(e0, &b);
+        assert_true(batch_hash(&b) != first0);
+        // Positions from other settings are refused.
+        Batcher *other = batcher_open(dir, PM_SPLIT_TRAIN, policy, B, T, 43, 0, 1, 0);
+        assert_int_equal(batcher_set_position(other, pos), -1);
+        assert_non_null(strstr(pm_last_error(), "seed"));
+        uint64_t bad[8];
+        memcpy(bad, pos, sizeof bad);
+        bad[4] ^= 1;
+        assert_int_equal(batcher_set_position(c, bad), -1);
+        assert_non_null(strstr(pm_last_error(), "different data"));
+        batcher_close(a), batcher_close(c), batcher_close(e0), batcher_close(other);
+        batch_free(&b);
+        free(h), free(ends);
+    }
+    rm_rf(dir);
+    free(dir);
+}
+
+// world = 3: the ranks together see every token once per epoch, run the same number of batches, and get
+// balanced real-token counts (pack and pad).
+static void test_rank_world(void **state) {
+    char *dir = make_tmpdir();
+    make_corpus(dir, 1500, 4.2, 1.2, 4000, 9);
+    int world = 3, B = 4, T = 512;
+    for (int policy = 0; policy < 3; policy++) {
+        Check c;
+        check_init(&c, dir, T);
+        int64_t tokens[3];
+        int n_batches = -1;
+        for (int r = 0; r < world; r++) {
+            Batcher *bt = batcher_open(dir, PM_SPLIT_TRAIN, policy, B, T, 5, r, world, 0);
+            assert_non_null(bt);
+            if (n_batches < 0) n_batches = batcher_epoch_batches(bt);
+            assert_int_equal(batcher_epoch_batches(bt), n_batches);
+            Batch b = batch_alloc(B, T);
+            int64_t before = c.real, n = 0;
+            int end;
+            do {
+                end = batcher_next(bt, &b);
+                check_batch(&c, &b, B, T, policy);
+                n++;
+            } while (!end);
+            assert_int_equal(n, n_batches);
+            tokens[r] = c.real - before;
+            batch_free(&b);
+            batcher_close(bt);
+        }
+        check_complete(&c, PM_SPLIT_TRAIN);
+        int64_t mx = tokens[0], mn = tokens[0];
+        for (int r = 1; r < world; r++) mx = tokens[r] > mx ? tokens[r] : mx, mn = tokens[r] < mn ? tokens[r] : mn;
+        double mean = (double)c.real / world;
+        fprintf(stderr, "test_batcher: world=3 %s tokens per rank %lld %lld %lld\n", policy_name(policy),
+                (long long)tokens[0], (long long)tokens[1], (long long)tokens[2]);
+        if (policy != PM_POLICY_SINGLE) assert_true((double)(mx - mn) <= 0.03 * mean + (double)B * T);
+        check_free(&c);
+    }
+    rm_rf(dir);
+    free(dir);
+}
+
+// Eval: iterate a split until batcher_next returns 1 — each val document exactly once, nothing from train.
+static void test_eval_iteration(void **state) {
+    char *dir = make_tmpdir();
+    make_corpus(dir, 400, 4.0, 1.5, 5000, 21);
+    for (int policy = 0; policy < 3; policy++) run_epoch(dir, PM_SPLIT_VAL, policy, 2, 300, 0, 0);
+    rm_rf(dir);
+    free(dir);
+}
+
+static void test_bad_arguments(void **state) {
+    char *dir = make_tmpdir();
+    assert_null(batcher_open(dir, 0, PM_POLICY_PACK, 2, 64, 0, 0, 1, 0));  // no shard
+    assert_non_null(strstr(pm_last_error(), PM_SHARD_FILE));
+    make_corpus(dir, 20, 3.0, 0.5, 100, 1);
+    assert_null(batcher_open(dir, 0, 7, 2, 64, 0, 0, 1, 0));
+    assert_null(batcher_open(dir, 0, PM_POLICY_PACK, 0, 64, 0, 0, 1, 0));
+    assert_null(batcher_open(dir, 0, PM_POLICY_PACK, 2, 64, 0, 3, 3, 0));
+    assert_int_equal(policy_parse("pack"), PM_POLICY_PACK);
+    assert_int_equal(policy_parse("pad"), PM_POLICY_PAD);
+    assert_int_equal(policy_parse("single"), PM_POLICY_SINGLE);
+    assert_int_equal(policy_parse("packed"), -1);
+    assert_string_equal(policy_name(PM_POLICY_PACK), "pack");
+    rm_rf(dir);
+    free(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_invariants_each_policy), cmocka_unit_test(test_pack_beats_greedy),
+        cmocka_unit_test(test_pack_fill_default_corpus), cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_rank_world), cmocka_unit_test(test_eval_iteration),
+        cmocka_unit_test(test_bad_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

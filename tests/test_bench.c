@@ -1,0 +1,679 @@
+// test_bench.c — `packmamba bench` on the CPU with tiny shapes, in process: a 2x2 sweep whose outputs are checked
+// against independent truths (every configuration present with positive throughput; per-op times that add up to
+// the step time they were measured inside; op call counts and parameter memory that follow from the model's
+// structure; GEMM FLOPs that follow from the parameter shapes), the Chrome trace parsed back, and report.html
+// rendered in headless Chromium (skipped with a message when Chromium is absent). Also: the synthetic batch
+// generator's document semantics and length distribution, sweep lists and files, the NVML sampler over a fake
+// library, and a sweep over real prepared documents.
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "batcher.h"
+#include "bench.h"
+#include "bench_cost.h"
+#include "cmd_data.h"
+#include "model.h"
+#include "nvml_probe.h"
+#include "profiler.h"
+#include "util.h"
+
+static char g_tmp[256];  // scratch directory of this test run
+static char g_out[512];  // the 2x2 sweep's output directory
+
+// The sweep: T in {32, 64} x B in {1, 2}, a 2-layer width-32 model with a 64-token vocabulary.
+#define N_LAYER 2
+#define D_MODEL 32
+#define VOCAB 64
+static const int sweep_T[2] = {32, 64}, sweep_B[2] = {1, 2};
+
+static int run_bench(int argc, const char **argv) { return cmd_bench(argc, (char **)argv); }
+
+static int setup(void **state) {
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/pm_test_bench_XXXXXX");
+    if (!mkdtemp(g_tmp)) return -1;
+    snprintf(g_out, sizeof g_out, "%s/sweep", g_tmp);
+    const char *argv[] = {"bench", "--device", "cpu", "--preset", "tiny", "--n-layer", "2", "--d-model", "32",
+                          "--vocab", "64", "--seq-len", "32,64", "--batch", "1,2", "--policy", "pack", "--steps", "4",
+                          "--warmup", "1", "--out", g_out};
+    return run_bench(sizeof argv / sizeof argv[0], argv);
+}
+
+static int teardown(void **state) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static json_t *load_json(const char *name) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", g_out, name);
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    if (!j) fail_msg("%s: not JSON: line %d: %s", path, e.line, e.text);
+    return j;
+}
+
+static char *read_text(const char *dir, const char *name) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    size_t n;
+    char *s = pm_read_file(path, &n);
+    if (!s) fail_msg("%s", pm_last_error());
+    return s;
+}
+
+static double num(json_t *o, const char *key) { return json_number_value(json_object_get(o, key)); }
+
+static void expect_label(char *label, size_t n, int T, int B) {
+    snprintf(label, n, "L%d-d%d T=%d B=%d pack", N_LAYER, D_MODEL, T, B);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+static void test_results_have_every_configuration(void **state) {
+    json_t *r = load_json("results.json");
+    json_t *cfgs = json_object_get(r, "configs");
+    assert_int_equal(json_array_size(cfgs), 4);
+    char *csv = read_text(g_out, "results.csv");
+    int lines = 0;
+    for (char *p = csv; *p; p++) lines += *p == '\n';
+    assert_int_equal(lines, 5);  // header + 4
+    for (int t = 0; t < 2; t++)
+        for (int b = 0; b < 2; b++) {
+            char label[128], quoted[140];
+            expect_label(label, sizeof label, sweep_T[t], sweep_B[b]);
+            json_t *found = NULL;
+            size_t i;
+            json_t *c;
+            json_array_foreach(cfgs, i, c) if (!strcmp(json_string_value(json_object_get(c, "label")), label)) found = c;
+            if (!found) fail_msg("results.json lacks %s", label);
+            assert_string_equal(json_string_value(json_object_get(found, "status")), "ok");
+            assert_true(num(found, "tok_per_s") > 0);
+            assert_int_equal((int)num(found, "T"), sweep_T[t]);
+            assert_int_equal((int)num(found, "B"), sweep_B[b]);
+            // pack rows are always full B x T shapes; documents longer than T are cut, so fill is near 1
+            assert_true(num(found, "computed_tokens_per_step") == sweep_T[t] * sweep_B[b]);
+            assert_true(num(found, "fill") > 0.5 && num(found, "fill") <= 1.0);
+            // tokens/s is tokens per step over the mean step time (independent of how bench summed them)
+            double mean_ms = num(json_object_get(found, "step_ms"), "mean");
+            assert_true(fabs(num(found, "tok_per_s") - num(found, "tokens_per_step") / (mean_ms * 1e-3)) <
+                        1e-6 * num(found, "tok_per_s") + 1e-9);
+            json_t *sm = json_object_get(found, "step_ms");
+            assert_true(num(sm, "min") <= num(sm, "p10") && num(sm, "p10") <= num(sm, "median") &&
+                        num(sm, "median") <= num(sm, "p90") && num(sm, "p90") <= num(sm, "max"));
+            assert_true(json_is_true(json_object_get(found, "loss_finite")));
+            // the CSV row: quoted label followed by a positive tokens/s
+            snprintf(quoted, sizeof quoted, "\"%s\",\"ok\"", label);
+            char *at = strstr(csv, quoted);
+            if (!at) fail_msg("results.csv lacks %s", label);
+            char *start = at;
+            while (start > csv && start[-1] != '\n') start--;
+            char *row = strndup(start, (size_t)(strchr(at, '\n') - start));
+            int col = 0;
+            char *fields[64];
+            for (char *tok = strtok(row, ","); tok && col < 64; tok = strtok(NULL, ",")) fields[col++] = tok;
+            assert_true(col > 16);
+            assert_true(atof(fields[16]) > 0);  // tok_per_s is column 17 (see the header)
+            free(row);
+        }
+    char *hdr_end = strchr(csv, '\n');
+    *hdr_end = 0;
+    char *h = pm_strdup(csv);
+    int col = 0;
+    for (char *tok = strtok(h, ","); tok; tok = strtok(NULL, ","), col++)
+        if (col == 16) assert_string_equal(tok, "tok_per_s");
+    free(h);
+    free(csv);
+    json_decref(r);
+}
+
+static void test_op_times_add_up_to_the_step(void **state) {
+    // The regions the model's hook brackets cover the whole step except batch upload and loss download: their
+    // sum must be within 10% of the step time measured around the step with another clock reading.
+    json_t *r = load_json("results.json");
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(r, "configs"), i, c) {
+        double sum = 0;
+        size_t j;
+        json_t *o;
+        json_array_foreach(json_object_get(c, "ops"), j, o) {
+            assert_true(num(o, "ms") >= 0);
+            sum += num(o, "ms");
+        }
+        double step = num(json_object_get(c, "step_ms"), "mean");
+        if (fabs(sum - step) > 0.10 * step)
+            fail_msg("%s: ops sum to %.3f ms, the step took %.3f ms", json_string_value(json_object_get(c, "label")), sum, step);
+        // the categories partition the same time
+        double cs = 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(c, "categories"), k, v) cs += num(v, "ms");
+        assert_true(fabs(cs - fmax(step, sum)) < 0.10 * step);
+    }
+    json_decref(r);
+}
+
+static void test_op_calls_memory_and_flops_follow_the_model(void **state) {
+    json_t *r = load_json("results.json");
+    json_t *c = json_array_get(json_object_get(r, "configs"), 3);
+    ModelConfig mc;
+    memset(&mc, 0, sizeof mc);
+    mc.n_layer = N_LAYER, mc.d_model = D_MODEL, mc.vocab_size = VOCAB;
+    config_derive(&mc);
+    size_t np = model_num_params(&mc);
+    assert_int_equal((size_t)num(json_object_get(c, "model"), "n_params"), np);
+    // every per-layer op runs once per layer, norms once more (the final norm), the rest once per step
+    size_t j;
+    json_t *o;
+    int seen = 0;
+    json_array_foreach(json_object_get(c, "ops"), j, o) {
+        const char *name = json_string_value(json_object_get(o, "region"));
+        const char *cat = json_string_value(json_object_get(o, "category"));
+        int want = !strcmp(cat, "norm") ? N_LAYER + 1
+                   : (!strcmp(cat, "classifier") || !strcmp(cat, "embedding") || !strcmp(cat, "optimizer")) ? 1
+                                                                                                            : N_LAYER;
+        if ((int)num(o, "calls") != want) fail_msg("%s: %g calls per step, expected %d", name, num(o, "calls"), want);
+        seen++;
+    }
+    assert_int_equal(seen, 20);  // 8 forward, 1 classifier, 8 backward, zero_grad, grad_norm, adamw
+    // memory: the CPU computes from fp32 master weights (no separate copy), so parameters and gradients are
+    // 4 bytes per parameter and AdamW's two moments 8
+    json_t *mem = json_object_get(c, "memory");
+    assert_int_equal((size_t)num(mem, "parameters"), 4 * np);
+    assert_int_equal((size_t)num(mem, "gradients"), 4 * np);
+    assert_int_equal((size_t)num(mem, "optimizer"), 8 * np);
+    assert_true(num(mem, "activations") > 0 && num(mem, "activation_grads") < num(mem, "activations"));
+    assert_true(num(mem, "peak") >= num(mem, "parameters") + num(mem, "gradients") + num(mem, "optimizer") +
+                                        num(mem, "activations"));
+
+    // GEMM FLOPs from the parameter shapes: forward 2 x tokens x (matrix parameters per layer), backward twice
+    // that; classifier 6 x tokens x Vp x d plus the softmax
+    int nt = model_param_infos(&mc, NULL);
+    ParamInfo *pi = pm_malloc(sizeof(ParamInfo) * nt);
+    model_param_infos(&mc, pi);
+    double mat = 0;
+    for (int t = 0; t < nt; t++)
+        if (strstr(pi[t].name, "_proj.weight")) mat += (double)pi[t].size;
+    free(pi);
+    double M = num(c, "computed_tokens_per_step"), fwd = 0, bwd = 0, cls = 0;
+    json_array_foreach(json_object_get(c, "ops"), j, o) {
+        const char *name = json_string_value(json_object_get(o, "region"));
+        if (strstr(name, "_proj") && !strncmp(name, "fwd.", 4)) fwd += num(o, "flops");
+        if (strstr(name, "_proj") && !strncmp(name, "bwd.", 4)) bwd += num(o, "flops");
+        if (!strcmp(name, "fwdbwd.classifier")) cls = num(o, "flops");
+    }
+    assert_true(fabs(fwd - 2 * M * mat) < 1e-9 * fwd);
+    assert_true(fabs(bwd - 4 * M * mat) < 1e-9 * bwd);
+    assert_true(fabs(cls - (6 * M * mc.vocab_pad * mc.d_model + 5 * M * mc.vocab_pad)) < 1e-9 * cls);
+    // MFU and achieved rates are consistent with the measured ceiling
+    double gemm = num(json_object_get(r, "ceilings"), "gemm_flops_per_s");
+    assert_true(gemm > 0);
+    double mfu = num(c, "mfu");
+    assert_true(fabs(mfu - num(c, "model_flops_per_token") * num(c, "tok_per_s") / gemm) < 1e-6 * mfu);
+    json_decref(r);
+}
+
+static void test_trace_is_a_chrome_trace(void **state) {
+    json_t *t = load_json("trace.json");
+    json_t *ev = json_object_get(t, "traceEvents");
+    assert_true(json_is_array(ev));
+    int per_pid[8] = {0}, names = 0, scan_fwd = 0, scan_bwd = 0;
+    double step_dur[8] = {0};
+    size_t i;
+    json_t *e;
+    json_array_foreach(ev, i, e) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        int pid = (int)json_integer_value(json_object_get(e, "pid"));
+        assert_true(pid >= 1 && pid <= 4);
+        if (!strcmp(ph, "M")) {
+            names += !strcmp(json_string_value(json_object_get(e, "name")), "process_name");
+            continue;
+        }
+        assert_string_equal(ph, "X");
+        double ts = num(e, "ts"), dur = num(e, "dur");
+        assert_true(ts >= 0 && dur >= 0);
+        const char *n = json_string_value(json_object_get(e, "name"));
+        if (!strcmp(n, "step")) step_dur[pid] = dur;
+        else per_pid[pid]++;
+        scan_fwd += !strcmp(n, "fwd.scan");
+        scan_bwd += !strcmp(n, "bwd.scan");
+    }
+    assert_int_equal(names, 4);
+    for (int p = 1; p <= 4; p++) {
+        // one step: 8 forward ops per layer... every region call of the step, as counted from the model
+        int want = 1 + 1 + (N_LAYER + 1) + 6 * N_LAYER + 1 + (N_LAYER + 1) + 6 * N_LAYER + 1 + 2;
+        assert_int_equal(per_pid[p], want);
+        assert_true(step_dur[p] > 0);
+    }
+    assert_int_equal(scan_fwd, 4 * N_LAYER);
+    assert_int_equal(scan_bwd, 4 * N_LAYER);
+    // every op of a step lies inside the step
+    json_array_foreach(ev, i, e) {
+        if (strcmp(json_string_value(json_object_get(e, "ph")), "X")) continue;
+        int pid = (int)json_integer_value(json_object_get(e, "pid"));
+        assert_true(num(e, "ts") + num(e, "dur") <= step_dur[pid] + 1e-3);  // same clock; JSON rounding
+    }
+    json_decref(t);
+}
+
+static const char *find_chromium(void) {
+    static const char *const names[] = {"chromium", "chromium-browser", "google-chrome", NULL};
+    for (int i = 0; names[i]; i++) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", names[i]);
+        if (system(cmd) == 0) return names[i];
+    }
+    return NULL;
+}
+
+static void test_report_renders_every_configuration(void **state) {
+    const char *chromium = find_chromium();
+    if (!chromium) {
+        print_message("SKIP: chromium is not installed (Debian package chromium); report.html not rendered\n");
+        skip();
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "timeout 180 %s --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --user-data-dir=%s/chrome "
+             "--dump-dom 'file://%s/report.html' 2>/dev/null",
+             chromium, g_tmp, g_out);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 20, n = 0;
+    char *dom = pm_malloc(cap);
+    for (size_t k; (k = fread(dom + n, 1, cap - n - 1, p)) > 0;)
+        if ((n += k) + 1 == cap) dom = pm_realloc(dom, cap *= 2);
+    dom[n] = 0;
+    int rc = pclose(p);
+    if (rc != 0 || n == 0) fail_msg("chromium --dump-dom failed (status %d, %zu bytes)", rc, n);
+    // The configuration table is built by the page's script from the embedded results: rows exist in the DOM
+    // only if the script ran without error.
+    for (int t = 0; t < 2; t++)
+        for (int b = 0; b < 2; b++) {
+            char label[128], attr[160];
+            expect_label(label, sizeof label, sweep_T[t], sweep_B[b]);
+            snprintf(attr, sizeof attr, "data-config=\"%s\"", label);
+            if (!strstr(dom, attr)) fail_msg("the rendered report has no row for %s", label);
+        }
+    // per-op detail tables for each configuration (built after the main table)
+    int ops = 0;
+    for (char *q = dom; (q = strstr(q, "data-op=\"bwd.scan\"")); q++) ops++;
+    assert_int_equal(ops, 4);
+    free(dom);
+}
+
+static void test_report_can_be_remade(void **state) {
+    // --report remakes the tables, plots and HTML from results.json alone (e.g. after a GPU run without gnuplot)
+    char *before = read_text(g_out, "results.csv");
+    char path[700];
+    snprintf(path, sizeof path, "%s/results.csv", g_out);
+    assert_int_equal(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/report.html", g_out);
+    assert_int_equal(unlink(path), 0);
+    const char *argv[] = {"bench", "--report", g_out, "--no-plots"};
+    assert_int_equal(run_bench(4, argv), 0);
+    char *after = read_text(g_out, "results.csv");
+    assert_string_equal(before, after);
+    char *html = read_text(g_out, "report.html");
+    assert_non_null(strstr(html, "--no-plots"));
+    assert_non_null(strstr(html, "plots.gp"));
+    free(before), free(after), free(html);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+static void test_sweep_lists(void **state) {
+    BenchConfig *c = NULL;
+    int n = 0;
+    assert_int_equal(bench_expand("tiny,130m", "2", NULL, NULL, "1K,16k", "1,4", 0, "pack,pad", &c, &n), 16);
+    assert_int_equal(n, 16);
+    assert_int_equal(c[0].T, 1024);
+    assert_int_equal(c[15].T, 16384);
+    assert_int_equal(c[15].B, 4);
+    assert_int_equal(c[15].policy, PM_POLICY_PAD);
+    assert_int_equal(c[8].d_model, 768);  // the 130m preset's width, its depth overridden
+    assert_int_equal(c[8].n_layer, 2);
+    assert_int_equal(bench_expand("tiny", NULL, NULL, NULL, "512,x", "1", 0, "pack", &c, &n), -1);
+    assert_non_null(strstr(pm_last_error(), "'x'"));
+    assert_int_equal(bench_expand("tiny", NULL, NULL, NULL, "512", "1", 0, "packed", &c, &n), -1);
+    assert_non_null(strstr(pm_last_error(), "packed"));
+    assert_int_equal(bench_expand("nope", NULL, NULL, NULL, "512", "1", 0, "pack", &c, &n), -1);
+    assert_int_equal(bench_expand("tiny", NULL, NULL, NULL, "512,,1024", "1", 0, "pack", &c, &n), -1);
+    // tokens per step instead of a batch list: B = tokens / T (at least 1)
+    n = 0;
+    assert_int_equal(bench_expand("tiny", NULL, NULL, NULL, "512,4K,32K", "3", 16384, "fixed", &c, &n), 3);
+    assert_int_equal(c[0].B, 32);
+    assert_int_equal(c[1].B, 4);
+    assert_int_equal(c[2].B, 1);
+    free(c);
+}
+
+static void put_file(const char *name, const char *text, char *path, size_t n) {
+    snprintf(path, n, "%s/%s", g_tmp, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_sweep_file(void **state) {
+    char path[600];
+    put_file("sweep.json",
+             "{\"steps\": 7, \"warmup\": 0, \"sweeps\": [\n"
+             " {\"preset\": \"tiny\", \"seq_len\": [512, \"2K\"], \"batch\": 8, \"policy\": \"fixed\"},\n"
+             " {\"preset\": [\"130m\"], \"n_layer\": [12, 24], \"seq_len\": 1024, \"batch\": [1, 2], \"policy\": [\"pack\", \"pad\"],\n"
+             "  \"data\": \"/some/corpus\"},\n"
+             " {\"preset\": \"tiny\", \"seq_len\": [1024, 4096], \"tokens\": 8192}]}",
+             path, sizeof path);
+    BenchConfig *c = NULL;
+    int n = 0;
+    BenchFileOptions o;
+    memset(&o, 0, sizeof o);
+    o.steps = 10, o.warmup = 2;
+    assert_int_equal(bench_parse_sweep_file(path, &c, &n, &o), 0);
+    assert_int_equal(n, 2 + 8 + 2);
+    assert_string_equal(c[0].data, "");
+    assert_string_equal(c[5].data, "/some/corpus");
+    assert_int_equal(c[10].B, 8);
+    assert_int_equal(c[11].B, 2);
+    assert_int_equal(c[11].tokens, 8192);
+    assert_int_equal(o.steps, 7);
+    assert_int_equal(o.warmup, 0);
+    assert_int_equal(c[1].T, 2048);
+    assert_int_equal(c[1].policy, BENCH_POLICY_FIXED);
+    assert_int_equal(c[9].n_layer, 24);
+    assert_int_equal(c[9].B, 2);
+    assert_int_equal(c[9].policy, PM_POLICY_PAD);
+    free(c);
+    // errors name the file and the problem
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"{\"sweeps\": [{\"preset\": \"tiny\", \"seq_len\": 5", "line"},
+        {"{\"sweeps\": [{\"preset\": \"tiny\", \"seqlen\": 512}]}", "seqlen"},
+        {"{\"sweeps\": [{\"preset\": \"tiny\", \"batch\": [1.5]}]}", "batch"},
+        {"{\"sweeps\": []}", "sweeps"},
+        {"{\"steps\": \"ten\"}", "steps"},
+        {"[1, 2]", "object"},
+        {"{\"sweeps\": [{\"seq_len\": 512, \"batch\": 2, \"tokens\": 4096}]}", "not both"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        put_file("bad.json", bad[i].text, path, sizeof path);
+        c = NULL, n = 0;
+        assert_int_equal(bench_parse_sweep_file(path, &c, &n, &o), -1);
+        const char *e = pm_last_error();
+        if (!strstr(e, path) || !strstr(e, bad[i].want)) fail_msg("case %zu: message '%s'", i, e);
+        free(c);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+// Document semantics of a batch: a document's tokens are contiguous with positions 0, 1, 2, ...; padding is
+// doc -1 with ignored targets; a target is the next token of the same piece or, at a piece's end, the EOD
+// stand-in (vocab - 1) or nothing.
+static void check_batch(const Batch *b, int vocab) {
+    for (int r = 0; r < b->B; r++)
+        for (int t = 0; t < b->T; t++) {
+            int i = r * b->T + t;
+            if (b->doc[i] < 0) {
+                assert_int_equal(b->targets[i], PM_IGNORE);
+                continue;
+            }
+            assert_true(b->tokens[i] >= 0 && b->tokens[i] < vocab);
+            if (b->pos[i] > 0) {
+                assert_true(t > 0);
+                assert_int_equal(b->doc[i - 1], b->doc[i]);
+                assert_int_equal(b->pos[i - 1], b->pos[i] - 1);
+            }
+            int next_same = t + 1 < b->T && b->doc[i + 1] == b->doc[i] && b->pos[i + 1] == b->pos[i] + 1;
+            if (next_same) assert_int_equal(b->targets[i], b->tokens[i + 1]);
+            else assert_true(b->targets[i] == vocab - 1 || b->targets[i] == PM_IGNORE);
+        }
+}
+
+static void test_synthetic_batches(void **state) {
+    // lengths: lognormal with median 398 and mean 640 (DESIGN §3), clamped to [2, 4096]
+    enum { NS = 200000 };
+    PmRng r;
+    pm_rng_seed(&r, 3);
+    int *len = pm_malloc(sizeof(int) * NS);
+    double mean = 0;
+    int lo = 1 << 30, hi = 0;
+    for (int i = 0; i < NS; i++) {
+        len[i] = bench_synth_doc_len(&r);
+        mean += len[i] / (double)NS;
+        lo = len[i] < lo ? len[i] : lo;
+        hi = len[i] > hi ? len[i] : hi;
+    }
+    int below = 0;
+    for (int i = 0; i < NS; i++) below += len[i] < 398;
+    assert_true(fabs(below / (double)NS - 0.5) < 0.01);  // the median
+    assert_true(fabs(mean - 640) < 0.03 * 640);         // the 4096 clamp trims the mean a little
+    assert_true(lo >= 2 && hi <= 4096);
+    free(len);
+
+    const int B = 4, T = 1024, V = 100;
+    for (int policy = 0; policy <= BENCH_POLICY_FIXED; policy++) {
+        BenchSynth s;
+        memset(&s, 0, sizeof s);
+        pm_rng_seed(&s.rng, 11);
+        Batch b = batch_alloc(B, T);
+        int64_t real = 0, cells = 0;
+        for (int step = 0; step < 30; step++) {
+            bench_synth_batch(&s, &b, policy, B, T, V);
+            assert_true(b.B >= 1 && b.B <= B && b.T >= 1 && b.T <= T);
+            check_batch(&b, V);
+            int64_t valid = 0;
+            for (int i = 0; i < b.B * b.T; i++) real += b.doc[i] >= 0, valid += b.targets[i] != PM_IGNORE;
+            assert_int_equal(b.n_valid, valid);
+            cells += (int64_t)b.B * b.T;
+            if (policy == PM_POLICY_SINGLE) assert_int_equal(b.B, 1);
+            if (policy == PM_POLICY_PACK || policy == BENCH_POLICY_FIXED) assert_true(b.B == B && b.T == T);
+        }
+        double fill = (double)real / cells;
+        if (policy == PM_POLICY_SINGLE || policy == BENCH_POLICY_FIXED) assert_true(fill == 1.0);
+        if (policy == PM_POLICY_PACK) assert_true(fill > 0.95);  // best fit over a window of short pieces
+        if (policy == PM_POLICY_PAD) assert_true(fill < 0.9);    // lognormal lengths waste padding
+        batch_free(&b);
+        bench_synth_free(&s);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The profiler's GPU-event path, over a backend whose "events" are host timestamps.
+
+static int g_live_events;
+static void *fake_event_record(void) {
+    double *e = pm_malloc(sizeof(double));
+    *e = pm_now();
+    g_live_events++;
+    return e;
+}
+static float fake_event_ms(void *a, void *b) { return (float)(1e3 * (*(double *)b - *(double *)a)); }
+static void fake_event_release(void *e) {
+    free(e);
+    g_live_events--;
+}
+static int g_syncs;
+static void fake_sync(void) { g_syncs++; }
+
+static void test_profiler_event_path(void **state) {
+    Backend fake = *backend_cpu();
+    fake.synchronize = fake_sync;
+    fake.event_record = fake_event_record;
+    fake.event_elapsed_ms = fake_event_ms;
+    fake.event_release = fake_event_release;
+    Profiler p;
+    prof_init(&p, &fake, 1);
+    assert_int_equal(p.use_events, 1);
+    for (int step = 0; step < 2; step++) {
+        g_syncs = 0;
+        prof_step_begin(&p);
+        for (int l = 0; l < 3; l++) {
+            prof_hook(&p, "fwd.scan", 1);
+            usleep(4000);
+            prof_hook(&p, "fwd.scan", 0);
+            prof_hook(&p, "fwd.conv", 1);
+            usleep(1000);
+            prof_hook(&p, "fwd.conv", 0);
+        }
+        assert_int_equal(g_syncs, 0);  // no synchronize inside the step: that is the point of events
+        prof_step_end(&p, 1);
+        assert_true(p.step_s >= p.ev[p.n_ev - 1].t1);
+        assert_int_equal(g_live_events, 0);  // every event went back to the pool
+    }
+    assert_int_equal(p.steps, 2);
+    int ks = prof_key(&p, "fwd.scan"), kc = prof_key(&p, "fwd.conv");
+    assert_true(ks >= 0 && kc >= 0);
+    assert_int_equal(p.calls[ks], 6);
+    assert_true(p.total_s[ks] >= 6 * 0.004 && p.total_s[ks] < 6 * 0.004 + 0.5);
+    assert_true(p.total_s[kc] >= 6 * 0.001 && p.total_s[kc] < p.total_s[ks]);
+    // the last step's events, in order, with their call numbers and increasing times
+    assert_int_equal(p.n_ev, 6);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(p.ev[i].call, i / 2);
+        assert_true(p.ev[i].t1 >= p.ev[i].t0);
+        if (i) assert_true(p.ev[i].t0 >= p.ev[i - 1].t1);
+    }
+    // without events: a synchronize around every region
+    Profiler h;
+    prof_init(&h, &fake, 0);
+    g_syncs = 0;
+    prof_step_begin(&h);
+    prof_hook(&h, "fwd.scan", 1);
+    prof_hook(&h, "fwd.scan", 0);
+    prof_step_end(&h, 1);
+    assert_int_equal(g_syncs, 4);  // step begin, region begin and end, step end
+    prof_free(&h);
+    prof_free(&p);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// NVML over a fake library: the sampler tags readings and summarizes them.
+
+static int fake_init(void) { return 0; }
+static int fake_shutdown(void) { return 0; }
+static int fake_handle(unsigned i, void **d) { return i == 0 ? (*d = (void *)0x1, 0) : 2; }
+static int fake_clock(void *d, int type, unsigned *v) { return *v = type == NVML_SM_CLOCK ? 1980 : 3201, 0; }
+static int fake_power(void *d, unsigned *mw) { return *mw = 450000, 0; }
+static int fake_temp(void *d, int s, unsigned *c) { return 3; }  // not supported: reported as missing
+static int fake_name(void *d, char *b, unsigned n) { return snprintf(b, n, "Fake H200"), 0; }
+
+static void test_nvml_sampler_with_fake_library(void **state) {
+    NvmlApi a;
+    memset(&a, 0, sizeof a);
+    a.init = fake_init, a.shutdown = fake_shutdown, a.get_handle = fake_handle, a.clock = fake_clock;
+    a.max_clock = fake_clock, a.power = fake_power, a.temperature = fake_temp, a.name = fake_name;
+    char why[256];
+    assert_null(nvml_open_api(&a, 1, why, sizeof why));
+    assert_non_null(strstr(why, "device 1"));
+    NvmlProbe *p = nvml_open_api(&a, 0, why, sizeof why);
+    assert_non_null(p);
+    assert_string_equal(nvml_device_name(p), "Fake H200");
+    assert_int_equal(nvml_max_sm_mhz(p), 1980);
+    assert_int_equal(nvml_start(p, 2), 0);
+    nvml_set_tag(p, 5);
+    usleep(60000);
+    nvml_set_tag(p, -1);
+    nvml_stop(p);
+    NvmlSummary s;
+    nvml_summary(p, 5, &s);
+    assert_true(s.samples >= 3);
+    assert_true(s.sm_mhz.n == s.samples && s.sm_mhz.mean == 1980 && s.sm_mhz.min == 1980);
+    assert_true(s.mem_mhz.mean == 3201);
+    assert_true(fabs(s.power_w.mean - 450) < 1e-3);
+    assert_int_equal(s.temp_c.n, 0);  // the fake reports no temperature
+    assert_true(isnan(s.temp_c.mean));
+    nvml_summary(p, 9, &s);
+    assert_int_equal(s.samples, 0);
+    nvml_close(p);
+    // a missing library is a reason, not a crash
+    assert_null(nvml_open("libnvidia-ml-not-here.so.1", 0, why, sizeof why));
+    assert_non_null(strstr(why, "libnvidia-ml-not-here.so.1"));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Real documents: prepare a small corpus (byte tokenizer) and compare the policies on it.
+
+static void test_policies_on_prepared_data(void **state) {
+    char in[600], data[600], out[600];
+    snprintf(in, sizeof in, "%s/docs.jsonl", g_tmp);
+    snprintf(data, sizeof data, "%s/data", g_tmp);
+    snprintf(out, sizeof out, "%s/policies", g_tmp);
+    FILE *f = fopen(in, "w");
+    assert_non_null(f);
+    PmRng r;
+    pm_rng_seed(&r, 5);
+    for (int d = 0; d < 200; d++) {
+        int n = 5 + (int)(pm_rng_u64(&r) % 120);  // 5..124 bytes
+        fputs("{\"text\": \"", f);
+        for (int k = 0; k < n; k++) fputc('a' + (int)(pm_rng_u64(&r) % 26), f);
+        fputs("\"}\n", f);
+    }
+    fclose(f);
+    const char *pargv[] = {"prepare", "--out", data, "--val-fraction", "0", in};
+    assert_int_equal(cmd_prepare(6, (char **)pargv), 0);
+    // a sweep file: the policies on the prepared data, and an entry whose data directory is missing (skipped)
+    char sweep[700], text[1600];
+    snprintf(text, sizeof text,
+             "{\"steps\": 3, \"warmup\": 0, \"sweeps\": ["
+             "{\"n_layer\": 1, \"d_model\": 32, \"seq_len\": 128, \"batch\": 4, \"policy\": [\"single\", \"pad\", \"pack\"], \"data\": \"%s\"},"
+             "{\"n_layer\": 1, \"d_model\": 32, \"seq_len\": 128, \"batch\": 4, \"policy\": \"pack\", \"data\": \"%s/none\"}]}",
+             data, g_tmp);
+    put_file("policies.json", text, sweep, sizeof sweep);
+    const char *argv[] = {"bench", "--sweep", sweep, "--no-plots", "--out", out};
+    assert_int_equal(cmd_bench(sizeof argv / sizeof argv[0], (char **)argv), 0);
+    char path[700];
+    snprintf(path, sizeof path, "%s/results.json", out);
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    assert_non_null(j);
+    json_t *c = json_object_get(j, "configs");
+    assert_int_equal(json_array_size(c), 4);
+    json_t *sk = json_array_get(c, 3);
+    assert_true(!strncmp(json_string_value(json_object_get(sk, "status")), "skipped", 7));
+    assert_non_null(strstr(json_string_value(json_object_get(sk, "status")), "none"));
+    double fill[3];
+    for (int i = 0; i < 3; i++) {
+        json_t *x = json_array_get(c, i);
+        assert_string_equal(json_string_value(json_object_get(x, "status")), "ok");
+        assert_true(num(x, "tok_per_s") > 0);
+        assert_int_equal((int)num(json_object_get(x, "model"), "vocab_size"), 257);  // the data's tokenizer
+        fill[i] = num(x, "fill");
+    }
+    assert_true(fill[0] == 1.0);                     // single: one whole document, no padding
+    assert_true(fill[2] > fill[1]);                  // pack fills rows better than padding to the longest
+    assert_true(num(json_array_get(c, 0), "computed_tokens_per_step") <= 128);
+    json_decref(j);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_results_have_every_configuration),
+        cmocka_unit_test(test_op_times_add_up_to_the_step),
+        cmocka_unit_test(test_op_calls_memory_and_flops_follow_the_model),
+        cmocka_unit_test(test_trace_is_a_chrome_trace),
+        cmocka_unit_test(test_report_renders_every_configuration),
+        cmocka_unit_test(test_report_can_be_remade),
+        cmocka_unit_test(test_sweep_lists),
+        cmocka_unit_test(test_sweep_file),
+        cmocka_unit_test(test_synthetic_batches),
+        cmocka_unit_test(test_profiler_event_path),
+        cmocka_unit_test(test_nvml_sampler_with_fake_library),
+        cmocka_unit_test(test_policies_on_prepared_data),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

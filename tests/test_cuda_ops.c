@@ -1,0 +1,949 @@
+// test_cuda_ops.c — every op of the CUDA backend against its CPU twin (backend_cpu, fp32), on fresh random
+// inputs. Without a GPU every test is skipped (CI), except the one that checks backend_cuda fails cleanly.
+//
+// How each op is checked:
+// - ACT inputs are rounded to bf16 on the host first and the CPU gets the same rounded values, so the
+//   difference measures the GPU's arithmetic and output rounding, not input rounding.
+// - GPU outputs are poisoned with NaN before the run (an element the op forgot to write fails), and outputs
+//   written through a row stride live in a wider buffer whose other columns must come back untouched.
+// - Accumulating outputs (parameter gradients) start from the same small random values on both sides.
+// - Relative error ||gpu - cpu|| / ||cpu||: <= 1e-2 where the output is bf16 (8 mantissa bits: ~4e-3 per
+//   element at worst), tighter where inputs and outputs are fp32.
+// - Deterministic mode (backend_cuda(1)): each op run twice on the same inputs gives identical bits.
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend.h"
+#include "batch.h"
+#include "model.h"
+#include "util.h"
+
+static const Backend *G, *GD, *CPU;  // CUDA (fast), CUDA (deterministic), CPU reference
+static PmRng rng;
+// Failed comparisons in the current test: each check prints its number and counts a failure, and the test
+// asserts the count at its end, so one run reports every failing output rather than only the first.
+static int g_fails;
+
+#define NEED_GPU()   \
+    do {             \
+        g_fails = 0; \
+        if (!G) {    \
+            skip();  \
+            return;  \
+        }            \
+    } while (0)
+#define FINISH() assert_int_equal(g_fails, 0)
+
+// ---------------------------------------------------------------------------------------------------------
+// host helpers
+
+// Round to the nearest bf16 (ties to even), as __float2bfloat16_rn does.
+static float bfr(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) == 0x7f800000u) return x;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static float *rnd(size_t n, float lo, float hi) {
+    float *a = pm_malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) a[i] = lo + (hi - lo) * pm_rng_uniform(&rng);
+    return a;
+}
+static float *rnd_bf(size_t n, float lo, float hi) {
+    float *a = rnd(n, lo, hi);
+    for (size_t i = 0; i < n; i++) a[i] = bfr(a[i]);
+    return a;
+}
+static float *dup(const float *a, size_t n) {
+    float *b = pm_malloc(n * sizeof(float));
+    memcpy(b, a, n * sizeof(float));
+    return b;
+}
+// a copy of a (rows, ld) buffer with columns [off, off + width) set to NaN: the GPU's poisoned output
+static float *poisoned(const float *a, int rows, int ld, int off, int width) {
+    float *b = dup(a, (size_t)rows * ld);
+    for (int r = 0; r < rows; r++)
+        for (int c = off; c < off + width; c++) b[(size_t)r * ld + c] = NAN;
+    return b;
+}
+
+// CPU backend buffers (host memory holding `real` = float in this build)
+static void *c_put(const float *h, size_t n) {
+    void *p = CPU->alloc(n * sizeof(float));
+    CPU->upload(p, h, n * sizeof(float));
+    return p;
+}
+static void *c_puti(const int32_t *h, size_t n) {
+    void *p = CPU->alloc(n * sizeof(int32_t));
+    CPU->upload(p, h, n * sizeof(int32_t));
+    return p;
+}
+static float *c_get(const void *p, size_t n) {
+    float *h = pm_malloc(n * sizeof(float));
+    CPU->download(h, p, n * sizeof(float));
+    return h;
+}
+
+// GPU buffers
+static void *g_f32(const float *h, size_t n) {
+    void *p = G->alloc(n * 4);
+    G->upload(p, h, n * 4);
+    return p;
+}
+static void g_set_act(void *p, const float *h, size_t n) {
+    void *t = g_f32(h, n);
+    G->f32_to_act(p, t, n);
+    G->free(t);
+}
+static void *g_act(const float *h, size_t n) {
+    void *p = G->alloc(n * G->act_bytes);
+    g_set_act(p, h, n);
+    return p;
+}
+static void *g_i32(const int32_t *h, size_t n) {
+    void *p = G->alloc(n * sizeof(int32_t));
+    G->upload(p, h, n * sizeof(int32_t));
+    return p;
+}
+static float *g_get_f32(const void *p, size_t n) {
+    float *h = pm_malloc(n * sizeof(float));
+    G->download(h, p, n * 4);
+    return h;
+}
+static float *g_get_act(const void *p, size_t n) {
+    void *t = G->alloc(n * 4);
+    G->act_to_f32(t, p, n);
+    float *h = g_get_f32(t, n);
+    G->free(t);
+    return h;
+}
+static void *act_off(void *p, size_t off) { return (char *)p + off * G->act_bytes; }
+
+// ||g - c|| / ||c||, infinite if any GPU value is not finite
+static double relerr(const float *g, const float *c, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(g[i])) return INFINITY;
+        double d = (double)g[i] - (double)c[i];
+        num += d * d;
+        den += (double)c[i] * c[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static void check_rel(const char *what, const float *g, const float *c, size_t n, double tol) {
+    double e = relerr(g, c, n);
+    printf("    %-34s rel err %.3g (tol %.0e)%s\n", what, e, tol, e <= tol ? "" : "  <-- FAIL");
+    g_fails += !(e <= tol);
+}
+
+// Columns [off, off+width) of (rows, ld) buffers within tol; every other column bit-identical (untouched).
+static void check_slice(const char *what, const float *g, const float *c, int rows, int ld, int off, int width,
+                        double tol) {
+    float *gs = pm_malloc((size_t)rows * width * sizeof(float)), *cs = pm_malloc((size_t)rows * width * sizeof(float));
+    size_t outside_bad = 0;
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < ld; j++) {
+            size_t i = (size_t)r * ld + j;
+            if (j >= off && j < off + width) {
+                gs[(size_t)r * width + j - off] = g[i];
+                cs[(size_t)r * width + j - off] = c[i];
+            } else if (memcmp(&g[i], &c[i], sizeof(float)) != 0) {
+                outside_bad++;
+            }
+        }
+    if (outside_bad) printf("    %s: %zu elements outside the written columns changed  <-- FAIL\n", what, outside_bad);
+    g_fails += outside_bad != 0;
+    check_rel(what, gs, cs, (size_t)rows * width, tol);
+    free(gs);
+    free(cs);
+}
+
+static void check_same_bits(const char *what, const void *a, const void *b, size_t bytes) {
+    int same = memcmp(a, b, bytes) == 0;
+    printf("    %-34s deterministic: %s\n", what, same ? "bit-identical" : "DIFFERS  <-- FAIL");
+    g_fails += !same;
+}
+
+// Positions within documents for B rows of T tokens: documents of random length (some of length 1), and
+// rows that continue a document from the previous row (pos > 0 at the row start: the row start must still
+// reset the conv and the scan).
+static int32_t *make_pos(int B, int T) {
+    int32_t *pos = pm_malloc((size_t)B * T * sizeof(int32_t));
+    for (int r = 0; r < B; r++) {
+        int p = r % 2 ? 5 + r : 0;
+        for (int t = 0; t < T; t++) {
+            float x = pm_rng_uniform(&rng);
+            if (x < 0.08f || (x < 0.12f && t > 0 && pos[(size_t)r * T + t - 1] == 0)) p = 0;
+            pos[(size_t)r * T + t] = p++;
+        }
+    }
+    return pos;
+}
+
+static int32_t *rnd_tokens(int M, int V) {
+    int32_t *t = pm_malloc((size_t)M * sizeof(int32_t));
+    for (int i = 0; i < M; i++) t[i] = (int32_t)(pm_rng_u64(&rng) % (uint64_t)V);
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+static void test_no_gpu_fails_cleanly(void **state) {
+    (void)state;
+    if (G) {
+        skip();  // covered by every other test
+        return;
+    }
+    assert_null(backend_cuda(0));
+    assert_null(backend_cuda(1));
+    assert_true(strlen(pm_last_error()) > 0);
+    printf("    backend_cuda: %s\n", pm_last_error());
+}
+
+static void test_convert(void **state) {
+    (void)state;
+    NEED_GPU();
+    size_t n = 100003;
+    float *x = rnd(n, -300, 300);
+    void *gx = g_f32(x, n);
+    void *ga = G->alloc(n * G->act_bytes);
+    G->f32_to_act(ga, gx, n);
+    float *back = g_get_act(ga, n);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += back[i] != bfr(x[i]);
+    printf("    f32 -> bf16 -> f32 mismatches vs host round-to-nearest-even: %zu of %zu\n", bad, n);
+    assert_int_equal(bad, 0);
+    free(x), free(back), G->free(gx), G->free(ga);
+    FINISH();
+}
+
+static void test_embedding(void **state) {
+    (void)state;
+    NEED_GPU();
+    int V = 120, C = 200, M = 700;
+    int32_t *tok = rnd_tokens(M, V);
+    for (int i = 0; i < M / 3; i++) tok[i * 3] = 7;  // a very frequent token: long runs in the sorted order
+    float *wte = rnd_bf((size_t)V * C, -1, 1);
+    float *dout = rnd((size_t)M * C, -1, 1);
+    float *dw0 = rnd((size_t)V * C, -0.1f, 0.1f);
+    // CPU
+    void *ct = c_puti(tok, M), *cw = c_put(wte, (size_t)V * C), *co = c_put(dout, (size_t)M * C);
+    void *cout = CPU->alloc((size_t)M * C * 4), *cdw = c_put(dw0, (size_t)V * C);
+    CPU->embedding_fwd(cout, ct, cw, M, C);
+    CPU->embedding_bwd(cdw, co, ct, M, C, V);
+    float *ref_out = c_get(cout, (size_t)M * C), *ref_dw = c_get(cdw, (size_t)V * C);
+    // GPU
+    void *gt = g_i32(tok, M), *gw = g_act(wte, (size_t)V * C), *go = g_f32(dout, (size_t)M * C);
+    float *nan = poisoned(dout, M, C, 0, C);
+    void *gout = g_f32(nan, (size_t)M * C);
+    G->embedding_fwd(gout, gt, gw, M, C);
+    float *out = g_get_f32(gout, (size_t)M * C);
+    check_rel("embedding_fwd out", out, ref_out, (size_t)M * C, 0);  // a copy: exact
+    const Backend *modes[2] = {G, GD};
+    float *first = NULL;
+    for (int k = 0; k < 2; k++)
+        for (int rep = 0; rep < 2; rep++) {
+            void *gdw = g_f32(dw0, (size_t)V * C);
+            modes[k]->embedding_bwd(gdw, go, gt, M, C, V);
+            float *dw = g_get_f32(gdw, (size_t)V * C);
+            if (rep == 0) check_rel(k ? "embedding_bwd dwte (deterministic)" : "embedding_bwd dwte (atomics)", dw,
+                                    ref_dw, (size_t)V * C, 1e-5);
+            if (k == 1 && rep == 0) first = dw;
+            else if (k == 1) check_same_bits("embedding_bwd dwte", first, dw, (size_t)V * C * 4), free(dw);
+            else free(dw);
+            G->free(gdw);
+        }
+    free(first), free(tok), free(wte), free(dout), free(dw0), free(ref_out), free(ref_dw), free(nan), free(out);
+    CPU->free(ct), CPU->free(cw), CPU->free(co), CPU->free(cout), CPU->free(cdw);
+    G->free(gt), G->free(gw), G->free(go), G->free(gout);
+    FINISH();
+}
+
+static void rmsnorm_case(int M, int C, int with_h, int alias) {
+    printf("  rmsnorm M=%d C=%d h=%d alias=%d\n", M, C, with_h, alias);
+    size_t n = (size_t)M * C;
+    float *res = rnd(n, -2, 2), *h = rnd_bf(n, -2, 2), *w = rnd(C, 0.5f, 1.5f);
+    float eps = 1e-5f;
+    // forward
+    void *cres = c_put(res, n), *ch = c_put(h, n), *cw = c_put(w, C);
+    void *cro = alias ? cres : CPU->alloc(n * 4), *cxn = CPU->alloc(n * 4), *crs = CPU->alloc(M * 4);
+    CPU->add_rmsnorm_fwd(cro, cxn, crs, cres, with_h ? ch : NULL, cw, M, C, eps);
+    float *r_ro = c_get(cro, n), *r_xn = c_get(cxn, n), *r_rs = c_get(crs, M);
+    float *nan = poisoned(res, M, C, 0, C);
+    void *gres = g_f32(res, n), *gh = g_act(h, n), *gw = g_f32(w, C);
+    void *gro = alias ? gres : g_f32(nan, n), *gxn = g_act(nan, n), *grs = g_f32(nan, M);
+    G->add_rmsnorm_fwd(gro, gxn, grs, gres, with_h ? gh : NULL, gw, M, C, eps);
+    float *ro = g_get_f32(gro, n), *xn = g_get_act(gxn, n), *rs = g_get_f32(grs, M);
+    check_rel("add_rmsnorm_fwd res_out", ro, r_ro, n, 1e-6);
+    check_rel("add_rmsnorm_fwd xn (bf16)", xn, r_xn, n, 1e-2);
+    check_rel("add_rmsnorm_fwd rstd", rs, r_rs, M, 1e-5);
+    // backward, at the forward's residual and rstd
+    float *dxn = rnd_bf(n, -1, 1), *dres0 = rnd(n, -0.1f, 0.1f), *dw0 = rnd(C, -0.1f, 0.1f);
+    void *cdxn = c_put(dxn, n), *cdres = c_put(dres0, n), *cda = CPU->alloc(n * 4), *cdw = c_put(dw0, C);
+    CPU->rmsnorm_bwd(cdres, cda, cdw, cdxn, cro, cw, crs, M, C);
+    float *r_dres = c_get(cdres, n), *r_da = c_get(cda, n), *r_dw = c_get(cdw, C);
+    void *gdxn = g_act(dxn, n);
+    // the GPU's rstd/res from its own forward differ from the CPU's by rounding: feed it the CPU's
+    void *gres_c = g_f32(r_ro, n), *grs_c = g_f32(r_rs, M);
+    float *bits_dres = NULL, *bits_dw = NULL;
+    const Backend *modes[3] = {G, GD, GD};
+    for (int k = 0; k < 3; k++) {
+        void *gdres = g_f32(dres0, n), *gda = g_act(nan, n), *gdw = g_f32(dw0, C);
+        modes[k]->rmsnorm_bwd(gdres, gda, gdw, gdxn, gres_c, gw, grs_c, M, C);
+        float *dres = g_get_f32(gdres, n), *da = g_get_act(gda, n), *dw = g_get_f32(gdw, C);
+        if (k == 0) {
+            check_rel("rmsnorm_bwd dres", dres, r_dres, n, 1e-5);
+            check_rel("rmsnorm_bwd dres_act (bf16)", da, r_da, n, 1e-2);
+            check_rel("rmsnorm_bwd dw", dw, r_dw, C, 1e-5);
+        } else if (k == 1) {
+            bits_dres = dup(dres, n), bits_dw = dup(dw, C);
+        } else {
+            check_same_bits("rmsnorm_bwd dres", bits_dres, dres, n * 4);
+            check_same_bits("rmsnorm_bwd dw", bits_dw, dw, C * 4);
+        }
+        free(dres), free(da), free(dw);
+        G->free(gdres), G->free(gda), G->free(gdw);
+    }
+    // without dres_act: dres must still be right
+    void *gdres = g_f32(dres0, n), *gdw = g_f32(dw0, C);
+    G->rmsnorm_bwd(gdres, NULL, gdw, gdxn, gres_c, gw, grs_c, M, C);
+    float *dres = g_get_f32(gdres, n);
+    check_rel("rmsnorm_bwd dres (no dres_act)", dres, r_dres, n, 1e-5);
+    free(dres), G->free(gdres), G->free(gdw);
+    free(bits_dres), free(bits_dw), free(res), free(h), free(w), free(r_ro), free(r_xn), free(r_rs), free(nan);
+    free(ro), free(xn), free(rs), free(dxn), free(dres0), free(dw0), free(r_dres), free(r_da), free(r_dw);
+    if (!alias) CPU->free(cro), G->free(gro);
+    CPU->free(cres), CPU->free(ch), CPU->free(cw), CPU->free(cxn), CPU->free(crs);
+    CPU->free(cdxn), CPU->free(cdres), CPU->free(cda), CPU->free(cdw);
+    G->free(gres), G->free(gh), G->free(gw), G->free(gxn), G->free(grs), G->free(gdxn), G->free(gres_c),
+        G->free(grs_c);
+}
+
+static void test_rmsnorm(void **state) {
+    (void)state;
+    NEED_GPU();
+    rmsnorm_case(37, 320, 1, 0);
+    rmsnorm_case(300, 768, 1, 1);
+    rmsnorm_case(1500, 2560, 0, 0);  // many dw partial groups (a last one of 28 tokens); a wide row
+    FINISH();
+}
+
+// out (M, ldo) columns [ooff, ooff+N) = inp (M, K of ldi) @ W^T (+ bias)
+static void matmul_case(int M, int N, int K, int ldi, int ldo, int ooff, int with_bias) {
+    printf("  matmul_fwd M=%d N=%d K=%d ldi=%d ldo=%d off=%d bias=%d\n", M, N, K, ldi, ldo, ooff, with_bias);
+    float *inp = rnd_bf((size_t)M * ldi, -1, 1), *W = rnd_bf((size_t)N * K, -1, 1), *bias = rnd(N, -1, 1);
+    float *out0 = rnd_bf((size_t)M * ldo, -1, 1);
+    void *ci = c_put(inp, (size_t)M * ldi), *cW = c_put(W, (size_t)N * K), *cb = c_put(bias, N);
+    void *co = c_put(out0, (size_t)M * ldo);
+    CPU->matmul_fwd((float *)co + ooff, ldo, ci, ldi, cW, with_bias ? cb : NULL, M, N, K);
+    float *ref = c_get(co, (size_t)M * ldo);
+    float *pois = poisoned(out0, M, ldo, ooff, N);
+    void *gi = g_act(inp, (size_t)M * ldi), *gW = g_act(W, (size_t)N * K), *gb = g_f32(bias, N);
+    void *go = g_act(pois, (size_t)M * ldo);
+    G->matmul_fwd(act_off(go, ooff), ldo, gi, ldi, gW, with_bias ? gb : NULL, M, N, K);
+    float *out = g_get_act(go, (size_t)M * ldo);
+    check_slice("matmul_fwd out (bf16)", out, ref, M, ldo, ooff, N, 1e-2);
+    free(inp), free(W), free(bias), free(out0), free(ref), free(pois), free(out);
+    CPU->free(ci), CPU->free(cW), CPU->free(cb), CPU->free(co);
+    G->free(gi), G->free(gW), G->free(gb), G->free(go);
+}
+
+// dinp (M, ldd) columns [0, K) (= or +=), dW (N, K) +=, dbias (N) +=; dout (M, N of lddo)
+static void matmul_bwd_case(int M, int N, int K, int lddo, int ldi, int ldd, int acc, int want_dinp, int want_dW,
+                            int want_db) {
+    printf("  matmul_bwd M=%d N=%d K=%d lddo=%d ldi=%d ldd=%d acc=%d dinp=%d dW=%d dbias=%d\n", M, N, K, lddo, ldi,
+           ldd, acc, want_dinp, want_dW, want_db);
+    float *dout = rnd_bf((size_t)M * lddo, -1, 1), *inp = rnd_bf((size_t)M * ldi, -1, 1);
+    float *W = rnd_bf((size_t)N * K, -1, 1), *dinp0 = rnd_bf((size_t)M * ldd, -1, 1);
+    float *dW0 = rnd((size_t)N * K, -0.1f, 0.1f), *db0 = rnd(N, -0.1f, 0.1f);
+    void *cdo = c_put(dout, (size_t)M * lddo), *ci = c_put(inp, (size_t)M * ldi), *cW = c_put(W, (size_t)N * K);
+    void *cdi = c_put(dinp0, (size_t)M * ldd), *cdW = c_put(dW0, (size_t)N * K), *cdb = c_put(db0, N);
+    CPU->matmul_bwd(want_dinp ? cdi : NULL, ldd, acc, want_dW ? cdW : NULL, want_db ? cdb : NULL, cdo, lddo, ci, ldi,
+                    cW, M, N, K);
+    float *r_di = c_get(cdi, (size_t)M * ldd), *r_dW = c_get(cdW, (size_t)N * K), *r_db = c_get(cdb, N);
+    void *gdo = g_act(dout, (size_t)M * lddo), *gi = g_act(inp, (size_t)M * ldi), *gW = g_act(W, (size_t)N * K);
+    float *pois = acc || !want_dinp ? dup(dinp0, (size_t)M * ldd) : poisoned(dinp0, M, ldd, 0, K);
+    float *bits_di = NULL, *bits_dW = NULL;
+    const Backend *modes[3] = {G, GD, GD};
+    for (int k = 0; k < 3; k++) {
+        void *gdi = g_act(pois, (size_t)M * ldd), *gdW = g_f32(dW0, (size_t)N * K), *gdb = g_f32(db0, N);
+        modes[k]->matmul_bwd(want_dinp ? gdi : NULL, ldd, acc, want_dW ? gdW : NULL, want_db ? gdb : NULL, gdo, lddo,
+                             gi, ldi, gW, M, N, K);
+        float *di = g_get_act(gdi, (size_t)M * ldd), *dW = g_get_f32(gdW, (size_t)N * K), *db = g_get_f32(gdb, N);
+        if (k == 0) {
+            if (want_dinp) check_slice("matmul_bwd dinp (bf16)", di, r_di, M, ldd, 0, K, 1e-2);
+            else check_rel("matmul_bwd dinp untouched", di, pois, (size_t)M * ldd, 0);
+            // bf16 x bf16 products are exact in fp32: only the summation order differs
+            check_rel("matmul_bwd dW", dW, r_dW, (size_t)N * K, want_dW ? 1e-4 : 0);
+            check_rel("matmul_bwd dbias", db, r_db, N, want_db ? 1e-5 : 0);
+        } else if (k == 1) {
+            bits_di = dup(di, (size_t)M * ldd), bits_dW = dup(dW, (size_t)N * K);
+        } else {
+            if (want_dinp) check_same_bits("matmul_bwd dinp", bits_di, di, (size_t)M * ldd * 4);
+            if (want_dW) check_same_bits("matmul_bwd dW", bits_dW, dW, (size_t)N * K * 4);
+        }
+        free(di), free(dW), free(db);
+        G->free(gdi), G->free(gdW), G->free(gdb);
+    }
+    free(bits_di), free(bits_dW), free(dout), free(inp), free(W), free(dinp0), free(dW0), free(db0), free(r_di),
+        free(r_dW), free(r_db), free(pois);
+    CPU->free(cdo), CPU->free(ci), CPU->free(cW), CPU->free(cdi), CPU->free(cdW), CPU->free(cdb);
+    G->free(gdo), G->free(gi), G->free(gW);
+}
+
+static void test_matmul(void **state) {
+    (void)state;
+    NEED_GPU();
+    matmul_case(100, 72, 64, 64, 72, 0, 0);
+    matmul_case(257, 96, 80, 96, 136, 8, 1);    // strided in/out, bias epilogue
+    matmul_case(300, 40, 128, 128, 40, 0, 0);   // x_proj-like (N = dt_rank + 2N)
+    matmul_case(300, 128, 8, 40, 128, 0, 1);    // dt_proj-like: K = dt_rank read from a wider row
+    matmul_bwd_case(100, 72, 64, 72, 64, 64, 0, 1, 1, 1);
+    matmul_bwd_case(257, 96, 80, 104, 96, 88, 1, 1, 1, 0);  // strided everything, accumulate dinp
+    matmul_bwd_case(300, 128, 8, 128, 40, 40, 0, 1, 1, 0);  // dt_proj backward writes dxdbl[:, :R]
+    matmul_bwd_case(300, 40, 128, 40, 128, 128, 1, 1, 1, 0);
+    matmul_bwd_case(64, 32, 48, 32, 48, 48, 0, 0, 0, 1);    // dbias only
+    matmul_bwd_case(2000, 64, 32, 64, 32, 32, 0, 1, 1, 1);  // long K for dW
+    FINISH();
+}
+
+static void conv_case(int B, int T, int C, int K) {
+    int M = B * T, ldx = 2 * C;
+    printf("  conv_silu B=%d T=%d C=%d K=%d\n", B, T, C, K);
+    int32_t *pos = make_pos(B, T);
+    float *xz = rnd_bf((size_t)M * ldx, -2, 2), *w = rnd(C * K, -0.5f, 0.5f), *b = rnd(C, -0.5f, 0.5f);
+    float *du = rnd_bf((size_t)M * C, -1, 1), *dw0 = rnd(C * K, -0.1f, 0.1f), *db0 = rnd(C, -0.1f, 0.1f);
+    float *dxz0 = rnd_bf((size_t)M * ldx, -1, 1);
+    void *cp = c_puti(pos, M), *cx = c_put(xz, (size_t)M * ldx), *cw = c_put(w, C * K), *cb = c_put(b, C);
+    void *cu = CPU->alloc((size_t)M * C * 4), *cdu = c_put(du, (size_t)M * C), *cdx = c_put(dxz0, (size_t)M * ldx);
+    void *cdw = c_put(dw0, C * K), *cdb = c_put(db0, C);
+    CPU->conv_silu_fwd(cu, cx, ldx, cw, cb, cp, M, T, C, K);
+    CPU->conv_silu_bwd(cdx, ldx, cdw, cdb, cdu, cx, cw, cb, cp, M, T, C, K);
+    float *r_u = c_get(cu, (size_t)M * C), *r_dx = c_get(cdx, (size_t)M * ldx), *r_dw = c_get(cdw, C * K),
+          *r_db = c_get(cdb, C);
+    void *gp = g_i32(pos, M), *gx = g_act(xz, (size_t)M * ldx), *gw = g_f32(w, C * K), *gb = g_f32(b, C);
+    void *gdu = g_act(du, (size_t)M * C);
+    float *nan = poisoned(du, M, C, 0, C), *pois = poisoned(dxz0, M, ldx, 0, C);
+    void *gu = g_act(nan, (size_t)M * C);
+    G->conv_silu_fwd(gu, gx, ldx, gw, gb, gp, M, T, C, K);
+    float *u = g_get_act(gu, (size_t)M * C);
+    check_rel("conv_silu_fwd u (bf16)", u, r_u, (size_t)M * C, 1e-2);
+    float *bits_dx = NULL, *bits_dw = NULL;
+    const Backend *modes[3] = {G, GD, GD};
+    for (int k = 0; k < 3; k++) {
+        void *gdx = g_act(pois, (size_t)M * ldx), *gdw = g_f32(dw0, C * K), *gdb = g_f32(db0, C);
+        modes[k]->conv_silu_bwd(gdx, ldx, gdw, gdb, gdu, gx, gw, gb, gp, M, T, C, K);
+        float *dx = g_get_act(gdx, (size_t)M * ldx), *dw = g_get_f32(gdw, C * K), *db = g_get_f32(gdb, C);
+        if (k == 0) {
+            check_slice("conv_silu_bwd dxi (bf16)", dx, r_dx, M, ldx, 0, C, 1e-2);
+            check_rel("conv_silu_bwd dw", dw, r_dw, C * K, 1e-4);
+            check_rel("conv_silu_bwd db", db, r_db, C, 1e-4);
+        } else if (k == 1) {
+            bits_dx = dup(dx, (size_t)M * ldx), bits_dw = dup(dw, C * K);
+        } else {
+            check_same_bits("conv_silu_bwd dxi", bits_dx, dx, (size_t)M * ldx * 4);
+            check_same_bits("conv_silu_bwd dw", bits_dw, dw, C * K * 4);
+        }
+        free(dx), free(dw), free(db);
+        G->free(gdx), G->free(gdw), G->free(gdb);
+    }
+    free(bits_dx), free(bits_dw), free(pos), free(xz), free(w), free(b), free(du), free(dw0), free(db0), free(dxz0);
+    free(r_u), free(r_dx), free(r_dw), free(r_db), free(nan), free(pois), free(u);
+    CPU->free(cp), CPU->free(cx), CPU->free(cw), CPU->free(cb), CPU->free(cu), CPU->free(cdu), CPU->free(cdx),
+        CPU->free(cdw), CPU->free(cdb);
+    G->free(gp), G->free(gx), G->free(gw), G->free(gb), G->free(gdu), G->free(gu);
+}
+
+static void test_conv(void **state) {
+    (void)state;
+    NEED_GPU();
+    conv_case(4, 50, 200, 4);  // runs of 64 tokens cross row starts; channels not a multiple of the block
+    conv_case(2, 130, 128, 4);
+    conv_case(3, 20, 72, 3);
+    FINISH();
+}
+
+// The scan reads u, dpre (M, Cd), B and C as slices of xdbl (M, R + 2N), z as the second half of xz (M, 2 Cd),
+// and writes dB, dC into dxdbl and dz into dxz — the same layout the model uses.
+static void scan_case(int B, int T, int Cd, int N, int R) {
+    int M = B * T, nx = R + 2 * N, ldz = 2 * Cd;
+    printf("  scan B=%d T=%d Cd=%d N=%d\n", B, T, Cd, N);
+    size_t mc = (size_t)M * Cd;
+    int32_t *pos = make_pos(B, T);
+    float *u = rnd_bf(mc, -1, 1), *dpre = rnd_bf(mc, -1, 1), *xdbl = rnd_bf((size_t)M * nx, -1, 1);
+    float *xz = rnd_bf((size_t)M * ldz, -2, 2), *D = rnd(Cd, 0.5f, 1.5f);
+    float *dtb = pm_malloc(Cd * sizeof(float)), *Alog = pm_malloc((size_t)Cd * N * sizeof(float));
+    for (int c = 0; c < Cd; c++) {
+        float dt = expf(logf(1e-3f) + (logf(0.1f) - logf(1e-3f)) * pm_rng_uniform(&rng));
+        dtb[c] = logf(expm1f(dt));  // inverse softplus, as the reference initializes it
+        for (int n = 0; n < N; n++) Alog[(size_t)c * N + n] = logf((float)(n + 1)) + 0.2f * (pm_rng_uniform(&rng) - 0.5f);
+    }
+    float *dout = rnd_bf(mc, -1, 1), *dxdbl0 = rnd_bf((size_t)M * nx, -1, 1), *dxz0 = rnd_bf((size_t)M * ldz, -1, 1);
+    float *ddtb0 = rnd(Cd, -0.01f, 0.01f), *dA0 = rnd((size_t)Cd * N, -0.01f, 0.01f), *dD0 = rnd(Cd, -0.01f, 0.01f);
+    // CPU
+    void *cp = c_puti(pos, M), *cu = c_put(u, mc), *cdp = c_put(dpre, mc), *cx = c_put(xdbl, (size_t)M * nx);
+    void *cz = c_put(xz, (size_t)M * ldz), *cD = c_put(D, Cd), *cdtb = c_put(dtb, Cd), *cA = c_put(Alog, (size_t)Cd * N);
+    void *cout = CPU->alloc(mc * 4), *cdo = c_put(dout, mc), *cdu = CPU->alloc(mc * 4), *cddp = CPU->alloc(mc * 4);
+    void *cdx = c_put(dxdbl0, (size_t)M * nx), *cdz = c_put(dxz0, (size_t)M * ldz);
+    void *cddtb = c_put(ddtb0, Cd), *cdA = c_put(dA0, (size_t)Cd * N), *cdD = c_put(dD0, Cd);
+    float *cxf = cx, *czf = cz, *cdxf = cdx, *cdzf = cdz;
+    CPU->scan_fwd(cout, cu, cdp, cdtb, cA, cxf + R, cxf + R + N, nx, cD, czf + Cd, ldz, cp, M, T, Cd, N);
+    CPU->scan_bwd(cdu, cddp, cdxf + R, cdxf + R + N, cdzf + Cd, cddtb, cdA, cdD, cdo, cu, cdp, cdtb, cA, cxf + R,
+                  cxf + R + N, nx, cD, czf + Cd, ldz, cp, M, T, Cd, N);
+    float *r_out = c_get(cout, mc), *r_du = c_get(cdu, mc), *r_ddp = c_get(cddp, mc);
+    float *r_dx = c_get(cdx, (size_t)M * nx), *r_dz = c_get(cdz, (size_t)M * ldz);
+    float *r_ddtb = c_get(cddtb, Cd), *r_dA = c_get(cdA, (size_t)Cd * N), *r_dD = c_get(cdD, Cd);
+    // GPU
+    void *gp = g_i32(pos, M), *gu = g_act(u, mc), *gdp = g_act(dpre, mc), *gx = g_act(xdbl, (size_t)M * nx);
+    void *gz = g_act(xz, (size_t)M * ldz), *gD = g_f32(D, Cd), *gdtb = g_f32(dtb, Cd), *gA = g_f32(Alog, (size_t)Cd * N);
+    void *gdo = g_act(dout, mc);
+    float *nan = poisoned(u, M, Cd, 0, Cd);
+    float *pdx = poisoned(dxdbl0, M, nx, R, 2 * N), *pdz = poisoned(dxz0, M, ldz, Cd, Cd);
+    void *gout = g_act(nan, mc);
+    G->scan_fwd(gout, gu, gdp, gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M, T,
+                Cd, N);
+    float *out = g_get_act(gout, mc);
+    check_rel("scan_fwd out (bf16)", out, r_out, mc, 1e-2);
+    float *bits[3] = {NULL, NULL, NULL};
+    const Backend *modes[3] = {G, GD, GD};
+    for (int k = 0; k < 3; k++) {
+        void *gdu = g_act(nan, mc), *gddp = g_act(nan, mc), *gdx = g_act(pdx, (size_t)M * nx);
+        void *gdz = g_act(pdz, (size_t)M * ldz), *gddtb = g_f32(ddtb0, Cd), *gdA = g_f32(dA0, (size_t)Cd * N);
+        void *gdD = g_f32(dD0, Cd);
+        modes[k]->scan_bwd(gdu, gddp, act_off(gdx, R), act_off(gdx, R + N), act_off(gdz, Cd), gddtb, gdA, gdD, gdo, gu,
+                           gdp, gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M, T, Cd,
+                           N);
+        float *du = g_get_act(gdu, mc), *ddp = g_get_act(gddp, mc), *dx = g_get_act(gdx, (size_t)M * nx);
+        float *dz = g_get_act(gdz, (size_t)M * ldz), *ddtb = g_get_f32(gddtb, Cd), *dA = g_get_f32(gdA, (size_t)Cd * N);
+        float *dD = g_get_f32(gdD, Cd);
+        if (k == 0) {
+            check_rel("scan_bwd du (bf16)", du, r_du, mc, 1e-2);
+            check_rel("scan_bwd ddpre (bf16)", ddp, r_ddp, mc, 1e-2);
+            check_slice("scan_bwd dB|dC (bf16)", dx, r_dx, M, nx, R, 2 * N, 1e-2);
+            check_slice("scan_bwd dz (bf16)", dz, r_dz, M, ldz, Cd, Cd, 1e-2);
+            // fp32 parameter gradients: only summation order and exp rounding differ (measured ~3e-6)
+            check_rel("scan_bwd ddt_bias", ddtb, r_ddtb, Cd, 1e-4);
+            check_rel("scan_bwd dA_log", dA, r_dA, (size_t)Cd * N, 1e-4);
+            check_rel("scan_bwd dD", dD, r_dD, Cd, 1e-4);
+        } else if (k == 1) {
+            bits[0] = dup(du, mc), bits[1] = dup(dx, (size_t)M * nx), bits[2] = dup(dA, (size_t)Cd * N);
+        } else {
+            check_same_bits("scan_bwd du", bits[0], du, mc * 4);
+            check_same_bits("scan_bwd dB|dC", bits[1], dx, (size_t)M * nx * 4);
+            check_same_bits("scan_bwd dA_log", bits[2], dA, (size_t)Cd * N * 4);
+        }
+        free(du), free(ddp), free(dx), free(dz), free(ddtb), free(dA), free(dD);
+        G->free(gdu), G->free(gddp), G->free(gdx), G->free(gdz), G->free(gddtb), G->free(gdA), G->free(gdD);
+    }
+    for (int i = 0; i < 3; i++) free(bits[i]);
+    free(pos), free(u), free(dpre), free(xdbl), free(xz), free(D), free(dtb), free(Alog), free(dout), free(dxdbl0),
+        free(dxz0), free(ddtb0), free(dA0), free(dD0);
+    free(r_out), free(r_du), free(r_ddp), free(r_dx), free(r_dz), free(r_ddtb), free(r_dA), free(r_dD), free(nan),
+        free(pdx), free(pdz), free(out);
+    CPU->free(cp), CPU->free(cu), CPU->free(cdp), CPU->free(cx), CPU->free(cz), CPU->free(cD), CPU->free(cdtb),
+        CPU->free(cA), CPU->free(cout), CPU->free(cdo), CPU->free(cdu), CPU->free(cddp), CPU->free(cdx),
+        CPU->free(cdz), CPU->free(cddtb), CPU->free(cdA), CPU->free(cdD);
+    G->free(gp), G->free(gu), G->free(gdp), G->free(gx), G->free(gz), G->free(gD), G->free(gdtb), G->free(gA),
+        G->free(gdo), G->free(gout);
+}
+
+static void test_scan(void **state) {
+    (void)state;
+    NEED_GPU();
+    scan_case(2, 100, 160, 16, 8);  // chunks not a multiple of T, channels not a multiple of the block
+    scan_case(3, 64, 256, 16, 16);
+    FINISH();
+}
+
+static void classifier_case(int M, int C, int Vp, int backward, int want_logits) {
+    printf("  classifier M=%d C=%d Vp=%d backward=%d logits=%d\n", M, C, Vp, backward, want_logits);
+    float *x = rnd_bf((size_t)M * C, -1, 1), *wte = rnd_bf((size_t)Vp * C, -0.5f, 0.5f);
+    float *dwte0 = rnd((size_t)Vp * C, -1e-3f, 1e-3f);  // small: the accumulated gradient dominates
+    int32_t *tg = rnd_tokens(M, Vp);
+    for (int i = 0; i < M; i += 7) tg[i] = -1;  // ignored targets
+    float scale = 0.5f;
+    void *cx = c_put(x, (size_t)M * C), *cw = c_put(wte, (size_t)Vp * C), *ct = c_puti(tg, M);
+    void *cl = CPU->alloc(M * 4), *cdx = CPU->alloc((size_t)M * C * 4), *cdw = c_put(dwte0, (size_t)Vp * C);
+    float *r_logits = want_logits ? pm_malloc((size_t)M * Vp * sizeof(float)) : NULL;
+    CPU->classifier(cl, backward ? cdx : NULL, backward ? cdw : NULL, r_logits, cx, cw, ct, scale, M, C, Vp);
+    float *r_l = c_get(cl, M), *r_dx = c_get(cdx, (size_t)M * C), *r_dw = c_get(cdw, (size_t)Vp * C);
+    void *gx = g_act(x, (size_t)M * C), *gw = g_act(wte, (size_t)Vp * C), *gt = g_i32(tg, M);
+    float *nan = poisoned(x, M, C, 0, C);
+    float *bits_l = NULL, *bits_dw = NULL;
+    const Backend *modes[3] = {G, GD, GD};
+    for (int k = 0; k < (backward ? 3 : 1); k++) {
+        void *gl = g_f32(nan, M), *gdx = g_act(nan, (size_t)M * C), *gdw = g_f32(dwte0, (size_t)Vp * C);
+        float *logits = want_logits && k == 0 ? pm_malloc((size_t)M * Vp * sizeof(float)) : NULL;
+        if (logits)
+            for (size_t i = 0; i < (size_t)M * Vp; i++) logits[i] = NAN;
+        modes[k]->classifier(gl, backward ? gdx : NULL, backward ? gdw : NULL, logits, gx, gw, gt, scale, M, C, Vp);
+        float *l = g_get_f32(gl, M), *dx = g_get_act(gdx, (size_t)M * C), *dw = g_get_f32(gdw, (size_t)Vp * C);
+        if (k == 0) {
+            // logits come from bf16 operands with fp32 accumulation, as on the CPU: fp32-level agreement
+            check_rel("classifier loss", l, r_l, M, 1e-4);
+            if (logits) check_rel("classifier logits_out", logits, r_logits, (size_t)M * Vp, 1e-4);
+            if (backward) {
+                check_rel("classifier dx (bf16)", dx, r_dx, (size_t)M * C, 1e-2);
+                check_rel("classifier dwte (bf16 dlogits)", dw, r_dw, (size_t)Vp * C, 1e-2);
+            } else {
+                check_rel("classifier dwte untouched", dw, dwte0, (size_t)Vp * C, 0);
+            }
+        } else if (k == 1) {
+            bits_l = dup(l, M), bits_dw = dup(dw, (size_t)Vp * C);
+        } else {
+            check_same_bits("classifier loss", bits_l, l, M * 4);
+            check_same_bits("classifier dwte", bits_dw, dw, (size_t)Vp * C * 4);
+        }
+        free(l), free(dx), free(dw), free(logits);
+        G->free(gl), G->free(gdx), G->free(gdw);
+    }
+    free(bits_l), free(bits_dw), free(x), free(wte), free(dwte0), free(tg), free(r_logits), free(r_l), free(r_dx),
+        free(r_dw), free(nan);
+    CPU->free(cx), CPU->free(cw), CPU->free(ct), CPU->free(cl), CPU->free(cdx), CPU->free(cdw);
+    G->free(gx), G->free(gw), G->free(gt);
+}
+
+static void test_classifier(void **state) {
+    (void)state;
+    NEED_GPU();
+    classifier_case(300, 64, 1304, 1, 1);   // Vp > 2x the block: the in-place bf16 narrowing crosses iterations
+    classifier_case(4100, 64, 136, 1, 0);   // more tokens than one chunk
+    classifier_case(4100, 48, 1000, 0, 1);  // forward only, logits of several chunks
+    FINISH();
+}
+
+static void test_sumsq(void **state) {
+    (void)state;
+    NEED_GPU();
+    size_t sizes[3] = {1, 1000, 3000017};
+    for (int i = 0; i < 3; i++) {
+        size_t n = sizes[i];
+        float *x = rnd(n, -1, 1);
+        void *cx = c_put(x, n), *gx = g_f32(x, n);
+        double rc = CPU->sumsq(cx, n), rg = G->sumsq(gx, n), rg2 = GD->sumsq(gx, n);
+        double e = fabs(rg - rc) / rc;
+        printf("    sumsq n=%zu: cpu %.10g gpu %.10g rel err %.3g\n", n, rc, rg, e);
+        assert_true(e <= 1e-10);  // both sum fp32 squares in double
+        assert_memory_equal(&rg, &rg2, sizeof rg);
+        free(x), CPU->free(cx), G->free(gx);
+    }
+    FINISH();
+}
+
+static void test_adamw(void **state) {
+    (void)state;
+    NEED_GPU();
+    ParamSegment segs[5] = {{0, 5000, 1}, {5000, 17, 0}, {5017, 40000, 1}, {45017, 3, 0}, {45020, 9001, 1}};
+    size_t n = 54021;
+    float *p = rnd(n, -1, 1), *g = rnd(n, -1, 1), *m = rnd(n, -0.1f, 0.1f), *v = rnd(n, 0, 0.01f);
+    void *cp = c_put(p, n), *cg = c_put(g, n), *cm = c_put(m, n), *cv = c_put(v, n);
+    void *gp = g_f32(p, n), *gg = g_f32(g, n), *gm = g_f32(m, n), *gv = g_f32(v, n);
+    float *nan = pm_malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) nan[i] = NAN;
+    void *gpa = g_act(nan, n);
+    for (int step = 1; step <= 3; step++) {
+        AdamWArgs a = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+                       .grad_scale = 0.7f, .step = step};
+        CPU->adamw(cp, NULL, cg, cm, cv, segs, 5, &a);
+        (step == 2 ? GD : G)->adamw(gp, gpa, gg, gm, gv, segs, 5, &a);
+    }
+    float *rp = c_get(cp, n), *rm = c_get(cm, n), *rv = c_get(cv, n);
+    float *op = g_get_f32(gp, n), *om = g_get_f32(gm, n), *ov = g_get_f32(gv, n), *opa = g_get_act(gpa, n);
+    // the update itself (p - p0), not just p, is what must agree
+    float *du_c = pm_malloc(n * sizeof(float)), *du_g = pm_malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) du_c[i] = rp[i] - p[i], du_g[i] = op[i] - p[i];
+    check_rel("adamw params", op, rp, n, 1e-5);
+    check_rel("adamw update p - p0", du_g, du_c, n, 1e-4);
+    check_rel("adamw m", om, rm, n, 1e-5);
+    check_rel("adamw v", ov, rv, n, 1e-5);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += opa[i] != bfr(op[i]);
+    printf("    adamw params_act != bf16(params): %zu\n", bad);
+    assert_int_equal(bad, 0);
+    free(p), free(g), free(m), free(v), free(nan), free(rp), free(rm), free(rv), free(op), free(om), free(ov),
+        free(opa), free(du_c), free(du_g);
+    CPU->free(cp), CPU->free(cg), CPU->free(cm), CPU->free(cv);
+    G->free(gp), G->free(gg), G->free(gm), G->free(gv), G->free(gpa);
+    FINISH();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// whole model: the tiny preset on both backends from the same seed, over one packed batch
+
+// A packed batch: documents of random length laid end to end (a row may start mid-document, which must
+// still reset), targets = next token of the same document, ignored at document ends.
+static Batch make_batch(int B, int T, int V) {
+    Batch b = batch_alloc(B, T);
+    int32_t *pos = make_pos(B, T);
+    int doc = 0;
+    for (int i = 0; i < B * T; i++) {
+        b.tokens[i] = (int32_t)(pm_rng_u64(&rng) % (uint64_t)V);
+        b.pos[i] = pos[i];
+        if (pos[i] == 0) doc++;
+        b.doc[i] = doc;
+    }
+    for (int i = 0; i < B * T; i++) {
+        int next_same = (i + 1) % T != 0 && pos[i + 1] != 0;
+        b.targets[i] = next_same ? b.tokens[i + 1] : PM_IGNORE;
+    }
+    batch_count_valid(&b);
+    free(pos);
+    return b;
+}
+
+static void model_vs_cpu_case(const char *preset, int vocab, int B, int T) {
+    ModelConfig cfg;
+    assert_int_equal(config_preset(preset, vocab, &cfg), 0);
+    printf("  model %s (vocab %d), B=%d T=%d, packed\n", preset, vocab, B, T);
+    Batch b = make_batch(B, T, cfg.vocab_size);
+    float scale = 1.0f / (float)b.n_valid;
+    Model mc, mg;
+    model_create(&mc, &cfg, CPU, 1234);
+    model_create(&mg, &cfg, G, 1234);
+    model_alloc_activations(&mc, B, T);
+    model_alloc_activations(&mg, B, T);
+    model_zero_grad(&mc);
+    model_zero_grad(&mg);
+    double lc = model_forward(&mc, &b, NULL), lg = model_forward(&mg, &b, NULL);
+    model_backward(&mc, scale);
+    model_backward(&mg, scale);
+    double el = fabs(lg - lc) / fabs(lc);
+    int bad_loss = !(el <= 1e-2);
+    printf("    %s model loss: cpu %.6f gpu %.6f rel err %.3g%s\n", preset, lc, lg, el, bad_loss ? "  <-- FAIL" : "");
+    // bf16 activations: each rounding is <= 2^-9 relative; the loss averages over tokens, so it stays near 1e-3
+    g_fails += bad_loss;
+    size_t n = mc.n_params;
+    float *gc = pm_malloc(n * sizeof(float)), *gg = pm_malloc(n * sizeof(float));
+    model_get_grads(&mc, gc);
+    model_get_grads(&mg, gg);
+    double worst = 0;
+    const char *worst_name = "";
+    for (int i = 0; i < mc.n_tensors; i++) {
+        const ParamInfo *t = &mc.tensors[i];
+        double e = relerr(gg + t->offset, gc + t->offset, t->size);
+        if (e > worst) worst = e, worst_name = t->name;
+        if (i < 2 + P_PER_LAYER || i == mc.n_tensors - 1) printf("    grad %-44s rel err %.3g\n", t->name, e);
+    }
+    double all = relerr(gg, gc, n);
+    // A gradient passes through ~10 bf16 roundings per layer (activations and activation gradients), each
+    // <= 2^-9 relative and roughly independent: ~1e-2 measured over the 4 tiny layers (2026-11-29), growing
+    // like sqrt(n_layer). Bound: 2.5x that, overall; the worst single tensor (small per-channel gradients sum
+    // few terms) within 4x the overall bound. A wrong op gives errors near 1.
+    double bound = 2.5e-2 * sqrt(cfg.n_layer / 4.0);
+    int bad = !(all <= bound) || !(worst <= 4 * bound);
+    printf("    all gradients rel err %.3g (bound %.3g); worst tensor %s %.3g (bound %.3g)%s\n", all, bound,
+           worst_name, worst, 4 * bound, bad ? "  <-- FAIL" : "");
+    g_fails += bad;
+    free(gc), free(gg);
+    model_destroy(&mc);
+    model_destroy(&mg);
+    batch_free(&b);
+}
+
+static void test_model_vs_cpu(void **state) {
+    (void)state;
+    NEED_GPU();
+    model_vs_cpu_case("tiny", 1000, 3, 96);
+    model_vs_cpu_case("130m", 50277, 2, 128);
+    FINISH();
+}
+
+// Deterministic mode: two fresh models, three optimizer steps each on the same batches: identical losses and
+// parameters, bit for bit.
+static void test_model_deterministic(void **state) {
+    (void)state;
+    NEED_GPU();
+    ModelConfig cfg;
+    assert_int_equal(config_preset("tiny", 1000, &cfg), 0);
+    int B = 4, T = 128;
+    Batch bs[3];
+    for (int s = 0; s < 3; s++) bs[s] = make_batch(B, T, cfg.vocab_size);
+    double losses[2][3];
+    float *params[2];
+    OptimConfig o = optim_defaults();
+    for (int r = 0; r < 2; r++) {
+        Model m;
+        model_create(&m, &cfg, GD, 99);
+        model_alloc_activations(&m, B, T);
+        for (int s = 0; s < 3; s++) {
+            model_zero_grad(&m);
+            losses[r][s] = model_forward(&m, &bs[s], NULL);
+            model_backward(&m, 1.0f / (float)bs[s].n_valid);
+            model_optimizer_step(&m, &o, 1e-3f);
+        }
+        params[r] = pm_malloc(m.n_params * sizeof(float));
+        model_get_params(&m, params[r]);
+        if (r == 1) {
+            printf("    losses run 1: %.9f %.9f %.9f\n", losses[0][0], losses[0][1], losses[0][2]);
+            printf("    losses run 2: %.9f %.9f %.9f\n", losses[1][0], losses[1][1], losses[1][2]);
+            check_same_bits("model losses (3 steps)", losses[0], losses[1], sizeof losses[0]);
+            check_same_bits("model parameters after 3 steps", params[0], params[1], m.n_params * sizeof(float));
+        }
+        model_destroy(&m);
+    }
+    assert_true(losses[0][2] < losses[0][0] + 1.0);  // training did something sane
+    free(params[0]), free(params[1]);
+    for (int s = 0; s < 3; s++) batch_free(&bs[s]);
+    FINISH();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// op timings at the 130m shapes (B 8, T 2048), only with PM_BENCH=1 (dev/gpu.sh): median of 10 runs, each
+// synchronized, after one warm-up. Not a check: numbers for docs/perf.md.
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double g_bench_total;  // estimated step time, ms
+
+#define TIME_OP(name, count, flops, bytes, CALL)                                                              \
+    do {                                                                                                    \
+        CALL;                                                                                               \
+        G->synchronize();                                                                                   \
+        double ts_[10];                                                                                     \
+        for (int r_ = 0; r_ < 10; r_++) {                                                                   \
+            double t0_ = pm_now();                                                                          \
+            CALL;                                                                                           \
+            G->synchronize();                                                                               \
+            ts_[r_] = pm_now() - t0_;                                                                       \
+        }                                                                                                   \
+        qsort(ts_, 10, sizeof(double), cmp_double);                                                         \
+        double med_ = ts_[5];                                                                               \
+        g_bench_total += (count) * med_ * 1e3;                                                              \
+        printf("    op %-26s x%-3d %9.3f ms %8.1f TFLOP/s %7.0f GB/s\n", name, (int)(count), med_ * 1e3,       \
+               (double)(flops) / med_ / 1e12, (double)(bytes) / med_ / 1e9);                                \
+    } while (0)
+
+static void test_op_timings(void **state) {
+    (void)state;
+    NEED_GPU();
+    if (!getenv("PM_BENCH")) {
+        skip();
+        return;
+    }
+    const int Bb = 8, T = 2048, M = Bb * T, d = 768, di = 1536, R = 48, N = 16, nx = R + 2 * N, Vp = 50280,
+              K = 4, L = 24;
+    const size_t nparams = 129000000;
+    printf("  130m shapes: M=%d d=%d d_inner=%d Vp=%d; x = times per step\n", M, d, di, Vp);
+    size_t big = (size_t)Vp * d > (size_t)M * 2 * di ? (size_t)Vp * d : (size_t)M * 2 * di;
+    float *h = rnd(big, -1, 1);
+    int32_t *pos = make_pos(Bb, T), *tok = rnd_tokens(M, Vp);
+    for (int i = 0; i < M; i++) pos[i] = i % T;  // fixed-length rows
+    void *gpos = g_i32(pos, M), *gtok = g_i32(tok, M);
+    // activations (ACT) and F32 buffers
+    void *xn = g_act(h, (size_t)M * d), *xz = g_act(h, (size_t)M * 2 * di), *u = g_act(h, (size_t)M * di);
+    void *xdbl = g_act(h, (size_t)M * nx), *dpre = g_act(h, (size_t)M * di), *y = g_act(h, (size_t)M * di);
+    void *hh = g_act(h, (size_t)M * d), *dxz = g_act(h, (size_t)M * 2 * di), *du = g_act(h, (size_t)M * di);
+    void *ddpre = g_act(h, (size_t)M * di), *dxdbl = g_act(h, (size_t)M * nx), *dy = g_act(h, (size_t)M * di);
+    void *dxn = g_act(h, (size_t)M * d);
+    void *res = g_f32(h, (size_t)M * d), *dres = g_f32(h, (size_t)M * d), *rstd = g_f32(h, M);
+    void *wte = g_act(h, (size_t)Vp * d), *dwte = g_f32(h, (size_t)Vp * d);
+    void *Win = g_act(h, (size_t)2 * di * d), *Wx = g_act(h, (size_t)nx * di), *Wdt = g_act(h, (size_t)di * R);
+    void *Wout = g_act(h, (size_t)d * di), *dW = g_f32(h, (size_t)2 * di * d);
+    void *wn = g_f32(h, d), *dwn = g_f32(h, d), *cw = g_f32(h, di * K), *cb = g_f32(h, di), *dcw = g_f32(h, di * K);
+    void *dcb = g_f32(h, di);
+    float *dtb_h = pm_malloc(di * sizeof(float)), *al_h = pm_malloc((size_t)di * N * sizeof(float));
+    for (int c = 0; c < di; c++) {
+        dtb_h[c] = logf(expm1f(0.01f));
+        for (int n = 0; n < N; n++) al_h[c * N + n] = logf((float)(n + 1));
+    }
+    void *dtb = g_f32(dtb_h, di), *Al = g_f32(al_h, (size_t)di * N), *Dd = g_f32(h, di);
+    void *ddtb = g_f32(h, di), *dAl = g_f32(h, (size_t)di * N), *dD = g_f32(h, di), *loss = g_f32(h, M);
+    int32_t *tg = rnd_tokens(M, Vp);
+    void *gtg = g_i32(tg, M);
+    g_bench_total = 0;
+    double Md = (double)M;
+    TIME_OP("embedding_fwd", 1, 0, Md * d * 6, G->embedding_fwd(res, gtok, wte, M, d));
+    TIME_OP("embedding_bwd (atomic)", 0, 0, Md * d * 8, G->embedding_bwd(dwte, res, gtok, M, d, Vp));
+    TIME_OP("embedding_bwd (det)", 1, 0, Md * d * 8, GD->embedding_bwd(dwte, res, gtok, M, d, Vp));
+    TIME_OP("add_rmsnorm_fwd", L + 1, 0, Md * d * 14, G->add_rmsnorm_fwd(res, xn, rstd, res, hh, wn, M, d, 1e-5f));
+    TIME_OP("rmsnorm_bwd", L + 1, 0, Md * d * 16, G->rmsnorm_bwd(dres, dxn, dwn, dxn, res, wn, rstd, M, d));
+    TIME_OP("in_proj fwd", L, 2 * Md * 2 * di * d, 0, G->matmul_fwd(xz, 2 * di, xn, d, Win, NULL, M, 2 * di, d));
+    TIME_OP("x_proj fwd", L, 2 * Md * nx * di, 0, G->matmul_fwd(xdbl, nx, u, di, Wx, NULL, M, nx, di));
+    TIME_OP("dt_proj fwd", L, 2 * Md * di * R, 0, G->matmul_fwd(dpre, di, xdbl, nx, Wdt, NULL, M, di, R));
+    TIME_OP("out_proj fwd", L, 2 * Md * d * di, 0, G->matmul_fwd(hh, d, y, di, Wout, NULL, M, d, di));
+    TIME_OP("in_proj bwd", L, 4 * Md * 2 * di * d, 0,
+            G->matmul_bwd(dxn, d, 0, dW, NULL, dxz, 2 * di, xn, d, Win, M, 2 * di, d));
+    TIME_OP("x_proj bwd", L, 4 * Md * nx * di, 0,
+            G->matmul_bwd(du, di, 1, dW, NULL, dxdbl, nx, u, di, Wx, M, nx, di));
+    TIME_OP("dt_proj bwd", L, 4 * Md * di * R, 0,
+            G->matmul_bwd(dxdbl, nx, 0, dW, NULL, ddpre, di, xdbl, nx, Wdt, M, di, R));
+    TIME_OP("out_proj bwd", L, 4 * Md * d * di, 0,
+            G->matmul_bwd(dy, di, 0, dW, NULL, hh, d, y, di, Wout, M, d, di));
+    TIME_OP("conv_silu_fwd", L, 0, Md * di * 4, G->conv_silu_fwd(u, xz, 2 * di, cw, cb, gpos, M, T, di, K));
+    TIME_OP("conv_silu_bwd", L, 0, Md * di * 8,
+            G->conv_silu_bwd(dxz, 2 * di, dcw, dcb, du, xz, cw, cb, gpos, M, T, di, K));
+    TIME_OP("scan_fwd", L, 0, Md * di * 10, G->scan_fwd(y, u, dpre, dtb, Al, act_off(xdbl, R), act_off(xdbl, R + N),
+                                                        nx, Dd, act_off(xz, di), 2 * di, gpos, M, T, di, N));
+    TIME_OP("scan_bwd", L, 0, Md * di * 18,
+            G->scan_bwd(du, ddpre, act_off(dxdbl, R), act_off(dxdbl, R + N), act_off(dxz, di), ddtb, dAl, dD, dy, u,
+                        dpre, dtb, Al, act_off(xdbl, R), act_off(xdbl, R + N), nx, Dd, act_off(xz, di), 2 * di, gpos,
+                        M, T, di, N));
+    TIME_OP("classifier fwd+bwd", 1, 6 * Md * Vp * d, 0,
+            G->classifier(loss, dxn, dwte, NULL, xn, wte, gtg, 1.0f / M, M, d, Vp));
+    G->free(xz), G->free(dxz), G->free(u), G->free(du);  // room for the optimizer's buffers
+    void *P = G->alloc(nparams * 4), *Gr = G->alloc(nparams * 4), *Mm = G->alloc(nparams * 4);
+    void *Vv = G->alloc(nparams * 4), *Pa = G->alloc(nparams * 2);
+    for (size_t o = 0; o < nparams; o += big) {  // random parameters and gradients, never zeros
+        size_t k = nparams - o < big ? nparams - o : big;
+        G->upload((float *)P + o, h, k * 4);
+        G->upload((float *)Gr + o, h + (o / big) % 7, k * 4 - (o / big) % 7 * 4);
+    }
+    ParamSegment seg = {0, nparams, 1};
+    AdamWArgs a = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1};
+    TIME_OP("sumsq (130M params)", 1, 0, (double)nparams * 4, G->sumsq(Gr, nparams));
+    TIME_OP("adamw (130M params)", 1, 0, (double)nparams * 22, G->adamw(P, Pa, Gr, Mm, Vv, &seg, 1, &a));
+    printf("    op %-26s      %9.3f ms  => %.0f tokens/s if nothing else ran\n", "SUM (one 130m step)", g_bench_total,
+           M / (g_bench_total / 1e3));
+    G->free(P), G->free(Gr), G->free(Mm), G->free(Vv), G->free(Pa);
+    void *bufs[] = {gpos, gtok, xn, xdbl, dpre, y, hh, ddpre, dxdbl, dy, dxn, res, dres, rstd, wte, dwte, Win, Wx,
+                    Wdt, Wout, dW, wn, dwn, cw, cb, dcw, dcb, dtb, Al, Dd, ddtb, dAl, dD, loss, gtg};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) G->free(bufs[i]);
+    free(h), free(pos), free(tok), free(dtb_h), free(al_h), free(tg);
+    FINISH();
+}
+
+int main(void) {
+    pm_rng_seed(&rng, 20261129);
+    CPU = backend_cpu();
+    G = backend_cuda(0);
+    GD = G ? backend_cuda(1) : NULL;
+    // Self-check of this harness without a GPU: the CPU stands in for the GPU (every comparison must then be
+    // exact, except the two bf16 rounding checks, which fail by design).
+    if (!G && getenv("PM_TEST_CPU_AS_GPU")) G = GD = CPU;
+    if (!G) printf("no GPU (%s): CUDA op tests skipped\n", pm_last_error());
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_gpu_fails_cleanly),
+        cmocka_unit_test(test_convert),
+        cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_scan),
+        cmocka_unit_test(test_classifier),
+        cmocka_unit_test(test_sumsq),
+        cmocka_unit_test(test_adamw),
+        cmocka_unit_test(test_model_vs_cpu),
+        cmocka_unit_test(test_model_deterministic),
+        cmocka_unit_test(test_op_timings),
+    };
+    // dev/gpu.sh: PM_ONLY_BENCH runs just the timings; PM_SKIP_MODEL leaves out the model tests (sanitizer run)
+    if (getenv("PM_ONLY_BENCH")) cmocka_set_test_filter("test_op_timings");
+    else if (getenv("PM_SKIP_MODEL")) cmocka_set_skip_filter("test_model_*");
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
