@@ -83,14 +83,15 @@ if [ "${PM_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null && [ 
 fi
 
 # 4. end-to-end bench (the lead's `packmamba bench`), when it exists; PM_E2E=0 skips it. Only results.csv
-#    comes back ($OUT returns at most 8 files).
+#    and ops.csv come back ($OUT returns at most 8 files).
 if [ "${PM_E2E:-1}" != 0 ] && "$GPU/bin/packmamba" bench --help >/dev/null 2>&1; then
-    args="${PM_BENCH_ARGS:---device cuda --preset 130m --batch 8 --seq-len 2048 --policy fixed --steps 10 --warmup 3}"
+    args="${PM_BENCH_ARGS:---device cuda --preset 130m --batch 8 --seq-len 2048 --policy fixed,pack --steps 10 --warmup 3}"
     rm -rf /tmp/pm_bench
     timeout 240 "$GPU/bin/packmamba" bench $args --no-plots --time-limit 150 --out /tmp/pm_bench \
         >"$OUTDIR/bench.log" 2>&1
     rc=$?
     [ -f /tmp/pm_bench/results.csv ] && cp /tmp/pm_bench/results.csv "$OUTDIR/bench_results.csv"
+    [ -f /tmp/pm_bench/ops.csv ] && cp /tmp/pm_bench/ops.csv "$OUTDIR/bench_ops.csv"
     row "packmamba bench" "rc=$rc" "$args"
     tail -5 "$OUTDIR/bench.log" >>"$SUMMARY"
 else

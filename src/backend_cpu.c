@@ -50,6 +50,109 @@ static inline int steps_back(const int32_t *pos, int t, int T) {
 }
 
 // ----------------------------------------------------------------------------------------------------------
+// Vectorizable float math for the conv and scan hot loops. libm's expf/log1pf are opaque calls that stop GCC
+// from vectorizing a loop (they were ~20% of a training step); these are branch-free plain C, so inside
+// `#pragma omp simd` loops they become vector code. Accuracy: exp within ~1 ulp over the float range (degree-7
+// Taylor on |r| <= ln2/2, truncation < 1e-8 relative), log1p within ~2 ulp. The float64 build (PM_REAL=double,
+// used by the finite-difference tests) keeps libm through the `sizeof(real)` switches below, which the
+// compiler resolves at compile time.
+
+static inline float f32_of_bits(int32_t i) {
+    union { int32_t i; float f; } v = {.i = i};
+    return v.f;
+}
+static inline int32_t bits_of_f32(float f) {
+    union { float f; int32_t i; } v = {.f = f};
+    return v.i;
+}
+
+// e^x = 2^k e^r with k = round(x / ln2), r = x - k ln2 (ln2 split in a hi part exact in the product and a lo
+// part), e^r by Horner. Below -87.3 the result would be subnormal: return 0 (flush). Above 88 clamp (finite;
+// only SiLU/sigmoid of huge negative inputs get there, where the exact value rounds the same way to ~0).
+static inline float exp_f32(float x) {
+    float xc = x > 88.0f ? 88.0f : x;
+    xc = xc < -87.3f ? -87.3f : xc;
+    float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest integer
+    float r = xc - kf * 0.693145751953125f;                             // ln2 hi: 16 significant bits
+    r = r - kf * 1.42860682030941723e-6f;                               // ln2 lo
+    float p = 1.0f / 5040;
+    p = p * r + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    float y = p * f32_of_bits(((int32_t)kf + 127) << 23);
+    return x < -87.3f ? 0.0f : y;
+}
+
+// log1p(y) for y >= 0: w = 1 + y rounded; log1p(y) = log(w) * y / (w - 1) undoes the rounding of w (exact when
+// w == 1: the ratio is then taken as 1). log(w) = e ln2 + log(m), m = w / 2^e in [sqrt(1/2), sqrt(2)),
+// log(m) = 2 atanh(s) with s = (m - 1) / (m + 1), |s| <= 0.172, odd series to s^9.
+static inline float log1p_f32(float y) {
+    float w = 1.0f + y;
+    int32_t wb = bits_of_f32(w);
+    int32_t e = ((wb >> 23) & 0xff) - 127;
+    float m = f32_of_bits((wb & 0x007fffff) | 0x3f800000);  // mantissa in [1, 2)
+    int big = m > 1.41421356f;
+    m = big ? 0.5f * m : m;
+    e = big ? e + 1 : e;
+    float f = m - 1.0f;  // exact (Sterbenz)
+    float s = f / (2.0f + f), z = s * s;
+    float q = 1.0f / 9;
+    q = q * z + 1.0f / 7;
+    q = q * z + 1.0f / 5;
+    q = q * z + 1.0f / 3;
+    float lm = 2.0f * s + 2.0f * s * z * q;
+    float ef = (float)e;
+    float lw = ef * 0.693145751953125f + (lm + ef * 1.42860682030941723e-6f);
+    float d = w - 1.0f;
+    return d == 0.0f ? y : lw * (y / (d == 0.0f ? 1.0f : d));
+}
+
+static inline real exp_r(real x) { return sizeof(real) == sizeof(float) ? (real)exp_f32((float)x) : exp(x); }
+static inline real sigmoid_v(real x) { return 1 / (1 + exp_r(-x)); }
+static inline real silu_v(real x) { return x * sigmoid_v(x); }
+static inline real silu_grad_v(real x) {
+    real s = sigmoid_v(x);
+    return s * (1 + x * (1 - s));
+}
+// softplus, same branch at 20 as softplusr; below it max(v, 0) + log1p(e^-|v|) (= log1p(e^v), no overflow)
+static inline real softplus_v(real v) {
+    if (sizeof(real) != sizeof(float)) return softplusr(v);
+    float av = v < 0 ? -(float)v : (float)v;
+    float sp = (v > 0 ? (float)v : 0.0f) + log1p_f32(exp_f32(-av));
+    return v > 20 ? v : (real)sp;
+}
+static inline real softplus_grad_v(real v) { return v > 20 ? 1 : sigmoid_v(v); }
+
+// The conv/scan kernels are built twice on x86-64: for x86-64-v3 (AVX2 + FMA, 8 floats a vector) and the
+// baseline (SSE2), picked at load time by the CPU, so no -march flag is needed. Results differ between the two
+// only in rounding (FMA), never between runs or thread counts on one machine.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(PM_NO_CLONES)
+#define PM_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define PM_CLONES
+#endif
+
+// Per-thread scratch that grows to the largest request and is then reused by every later call on that thread
+// (scan kernels call this once per work unit; the size is bounded by T * N * 16 reals).
+static real *thread_scratch(size_t n) {
+    static _Thread_local real *buf;
+    static _Thread_local size_t cap;
+    if (n > cap) {
+        free(buf);
+        size_t bytes = (n * sizeof(real) + 63) / 64 * 64;
+        buf = aligned_alloc(64, bytes);
+        if (!buf) pm_die("backend_cpu: out of memory for %zu bytes of scan scratch", bytes);
+        cap = n;
+    }
+    return buf;
+}
+
+
+// ----------------------------------------------------------------------------------------------------------
 // memory: host memory, so upload/download are copies and ACT == F32 == real
 
 static void *cpu_alloc(size_t bytes) { return pm_calloc(1, bytes ? bytes : 1); }
@@ -173,74 +276,179 @@ static void matmul_bwd(void *dinp_, int ldd, int accumulate_dinp, void *dW_, voi
 }
 
 // ----------------------------------------------------------------------------------------------------------
-// depthwise causal conv1d with document resets, then SiLU
+// depthwise causal conv1d with document resets, then SiLU. Loops run over channels innermost (contiguous in
+// the token-major layout, so they vectorize); the taps are added in the same order (bias, then k = 0..K-1)
+// as the per-channel definition.
 
-// Pre-activation xc[t, c] = b[c] + sum over taps still inside t's document. Tap k reads j = K-1-k steps back.
-static inline real conv_pre(const real *xi, int ldx, const real *w, const real *b, int t, int c, int back,
-                            int K) {
-    real acc = b[c];
+// (K, C) copy of the (C, K) conv weight, so the tap-k weights of consecutive channels are contiguous
+static real *conv_weight_t(const real *w, int C, int K) {
+    real *wT = pm_malloc((size_t)K * C * sizeof(real) + 1);
+    for (int c = 0; c < C; c++)
+        for (int k = 0; k < K; k++) wT[(size_t)k * C + c] = w[(size_t)c * K + k];
+    return wT;
+}
+
+// o[c] = pre-activation of token t: b[c] + sum of the taps still inside t's document. Tap k reads j = K-1-k
+// steps back.
+PM_CLONES static void conv_pre_row(real *restrict o, const real *xi, int ldx, const real *wT, const real *b, int t,
+                                   int back, int C, int K) {
+#pragma omp simd
+    for (int c = 0; c < C; c++) o[c] = b[c];
     for (int k = 0; k < K; k++) {
         int j = K - 1 - k;
-        if (j <= back) acc += w[(size_t)c * K + k] * xi[(size_t)(t - j) * ldx + c];
+        if (j > back) continue;
+        const real *x = xi + (size_t)(t - j) * ldx, *wk = wT + (size_t)k * C;
+#pragma omp simd
+        for (int c = 0; c < C; c++) o[c] += wk[c] * x[c];
     }
-    return acc;
+}
+
+PM_CLONES static void silu_row(real *o, int C) {
+#pragma omp simd
+    for (int c = 0; c < C; c++) o[c] = silu_v(o[c]);
+}
+
+// g[c] = du[c] * silu'(pre[c]), in place on pre
+PM_CLONES static void silu_grad_row(real *restrict pre, const real *restrict du, int C) {
+#pragma omp simd
+    for (int c = 0; c < C; c++) pre[c] = du[c] * silu_grad_v(pre[c]);
 }
 
 static void conv_silu_fwd(void *u_, const void *xi_, int ldx, const void *w_, const void *b_,
                           const int32_t *pos, int M, int T, int C, int K) {
     real *u = u_;                                // (M, C)
     const real *xi = xi_, *w = w_, *b = b_;      // (M, C) ldx, (C, K), (C)
+    real *wT = conv_weight_t(w, C, K);           // (K, C)
 #pragma omp parallel for
     for (int t = 0; t < M; t++) {
-        int back = steps_back(pos, t, T);
-        for (int c = 0; c < C; c++) u[(size_t)t * C + c] = siluf(conv_pre(xi, ldx, w, b, t, c, back, K));
+        real *o = u + (size_t)t * C;
+        conv_pre_row(o, xi, ldx, wT, b, t, steps_back(pos, t, T), C, K);
+        silu_row(o, C);
     }
+    free(wT);
 }
 
+#define CONV_CB 64  // channels per dw/db work unit
 static void conv_silu_bwd(void *dxi_, int ldx, void *dw_, void *db_, const void *du_, const void *xi_,
                           const void *w_, const void *b_, const int32_t *pos, int M, int T, int C, int K) {
     real *dxi = dxi_, *dw = dw_, *db = db_;               // (M, C) ldx, (C, K), (C)
     const real *du = du_, *xi = xi_, *w = w_, *b = b_;    // (M, C), (M, C) ldx, (C, K), (C)
+    real *wT = conv_weight_t(w, C, K);                    // (K, C)
     // dxc (M, C): gradient at the pre-activation, recomputed from xi (scratch for this call only)
     real *dxc = pm_malloc((size_t)M * C * sizeof(real) + 1);
 #pragma omp parallel for
     for (int t = 0; t < M; t++) {
-        int back = steps_back(pos, t, T);
-        for (int c = 0; c < C; c++)
-            dxc[(size_t)t * C + c] = du[(size_t)t * C + c] * silu_grad(conv_pre(xi, ldx, w, b, t, c, back, K));
+        real *g = dxc + (size_t)t * C;
+        conv_pre_row(g, xi, ldx, wT, b, t, steps_back(pos, t, T), C, K);
+        silu_grad_row(g, du + (size_t)t * C, C);
     }
     // dxi[s, c] gathers from the outputs t = s + j that read s, i.e. those with j <= steps_back(t): a tap
     // never crosses a document start, so neither does its gradient.
 #pragma omp parallel for
     for (int s = 0; s < M; s++) {
-        for (int c = 0; c < C; c++) dxi[(size_t)s * ldx + c] = 0;
+        real *d = dxi + (size_t)s * ldx;
+        for (int c = 0; c < C; c++) d[c] = 0;
         for (int j = 0; j < K && s + j < M; j++) {
             int t = s + j;
             if (j > steps_back(pos, t, T)) continue;
-            for (int c = 0; c < C; c++) dxi[(size_t)s * ldx + c] += w[(size_t)c * K + (K - 1 - j)] * dxc[(size_t)t * C + c];
+            const real *wk = wT + (size_t)(K - 1 - j) * C, *g = dxc + (size_t)t * C;
+#pragma omp simd
+            for (int c = 0; c < C; c++) d[c] += wk[c] * g[c];
         }
     }
-    // dw, db: per channel, tokens in order
+    // dw, db: per block of channels, tokens in order (the same per-channel order as a channel-by-channel loop)
+    int nb = (C + CONV_CB - 1) / CONV_CB;
 #pragma omp parallel for
-    for (int c = 0; c < C; c++) {
-        real dbc = 0;
+    for (int bi = 0; bi < nb; bi++) {
+        int c0 = bi * CONV_CB, cw = C - c0 < CONV_CB ? C - c0 : CONV_CB;
+        real *acc = pm_malloc(((size_t)K + 1) * CONV_CB * sizeof(real));  // dw taps (K, CONV_CB), then db
+        real *dbl = acc + (size_t)K * CONV_CB;
+        for (int k = 0; k < K; k++)
+            for (int i = 0; i < cw; i++) acc[k * CONV_CB + i] = dw[(size_t)(c0 + i) * K + k];
+        for (int i = 0; i < cw; i++) dbl[i] = 0;
         for (int t = 0; t < M; t++) {
-            real g = dxc[(size_t)t * C + c];
+            const real *g = dxc + (size_t)t * C + c0;
             int back = steps_back(pos, t, T);
-            dbc += g;
+            for (int i = 0; i < cw; i++) dbl[i] += g[i];
             for (int k = 0; k < K; k++) {
                 int j = K - 1 - k;
-                if (j <= back) dw[(size_t)c * K + k] += g * xi[(size_t)(t - j) * ldx + c];
+                if (j > back) continue;
+                const real *x = xi + (size_t)(t - j) * ldx + c0;
+                real *a = acc + k * CONV_CB;
+#pragma omp simd
+                for (int i = 0; i < cw; i++) a[i] += g[i] * x[i];
             }
         }
-        db[c] += dbc;
+        for (int k = 0; k < K; k++)
+            for (int i = 0; i < cw; i++) dw[(size_t)(c0 + i) * K + k] = acc[k * CONV_CB + i];
+        for (int i = 0; i < cw; i++) db[c0 + i] += dbl[i];
+        free(acc);
     }
     free(dxc);
+    free(wT);
 }
 
 // ----------------------------------------------------------------------------------------------------------
-// selective scan. Rows are independent (the state restarts at every row start), and so are channels, so the
-// work unit is one (row, channel) pair walking its T tokens with the N-wide state in a local array.
+// selective scan. Rows are independent (the state restarts at every row start), and so are channels. The
+// work unit is one row and a block of SCAN_CB consecutive channels: the block is the vector (lane j = channel
+// c0 + j, contiguous in the token-major layout), the N states of each channel live in s (N, SCAN_CB), and the
+// unit walks its T tokens. A last partial block (Cd not a multiple of SCAN_CB) runs with zero-filled lanes:
+// u = 0 there keeps their states, outputs and gradient contributions exactly 0.
+#define SCAN_CB 16
+
+// Load w (<= SCAN_CB) values into a full zero-padded lane array.
+static inline void lanes_load(real *restrict dst, const real *restrict src, int w) {
+    if (w == SCAN_CB) {
+        memcpy(dst, src, SCAN_CB * sizeof(real));
+    } else {
+        for (int j = 0; j < SCAN_CB; j++) dst[j] = j < w ? src[j] : 0;
+    }
+}
+static inline void lanes_store(real *restrict dst, const real *restrict src, int w) {
+    memcpy(dst, src, (size_t)w * sizeof(real));
+}
+
+// Per-block constants: A (N, SCAN_CB) = -exp(A_log) of the block's channels, padded lanes 0.
+static void scan_block_A(real *A, const real *A_log, int c0, int w, int N) {
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < SCAN_CB; j++) A[n * SCAN_CB + j] = j < w ? -exp(A_log[(size_t)(c0 + j) * N + n]) : 0;
+}
+
+PM_CLONES static void scan_fwd_unit(real *out, const real *u, const real *dpre, const real *dt_bias,
+                                    const real *A_log, const real *Bm, const real *Cm, int ldbc, const real *D,
+                                    const real *z, int ldz, const int32_t *pos, int T, int Cd, int N, int t0,
+                                    int t1, int c0, int w) {
+    real *A = thread_scratch(2 * (size_t)N * SCAN_CB);  // A (N, SCAN_CB), then the states s (N, SCAN_CB)
+    real *s = A + (size_t)N * SCAN_CB;
+    _Alignas(64) real dtb[SCAN_CB], Dc[SCAN_CB], uu[SCAN_CB], dl[SCAN_CB], zz[SCAN_CB], y[SCAN_CB];
+    scan_block_A(A, A_log, c0, w, N);
+    lanes_load(dtb, dt_bias + c0, w);
+    lanes_load(Dc, D + c0, w);
+    for (int t = t0; t < t1; t++) {
+        if (pos[t] == 0 || t % T == 0) memset(s, 0, (size_t)N * SCAN_CB * sizeof(real));
+        lanes_load(uu, u + (size_t)t * Cd + c0, w);
+        lanes_load(dl, dpre + (size_t)t * Cd + c0, w);
+        lanes_load(zz, z + (size_t)t * ldz + c0, w);
+#pragma omp simd
+        for (int j = 0; j < SCAN_CB; j++) {
+            dl[j] = softplus_v(dl[j] + dtb[j]);  // delta
+            y[j] = 0;
+        }
+        const real *Bt = Bm + (size_t)t * ldbc, *Ct = Cm + (size_t)t * ldbc;
+        for (int n = 0; n < N; n++) {
+            real bn = Bt[n], cn = Ct[n], *sn = s + n * SCAN_CB;
+            const real *An = A + n * SCAN_CB;
+#pragma omp simd
+            for (int j = 0; j < SCAN_CB; j++) {
+                sn[j] = exp_r(dl[j] * An[j]) * sn[j] + dl[j] * bn * uu[j];
+                y[j] += sn[j] * cn;
+            }
+        }
+#pragma omp simd
+        for (int j = 0; j < SCAN_CB; j++) y[j] = (y[j] + Dc[j] * uu[j]) * silu_v(zz[j]);
+        lanes_store(out + (size_t)t * Cd + c0, y, w);
+    }
+}
 
 static void scan_fwd(void *out_, const void *u_, const void *dpre_, const void *dt_bias_, const void *A_log_,
                      const void *Bm_, const void *Cm_, int ldbc, const void *D_, const void *z_, int ldz,
@@ -249,43 +457,142 @@ static void scan_fwd(void *out_, const void *u_, const void *dpre_, const void *
     const real *u = u_, *dpre = dpre_, *z = z_;                      // (M, Cd), (M, Cd), (M, Cd) ldz
     const real *dt_bias = dt_bias_, *A_log = A_log_, *D = D_;        // (Cd), (Cd, N), (Cd)
     const real *Bm = Bm_, *Cm = Cm_;                                 // (M, N) ldbc
-    int nrows = (M + T - 1) / T;
-#pragma omp parallel
-    {
-        real *s = pm_malloc(2 * (size_t)N * sizeof(real));  // s (N) state, A (N)
-        real *A = s + N;
-#pragma omp for collapse(2) schedule(static)
-        for (int r = 0; r < nrows; r++)
-            for (int c = 0; c < Cd; c++) {
-                for (int n = 0; n < N; n++) A[n] = -exp(A_log[(size_t)c * N + n]);
-                int t1 = (r + 1) * T < M ? (r + 1) * T : M;
-                for (int t = r * T; t < t1; t++) {
-                    if (pos[t] == 0 || t % T == 0)
-                        for (int n = 0; n < N; n++) s[n] = 0;
-                    real uu = u[(size_t)t * Cd + c];
-                    real delta = softplusr(dpre[(size_t)t * Cd + c] + dt_bias[c]);
-                    const real *Bt = Bm + (size_t)t * ldbc, *Ct = Cm + (size_t)t * ldbc;
-                    real y = 0;
-                    for (int n = 0; n < N; n++) {
-                        s[n] = exp(delta * A[n]) * s[n] + delta * Bt[n] * uu;
-                        y += s[n] * Ct[n];
-                    }
-                    out[(size_t)t * Cd + c] = (y + D[c] * uu) * siluf(z[(size_t)t * ldz + c]);
-                }
-            }
-        free(s);
+    int nrows = (M + T - 1) / T, nb = (Cd + SCAN_CB - 1) / SCAN_CB;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int r = 0; r < nrows; r++)
+        for (int b = 0; b < nb; b++) {
+            int c0 = b * SCAN_CB, w = Cd - c0 < SCAN_CB ? Cd - c0 : SCAN_CB;
+            int t1 = (r + 1) * T < M ? (r + 1) * T : M;
+            scan_fwd_unit(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, N, r * T, t1, c0, w);
+        }
+}
+
+// acc[n] += sum over the lanes of v[n][:], as a fixed pairwise tree (16 -> 8 -> 4 -> 2 -> 1), which
+// vectorizes and does not depend on anything but the data. Destroys v.
+static inline void lanes_sum_add(real *restrict acc, real *restrict v, int N) {
+    for (int n = 0; n < N; n++) {
+        real *x = v + n * SCAN_CB;
+#pragma omp simd
+        for (int j = 0; j < 8; j++) x[j] += x[j + 8];
+#pragma omp simd
+        for (int j = 0; j < 4; j++) x[j] += x[j + 4];
+        acc[n] += (x[0] + x[2]) + (x[1] + x[3]);
     }
 }
 
-// Scan backward. Per (row, channel): recompute the forward over the row, keeping every state s_t (T, N) and
-// delta_t in a per-thread buffer (recompute per row; no (M, Cd, N) buffer), then walk back with
-// h = dL/ds_t (the total gradient into the state, including what flows back from s_{t+1}).
+// Scan backward for one (row, channel block) unit. Recompute the forward over the row, keeping every state
+// s_t (T, N, SCAN_CB) and delta_t (T, SCAN_CB) in the thread's scratch, then walk back with h = dL/ds_t (the
+// total gradient into the state, including what flows back from s_{t+1}):
 //   s_t = a_t s_{t-1} + delta_t B_t u_t,  a_t = exp(delta_t A)
 //   dL/ds_t = dy_t C_t + a_{t+1} dL/ds_{t+1}   (the second term is 0 when t+1 starts a document)
+// dB/dC contributions (summed over the block's lanes) are added into gB/gC (M, N); the per-channel parameter
+// gradients go to pp (Cd, N + 2) of this row.
+PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, real *dz, real *pp,
+                                    const real *dout, const real *u, const real *dpre, const real *dt_bias,
+                                    const real *A_log, const real *Bm, const real *Cm, int ldbc, const real *D,
+                                    const real *z, int ldz, const int32_t *pos, int T, int Cd, int N, int t0,
+                                    int t1, int c0, int w) {
+    const size_t NL = (size_t)N * SCAN_CB;
+    real *A = thread_scratch(((size_t)T * N + 7 * (size_t)N + T) * SCAN_CB);
+    real *h = A + NL, *dA = h + NL, *tB = dA + NL, *tC = tB + NL, *dAa = tC + NL, *sz = dAa + NL;
+    real *delt = sz + NL;        // delta (T, SCAN_CB)
+    real *S = delt + (size_t)T * SCAN_CB;  // states (T, N, SCAN_CB)
+    _Alignas(64) real dtb[SCAN_CB], Dc[SCAN_CB], uu[SCAN_CB], zz[SCAN_CB], go[SCAN_CB], y[SCAN_CB],
+        dy[SCAN_CB], duu[SCAN_CB], dd[SCAN_CB], ddtb[SCAN_CB], dDc[SCAN_CB];
+    scan_block_A(A, A_log, c0, w, N);
+    lanes_load(dtb, dt_bias + c0, w);
+    lanes_load(Dc, D + c0, w);
+    memset(sz, 0, NL * sizeof(real));
+    // forward recompute: S[t - t0] = s_t, delt[t - t0] = delta_t
+    for (int t = t0; t < t1; t++) {
+        real *st = S + (size_t)(t - t0) * NL, *dl = delt + (size_t)(t - t0) * SCAN_CB;
+        const real *sp = (pos[t] == 0 || t % T == 0) ? sz : st - NL;  // s_{t-1}, zeros at a start
+        lanes_load(uu, u + (size_t)t * Cd + c0, w);
+        lanes_load(dl, dpre + (size_t)t * Cd + c0, w);
+#pragma omp simd
+        for (int j = 0; j < SCAN_CB; j++) dl[j] = softplus_v(dl[j] + dtb[j]);
+        const real *Bt = Bm + (size_t)t * ldbc;
+        for (int n = 0; n < N; n++) {
+            real bn = Bt[n];
+            const real *An = A + n * SCAN_CB, *spn = sp + n * SCAN_CB;
+            real *stn = st + n * SCAN_CB;
+#pragma omp simd
+            for (int j = 0; j < SCAN_CB; j++) stn[j] = exp_r(dl[j] * An[j]) * spn[j] + dl[j] * bn * uu[j];
+        }
+    }
+    // backward
+    memset(h, 0, NL * sizeof(real));
+    memset(dA, 0, NL * sizeof(real));
+    memset(ddtb, 0, sizeof ddtb);
+    memset(dDc, 0, sizeof dDc);
+    for (int t = t1 - 1; t >= t0; t--) {
+        const real *st = S + (size_t)(t - t0) * NL, *dl = delt + (size_t)(t - t0) * SCAN_CB;
+        int start = pos[t] == 0 || t % T == 0;
+        const real *sp = start ? sz : st - NL;
+        lanes_load(uu, u + (size_t)t * Cd + c0, w);
+        lanes_load(zz, z + (size_t)t * ldz + c0, w);
+        lanes_load(go, dout + (size_t)t * Cd + c0, w);
+        const real *Bt = Bm + (size_t)t * ldbc, *Ct = Cm + (size_t)t * ldbc;
+#pragma omp simd
+        for (int j = 0; j < SCAN_CB; j++) y[j] = Dc[j] * uu[j];
+        for (int n = 0; n < N; n++) {
+            real cn = Ct[n];
+            const real *stn = st + n * SCAN_CB;
+#pragma omp simd
+            for (int j = 0; j < SCAN_CB; j++) y[j] += stn[j] * cn;
+        }
+#pragma omp simd
+        for (int j = 0; j < SCAN_CB; j++) {
+            dy[j] = go[j] * silu_v(zz[j]);                // through the gate
+            y[j] = go[j] * y[j] * silu_grad_v(zz[j]);     // dz
+            duu[j] = dy[j] * Dc[j];
+            dd[j] = 0;                                    // dL/ddelta
+            dDc[j] += dy[j] * uu[j];
+        }
+        lanes_store(dz + (size_t)t * ldz + c0, y, w);
+        for (int n = 0; n < N; n++) {
+            real bn = Bt[n], cn = Ct[n];
+            const real *stn = st + n * SCAN_CB, *spn = sp + n * SCAN_CB, *An = A + n * SCAN_CB;
+            real *hn = h + n * SCAN_CB, *dAn = dA + n * SCAN_CB, *tBn = tB + n * SCAN_CB, *tCn = tC + n * SCAN_CB;
+#pragma omp simd
+            for (int j = 0; j < SCAN_CB; j++) {
+                tCn[j] = dy[j] * stn[j];
+                hn[j] += dy[j] * cn;                      // h = dL/ds_t
+                tBn[j] = hn[j] * dl[j] * uu[j];
+                duu[j] += hn[j] * dl[j] * bn;
+                dd[j] += hn[j] * bn * uu[j];
+                real a = exp_r(dl[j] * An[j]);
+                real da = hn[j] * spn[j];                 // dL/da_t (0 at a start: s_{t-1} = 0 there)
+                dd[j] += da * a * An[j];
+                dAn[j] += da * a * dl[j];
+                hn[j] = start ? 0 : hn[j] * a;            // flows on to s_{t-1}; nothing crosses a start
+            }
+        }
+        lanes_sum_add(gC + (size_t)t * N, tC, N);
+        lanes_sum_add(gB + (size_t)t * N, tB, N);
+        lanes_store(du + (size_t)t * Cd + c0, duu, w);
+        lanes_load(y, dpre + (size_t)t * Cd + c0, w);
+#pragma omp simd
+        for (int j = 0; j < SCAN_CB; j++) {
+            dd[j] = dd[j] * softplus_grad_v(y[j] + dtb[j]);
+            ddtb[j] += dd[j];
+        }
+        lanes_store(ddpre + (size_t)t * Cd + c0, dd, w);
+    }
+    int P = N + 2;
+    for (int j = 0; j < w; j++) {
+        real *p = pp + (size_t)(c0 + j) * P;
+        for (int n = 0; n < N; n++) p[n] = dA[n * SCAN_CB + j] * A[n * SCAN_CB + j];  // dA/dA_log = A
+        p[N] = ddtb[j];
+        p[N + 1] = dDc[j];
+    }
+}
+
 // dB and dC sum over channels for each token: to keep that sum in a fixed order independent of the thread
-// count, channels are split into G fixed groups; unit (group, row) adds its channels in order into its own
-// partial (G, M, N) buffers, which are then summed over groups in order. The per-channel parameter gradients
-// (ddt_bias, dD, dA_log) go to per-row partials (nrows, Cd, N + 2), summed over rows in order.
+// count, the channel blocks are split into G fixed groups; unit (group, row) runs its blocks in order, adding
+// into its group's partial (G, M, N) buffers, which are then summed over groups in order. The per-channel
+// parameter gradients (ddt_bias, dD, dA_log) go to per-row partials (nrows, Cd, N + 2), summed over rows in
+// order.
 #define SCAN_GROUPS 16
 static void scan_bwd(void *du_, void *ddpre_, void *dB_, void *dC_, void *dz_, void *ddt_bias_, void *dA_log_,
                      void *dD_, const void *dout_, const void *u_, const void *dpre_, const void *dt_bias_,
@@ -297,85 +604,24 @@ static void scan_bwd(void *du_, void *ddpre_, void *dB_, void *dC_, void *dz_, v
     const real *dout = dout_, *u = u_, *dpre = dpre_, *z = z_;       // (M, Cd) ..., z ldz
     const real *dt_bias = dt_bias_, *A_log = A_log_, *D = D_;        // (Cd), (Cd, N), (Cd)
     const real *Bm = Bm_, *Cm = Cm_;                                 // (M, N) ldbc
-    int nrows = (M + T - 1) / T;
-    int G = Cd < SCAN_GROUPS ? Cd : SCAN_GROUPS;
+    int nrows = (M + T - 1) / T, nb = (Cd + SCAN_CB - 1) / SCAN_CB;
+    int G = nb < SCAN_GROUPS ? nb : SCAN_GROUPS;
     int P = N + 2;  // per-channel partial: dA (N), ddt_bias, dD
     real *dBp = pm_calloc((size_t)G * M * N + 1, sizeof(real));   // (G, M, N)
     real *dCp = pm_calloc((size_t)G * M * N + 1, sizeof(real));   // (G, M, N)
     real *pp = pm_calloc((size_t)nrows * Cd * P + 1, sizeof(real));  // (nrows, Cd, N + 2)
-#pragma omp parallel
-    {
-        real *S = pm_malloc(((size_t)T * N + (size_t)T + 3 * (size_t)N) * sizeof(real));  // states (T, N)
-        real *delt = S + (size_t)T * N;  // delta (T)
-        real *A = delt + T;              // A (N)
-        real *h = A + N;                 // dL/ds (N)
-        real *dA = h + N;                // dL/dA (N)
-#pragma omp for collapse(2) schedule(static)
-        for (int g = 0; g < G; g++)
-            for (int r = 0; r < nrows; r++) {
-                int c0 = (int)((long)Cd * g / G), c1 = (int)((long)Cd * (g + 1) / G);
-                int t0 = r * T, t1 = (r + 1) * T < M ? (r + 1) * T : M;
-                real *gB = dBp + (size_t)g * M * N, *gC = dCp + (size_t)g * M * N;
-                for (int c = c0; c < c1; c++) {
-                    for (int n = 0; n < N; n++) A[n] = -exp(A_log[(size_t)c * N + n]);
-                    // forward recompute: S[t - t0] = s_t, delt[t - t0] = delta_t
-                    for (int t = t0; t < t1; t++) {
-                        real *st = S + (size_t)(t - t0) * N;
-                        const real *sp = (pos[t] == 0 || t % T == 0) ? NULL : st - N;  // s_{t-1}, none at a start
-                        real uu = u[(size_t)t * Cd + c];
-                        real delta = softplusr(dpre[(size_t)t * Cd + c] + dt_bias[c]);
-                        delt[t - t0] = delta;
-                        const real *Bt = Bm + (size_t)t * ldbc;
-                        for (int n = 0; n < N; n++) st[n] = (sp ? exp(delta * A[n]) * sp[n] : 0) + delta * Bt[n] * uu;
-                    }
-                    // backward
-                    for (int n = 0; n < N; n++) h[n] = 0, dA[n] = 0;
-                    real ddtb = 0, dDc = 0;
-                    for (int t = t1 - 1; t >= t0; t--) {
-                        const real *st = S + (size_t)(t - t0) * N;
-                        int start = pos[t] == 0 || t % T == 0;
-                        const real *sp = start ? NULL : st - N;
-                        real uu = u[(size_t)t * Cd + c], zz = z[(size_t)t * ldz + c];
-                        real delta = delt[t - t0];
-                        const real *Bt = Bm + (size_t)t * ldbc, *Ct = Cm + (size_t)t * ldbc;
-                        real *gBt = gB + (size_t)t * N, *gCt = gC + (size_t)t * N;
-                        real y = D[c] * uu;
-                        for (int n = 0; n < N; n++) y += st[n] * Ct[n];
-                        real go = dout[(size_t)t * Cd + c];
-                        real dy = go * siluf(zz);                  // through the gate
-                        dz[(size_t)t * ldz + c] = go * y * silu_grad(zz);
-                        real duu = dy * D[c], ddelta = 0;
-                        dDc += dy * uu;
-                        for (int n = 0; n < N; n++) {
-                            gCt[n] += dy * st[n];
-                            h[n] += dy * Ct[n];                    // h = dL/ds_t
-                            gBt[n] += h[n] * delta * uu;
-                            duu += h[n] * delta * Bt[n];
-                            ddelta += h[n] * Bt[n] * uu;
-                            if (sp) {
-                                real a = exp(delta * A[n]);
-                                real da = h[n] * sp[n];            // dL/da_t
-                                ddelta += da * a * A[n];
-                                dA[n] += da * a * delta;
-                                h[n] *= a;                         // flows on to s_{t-1}
-                            } else {
-                                h[n] = 0;                          // nothing crosses a document start
-                            }
-                        }
-                        du[(size_t)t * Cd + c] = duu;
-                        real v = dpre[(size_t)t * Cd + c] + dt_bias[c];
-                        real dv = ddelta * softplus_grad(v);
-                        ddpre[(size_t)t * Cd + c] = dv;
-                        ddtb += dv;
-                    }
-                    real *p = pp + ((size_t)r * Cd + c) * P;
-                    for (int n = 0; n < N; n++) p[n] = dA[n] * A[n];  // A = -exp(A_log): dA/dA_log = A
-                    p[N] = ddtb;
-                    p[N + 1] = dDc;
-                }
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int g = 0; g < G; g++)
+        for (int r = 0; r < nrows; r++) {
+            int b0 = (int)((long)nb * g / G), b1 = (int)((long)nb * (g + 1) / G);
+            int t0 = r * T, t1 = (r + 1) * T < M ? (r + 1) * T : M;
+            for (int b = b0; b < b1; b++) {
+                int c0 = b * SCAN_CB, w = Cd - c0 < SCAN_CB ? Cd - c0 : SCAN_CB;
+                scan_bwd_unit(du, ddpre, dBp + (size_t)g * M * N, dCp + (size_t)g * M * N, dz,
+                              pp + (size_t)r * Cd * P, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                              pos, T, Cd, N, t0, t1, c0, w);
             }
-        free(S);
-    }
+        }
     // reduce the partials in a fixed order
 #pragma omp parallel for
     for (int t = 0; t < M; t++)

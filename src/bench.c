@@ -163,6 +163,7 @@ static int json_list(const char *path, json_t *obj, const char *key, char *buf, 
 int bench_parse_sweep_file(const char *path, BenchConfig **out, int *n, BenchFileOptions *opt) {
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
+    if (!root && err.line < 1) return pm_error("%s: %s", path, err.text);
     if (!root) return pm_error("%s: line %d: %s", path, err.line, err.text);
     int rc = -1;
     if (!json_is_object(root)) {
@@ -931,7 +932,8 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     json_object_set_new(r, "memory",
-                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "process_max_rss",
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "activations_estimate",
+                                  (json_int_t)need, "process_max_rss",
                                   (json_int_t)ru.ru_maxrss * 1024, "parameters", (json_int_t)params,
                                   "gradients", (json_int_t)grads, "optimizer", (json_int_t)opt, "activations",
                                   (json_int_t)acts, "activation_grads", (json_int_t)agrad, "workspace", (json_int_t)work,
@@ -1261,6 +1263,7 @@ int cmd_bench(int argc, char **argv) {
         } else {
             progress_line(&bn.progress, "packmamba: bench: [%d/%d] %s: %s", ci + 1, n_cfg, label, st);
         }
+        if (strcmp(st, "ok")) bn.progress.done += bn.progress.total / (n_cfg ? n_cfg : 1);  // its share of the bar
         json_array_append_new(results, r);
         // written after every configuration, so a crash or a kill keeps what was measured
         if (report_write_data(out, root) != 0) pm_die("%s", pm_last_error());

@@ -141,7 +141,7 @@ static void on_process_exit(int status, void *arg) {
 #endif
 
 static int launched_world(void) {
-    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"};
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};  // OpenMPI; MPICH / Slurm (PMI)
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *s = getenv(vars[i]);
         if (s && *s) return atoi(s);
@@ -486,6 +486,59 @@ static void overlap_drain(void) {
 // the sharded optimizer step
 
 static ParamSegment *g_segs;  // this rank's clipped segments
+static int g_masters_stale;   // F32 masters outside this rank's range are behind its compute copy
+
+int dist_is_f32_operand(const Model *m, int t) {
+    if (t == model_tensor_index(&m->cfg, -1, 0)) return 0;
+    if (t == model_tensor_index(&m->cfg, -1, 1)) return 1;
+    int w = (t - 1) % P_PER_LAYER;
+    return !(w == P_IN_PROJ || w == P_X_PROJ || w == P_DT_W || w == P_OUT_PROJ);
+}
+
+// All-gather of the compute copy (ACT) and of the F32 operands' masters, from each owner's range. Runs of adjacent
+// F32-operand tensors are merged (norm, A_log, D | conv weight, bias | dt bias per layer), then cut by owner.
+static void gather_compute_copy(Model *m) {
+#ifdef PM_HAVE_NCCL
+    m->bk->synchronize();
+    double t0 = pm_now();
+    nccl_setup();
+    size_t *own = pm_malloc((g_world + 1) * sizeof(size_t));
+    for (int r = 0; r < g_world; r++) dist_shard_range(m->n_params, r, g_world, &own[r], &own[r + 1]);
+    int ops = 0;
+    nccl_check(ncclGroupStart(), "group start");
+    for (int r = 0; r < g_world; r++) {
+        if (own[r + 1] == own[r]) continue;
+        void *p = (char *)m->params_act + own[r] * m->bk->act_bytes;
+        nccl_check(ncclBroadcast(p, p, own[r + 1] - own[r], ncclBfloat16, r, g_nccl, g_nstream), "broadcast (act)");
+        ops++;
+    }
+    for (int t = 0; t < m->n_tensors;) {
+        if (!dist_is_f32_operand(m, t)) {
+            t++;
+            continue;
+        }
+        size_t lo = m->tensors[t].offset, hi = lo + m->tensors[t].size;
+        for (t++; t < m->n_tensors && dist_is_f32_operand(m, t) && m->tensors[t].offset == hi; t++) hi += m->tensors[t].size;
+        for (int r = 0; r < g_world; r++) {
+            size_t a = lo > own[r] ? lo : own[r], b = hi < own[r + 1] ? hi : own[r + 1];
+            if (a >= b) continue;
+            float *p = (float *)m->params + a;
+            nccl_check(ncclBroadcast(p, p, b - a, ncclFloat32, r, g_nccl, g_nstream), "broadcast (f32)");
+            if (++ops % 64 == 0) {  // keep groups small
+                nccl_check(ncclGroupEnd(), "group end");
+                nccl_check(ncclGroupStart(), "group start");
+            }
+        }
+    }
+    nccl_check(ncclGroupEnd(), "group end");
+    free(own);
+    nccl_wait("all-gather (compute copy)");
+    g_comm_s += pm_now() - t0;
+#else
+    (void)m;
+    dist_die("internal error: compute-copy all-gather without NCCL");
+#endif
+}
 
 double dist_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     if (g_world == 1) return model_optimizer_step(m, o, lr);
@@ -512,15 +565,28 @@ double dist_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     AdamWArgs a = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, scale, m->step};
     if (!g_segs) g_segs = pm_malloc((m->n_tensors ? m->n_tensors : 1) * sizeof(ParamSegment));
     int ns = dist_clip_segments(m->segments, m->n_tensors, lo, hi, g_segs);
-    bk->adamw(m->params, NULL, m->grads, m->adam_m, m->adam_v, g_segs, ns, &a);
-    // 4. Every rank gets every updated master weight, then its compute copy.
-    buffer_shards(m, m->params, 0);
-    model_sync_compute_weights(m);
+    // 4. Every rank gets every updated weight. With a separate compute copy (CUDA: bf16) what the other ranks
+    //    need is that copy plus the F32 masters of the small per-channel tensors (the ops read those as F32,
+    //    backend.h): half the bytes of the F32 masters, and no conversion pass. The other F32 masters stay stale
+    //    until dist_gather_optimizer (before a checkpoint). PM_DIST_FP32_GATHER=1: gather all F32 masters instead.
+    const char *e = getenv("PM_DIST_FP32_GATHER");
+    int act_gather = m->params_act != m->params && !(e && strcmp(e, "1") == 0);
+    bk->adamw(m->params, act_gather ? m->params_act : NULL, m->grads, m->adam_m, m->adam_v, g_segs, ns, &a);
+    if (act_gather) {
+        gather_compute_copy(m);
+        g_masters_stale = 1;
+    } else {
+        buffer_shards(m, m->params, 0);
+        model_sync_compute_weights(m);
+    }
     return norm;
 }
 
 void dist_gather_optimizer(Model *m) {
-    if (g_world == 1 || !m->adam_m) return;
+    if (g_world == 1) return;
+    if (g_masters_stale) buffer_shards(m, m->params, 0);  // the checkpoint writes every F32 master
+    g_masters_stale = 0;
+    if (!m->adam_m) return;
     buffer_shards(m, m->adam_m, 0);
     buffer_shards(m, m->adam_v, 0);
 }

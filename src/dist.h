@@ -24,7 +24,7 @@
 #include "model.h"
 
 // Call first (before the backend is created). Initializes MPI only when this process was started by mpirun
-// with more than one rank (OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX/SLURM variables); returns the world size.
+// with more than one rank (OMPI_COMM_WORLD_SIZE or PMI_SIZE in the environment); returns the world size.
 // Dies with a clear message when launched with several ranks by a binary built without MPI.
 int dist_init(int *argc, char ***argv);
 int dist_rank(void);   // 0 .. world-1 (0 without MPI)
@@ -65,6 +65,11 @@ void dist_gather_optimizer(Model *m);
 // same (pack, pad: B0*W0 == B*world; single: W0 == world), since the position counts global batches. Returns 0,
 // or -1 with pm_error saying which --batch would keep the global batch.
 int dist_adapt_position(uint64_t pos[8], int B, int rank, int world);
+
+// 1 if the ops read tensor t (index into m->tensors) from the F32 master weights (backend.h: norm weights, conv
+// weight/bias, dt bias, A_log, D), 0 if only through the compute copy (embedding, projection matrices). With a
+// separate compute copy only the former's masters must be current on every rank.
+int dist_is_f32_operand(const Model *m, int t);
 
 // Seconds this rank has spent in collectives (including waiting for slower ranks), cumulative.
 double dist_comm_seconds(void);

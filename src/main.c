@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench.h"
 #include "cmd_data.h"
 #include "commands.h"
 
@@ -16,6 +17,7 @@ static const struct {
     {"train", cmd_train, "train a model (CPU or CUDA)"},
     {"eval", cmd_eval, "loss and perplexity of a checkpoint, per document on request"},
     {"generate", cmd_generate, "sample text from a checkpoint (recurrent decoding)"},
+    {"bench", cmd_bench, "characterize training speed: sweeps, per-op time, memory, roofline, report"},
     {"plot", cmd_plot, "loss and throughput curves of a run (PNG and SVG through gnuplot)"},
 };
 

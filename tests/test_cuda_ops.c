@@ -10,6 +10,9 @@
 // - Relative error ||gpu - cpu|| / ||cpu||: <= 1e-2 where the output is bf16 (8 mantissa bits: ~4e-3 per
 //   element at worst), tighter where inputs and outputs are fp32.
 // - Deterministic mode (backend_cuda(1)): each op run twice on the same inputs gives identical bits.
+// Whole model (the tiny and 130m presets, same seed on both backends): loss and every gradient against the CPU;
+// deterministic training (two runs of three AdamW steps, identical bits); packing on the GPU (no leakage in
+// either direction, packed = separate). PM_BENCH=1 adds op timings at the 130m shapes (dev/gpu.sh).
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -173,7 +176,7 @@ static void check_slice(const char *what, const float *g, const float *c, int ro
 
 static void check_same_bits(const char *what, const void *a, const void *b, size_t bytes) {
     int same = memcmp(a, b, bytes) == 0;
-    printf("    %-34s deterministic: %s\n", what, same ? "bit-identical" : "DIFFERS  <-- FAIL");
+    printf("    %-34s %s\n", what, same ? "bit-identical" : "DIFFERS  <-- FAIL");
     g_fails += !same;
 }
 
@@ -761,6 +764,100 @@ static void test_model_vs_cpu(void **state) {
     FINISH();
 }
 
+// Packing on the GPU (DESIGN §2). Documents of a packed batch are split into two sets by document index
+// parity, P (even) and Q (odd); only P's targets count.
+// - No leakage, forward and backward: redrawing Q's tokens must leave P's per-token losses and every parameter
+//   gradient bit-identical (Q's tokens receive exactly zero gradient, so they add exact zeros); redrawing one
+//   of P's tokens must change the gradients (the check can fail).
+// - Packed = separate: each P document run alone (at the start of row 0, the rest padding, same B x T so every
+//   op sees the same shapes) gives the same per-token losses as inside the packed rows, to bf16 rounding.
+static void test_model_packing(void **state) {
+    (void)state;
+    NEED_GPU();
+    ModelConfig cfg;
+    assert_int_equal(config_preset("tiny", 1000, &cfg), 0);
+    int B = 2, T = 96, M = B * T;
+    Batch b1 = make_batch(B, T, cfg.vocab_size);
+    for (int i = 0; i < M; i++)
+        if (b1.doc[i] % 2) b1.targets[i] = PM_IGNORE;
+    batch_count_valid(&b1);
+    Batch b2 = batch_alloc(B, T), b3 = batch_alloc(B, T);
+    Batch *copies[2] = {&b2, &b3};
+    for (int k = 0; k < 2; k++) {
+        Batch *c = copies[k];
+        memcpy(c->tokens, b1.tokens, M * sizeof(int32_t));
+        memcpy(c->pos, b1.pos, M * sizeof(int32_t));
+        memcpy(c->targets, b1.targets, M * sizeof(int32_t));
+        memcpy(c->doc, b1.doc, M * sizeof(int32_t));
+        c->n_valid = b1.n_valid;
+    }
+    int changed_p = -1;
+    for (int i = 0; i < M; i++) {
+        if (b2.doc[i] % 2) b2.tokens[i] = (int32_t)(pm_rng_u64(&rng) % (uint64_t)cfg.vocab_size);  // redraw Q
+        else if (changed_p < 0 && b1.targets[i] != PM_IGNORE) changed_p = i;
+    }
+    assert_true(changed_p >= 0);
+    b3.tokens[changed_p] = (b3.tokens[changed_p] + 1) % cfg.vocab_size;  // one P token (an input, not a target)
+    Model m;
+    model_create(&m, &cfg, GD, 7);
+    model_alloc_activations(&m, B, T);
+    size_t n = m.n_params;
+    Batch *runs[3] = {&b1, &b2, &b3};
+    float *grads[3];
+    double *losses[3];
+    for (int r = 0; r < 3; r++) {
+        model_zero_grad(&m);
+        model_forward(&m, runs[r], NULL);
+        model_backward(&m, 1.0f / (float)b1.n_valid);
+        losses[r] = pm_malloc(M * sizeof(double));
+        memcpy(losses[r], m.host_losses, M * sizeof(double));
+        grads[r] = pm_malloc(n * sizeof(float));
+        model_get_grads(&m, grads[r]);
+    }
+    size_t loss_diff = 0;
+    for (int i = 0; i < M; i++) loss_diff += b1.targets[i] != PM_IGNORE && losses[0][i] != losses[1][i];
+    printf("    P losses changed by redrawing Q: %zu\n", loss_diff);
+    g_fails += loss_diff != 0;
+    check_same_bits("no leakage: gradients, Q redrawn", grads[0], grads[1], n * sizeof(float));
+    int differs = memcmp(grads[0], grads[2], n * sizeof(float)) != 0;
+    printf("    gradients change when one P token changes: %s\n", differs ? "yes" : "NO  <-- FAIL");
+    g_fails += !differs;
+    // packed = separate, per P document
+    double num = 0, den = 0;
+    int ndocs = 0, identical = 1;
+    for (int i0 = 0; i0 < M;) {
+        int i1 = i0 + 1;
+        while (i1 < M && b1.doc[i1] == b1.doc[i0] && i1 % T != 0) i1++;  // [i0, i1): one document piece
+        if (b1.doc[i0] % 2 == 0 && b1.pos[i0] == 0) {
+            Batch s1 = batch_alloc(B, T);  // the document alone in row 0, padding elsewhere
+            for (int i = i0; i < i1; i++) {
+                s1.tokens[i - i0] = b1.tokens[i];
+                s1.pos[i - i0] = b1.pos[i];
+                s1.targets[i - i0] = b1.targets[i];
+                s1.doc[i - i0] = 0;
+            }
+            batch_count_valid(&s1);
+            model_forward(&m, &s1, NULL);
+            for (int i = i0; i < i1; i++) {
+                double d = m.host_losses[i - i0] - losses[0][i];
+                num += d * d, den += losses[0][i] * losses[0][i];
+                identical &= m.host_losses[i - i0] == losses[0][i];
+            }
+            ndocs++;
+            batch_free(&s1);
+        }
+        i0 = i1;
+    }
+    double e = den > 0 ? sqrt(num / den) : 0;
+    printf("    packed vs separate: %d documents, per-token loss rel err %.3g (%s)%s\n", ndocs, e,
+           identical ? "bit-identical" : "not bit-identical", e <= 1e-2 ? "" : "  <-- FAIL");
+    g_fails += !(e <= 1e-2) || ndocs == 0;
+    for (int r = 0; r < 3; r++) free(grads[r]), free(losses[r]);
+    model_destroy(&m);
+    batch_free(&b1), batch_free(&b2), batch_free(&b3);
+    FINISH();
+}
+
 // Deterministic mode: two fresh models, three optimizer steps each on the same batches: identical losses and
 // parameters, bit for bit.
 static void test_model_deterministic(void **state) {
@@ -789,8 +886,8 @@ static void test_model_deterministic(void **state) {
         if (r == 1) {
             printf("    losses run 1: %.9f %.9f %.9f\n", losses[0][0], losses[0][1], losses[0][2]);
             printf("    losses run 2: %.9f %.9f %.9f\n", losses[1][0], losses[1][1], losses[1][2]);
-            check_same_bits("model losses (3 steps)", losses[0], losses[1], sizeof losses[0]);
-            check_same_bits("model parameters after 3 steps", params[0], params[1], m.n_params * sizeof(float));
+            check_same_bits("deterministic: losses of 3 steps", losses[0], losses[1], sizeof losses[0]);
+            check_same_bits("deterministic: params after 3 steps", params[0], params[1], m.n_params * sizeof(float));
         }
         model_destroy(&m);
     }
@@ -940,10 +1037,13 @@ int main(void) {
         cmocka_unit_test(test_adamw),
         cmocka_unit_test(test_model_vs_cpu),
         cmocka_unit_test(test_model_deterministic),
+        cmocka_unit_test(test_model_packing),
         cmocka_unit_test(test_op_timings),
     };
-    // dev/gpu.sh: PM_ONLY_BENCH runs just the timings; PM_SKIP_MODEL leaves out the model tests (sanitizer run)
-    if (getenv("PM_ONLY_BENCH")) cmocka_set_test_filter("test_op_timings");
+    // PM_TEST_FILTER picks tests by name; dev/gpu.sh: PM_ONLY_BENCH runs just the timings, PM_SKIP_MODEL leaves
+    // out the model tests (sanitizer run)
+    if (getenv("PM_TEST_FILTER")) cmocka_set_test_filter(getenv("PM_TEST_FILTER"));  // e.g. "test_model_*"
+    else if (getenv("PM_ONLY_BENCH")) cmocka_set_test_filter("test_op_timings");
     else if (getenv("PM_SKIP_MODEL")) cmocka_set_skip_filter("test_model_*");
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

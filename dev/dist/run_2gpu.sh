@@ -41,6 +41,11 @@ nvidia-smi -L 2>&1 | tee -a "$S"
 nvidia-smi topo -m 2>/dev/null | head -4 | tee -a "$S"
 log "mpirun: $(command -v mpirun) $(mpirun --version 2>/dev/null | head -1)"
 if [ ! -x "$BIN" ]; then log "FAIL: no binary at $BIN (build it and carry it)"; exit 1; fi
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+for lib in $(ldd "$BIN" 2>/dev/null | awk '/not found/ {print $1}'); do  # e.g. libnccl from a pip wheel
+    f=$(find /usr /opt -name "$lib" 2>/dev/null | head -1)
+    [ -n "$f" ] && export LD_LIBRARY_PATH="$(dirname "$f"):$LD_LIBRARY_PATH" && log "using $f"
+done
 if ldd "$BIN" | grep -q "not found"; then log "FAIL: missing libraries:"; ldd "$BIN" | grep "not found" | tee -a "$S"; exit 1; fi
 ldd "$BIN" | grep -E "nccl|mpi" | tee -a "$S"
 

@@ -29,6 +29,7 @@
 #include "scan_v2.cuh"
 #include "scan_v3.cuh"
 #include "scan_v3b.cuh"
+#include "scan_v4.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -62,6 +63,7 @@ static const Version versions[] = {
     {"v2", scan_v2::cuda_scan_workspace_bytes, scan_v2::cuda_scan_fwd, scan_v2::cuda_scan_bwd},
     {"v3", scan_v3::cuda_scan_workspace_bytes, scan_v3::cuda_scan_fwd, scan_v3::cuda_scan_bwd},
     {"v3b", scan_v3b::cuda_scan_workspace_bytes, scan_v3b::cuda_scan_fwd, scan_v3b::cuda_scan_bwd},
+    {"v4", scan_v4::cuda_scan_workspace_bytes, scan_v4::cuda_scan_fwd, scan_v4::cuda_scan_bwd},
     {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);

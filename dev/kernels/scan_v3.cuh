@@ -1,4 +1,4 @@
-// scan_v3.cuh — frozen copy of dev/kernels/cuda_scan_v3.cu as version v3 (made by dev/kernels/mkver.sh).
+// scan_v3.cuh — frozen copy of v3 (src/cuda_scan.cu since 2026-11-29; made by dev/kernels/mkver.sh v3).
 namespace scan_v3 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).

@@ -1,4 +1,4 @@
-// scan_v3b.cuh — v3 with FG = 2 (2 threads per channel in the forward), made from dev/kernels/cuda_scan_v3.cu (made by dev/kernels/mkver.sh).
+// scan_v3b.cuh — v3 (src/cuda_scan.cu at the time) with FG = 2: 2 threads per channel in the forward.
 namespace scan_v3b {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
