@@ -151,6 +151,24 @@ static real *thread_scratch(size_t n) {
     return buf;
 }
 
+// Whole-call scratch buffers (the conv's dxc, the scan's partial sums, the classifier's logits), kept per
+// calling thread and grown to the largest request: allocating them fresh every call cost more in page faults
+// (the kernel zero-filling new pages) than the work done in them. Bounded by the largest single request, about
+// one (M, d_inner) activation. Slots are distinct buffers that one op may use at the same time.
+enum { SCR_CONV, SCR_SCAN_B, SCR_SCAN_C, SCR_SCAN_P, SCR_CLS, SCR_NSLOTS };
+static real *call_scratch(int slot, size_t n, int zero) {
+    static _Thread_local real *buf[SCR_NSLOTS];
+    static _Thread_local size_t cap[SCR_NSLOTS];
+    if (n == 0) n = 1;
+    if (n > cap[slot]) {
+        free(buf[slot]);
+        buf[slot] = pm_malloc(n * sizeof(real));
+        cap[slot] = n;
+    }
+    if (zero) memset(buf[slot], 0, n * sizeof(real));
+    return buf[slot];
+}
+
 
 // ----------------------------------------------------------------------------------------------------------
 // memory: host memory, so upload/download are copies and ACT == F32 == real
@@ -335,7 +353,7 @@ static void conv_silu_bwd(void *dxi_, int ldx, void *dw_, void *db_, const void 
     const real *du = du_, *xi = xi_, *w = w_, *b = b_;    // (M, C), (M, C) ldx, (C, K), (C)
     real *wT = conv_weight_t(w, C, K);                    // (K, C)
     // dxc (M, C): gradient at the pre-activation, recomputed from xi (scratch for this call only)
-    real *dxc = pm_malloc((size_t)M * C * sizeof(real) + 1);
+    real *dxc = call_scratch(SCR_CONV, (size_t)M * C, 0);
 #pragma omp parallel for
     for (int t = 0; t < M; t++) {
         real *g = dxc + (size_t)t * C;
@@ -384,7 +402,6 @@ static void conv_silu_bwd(void *dxi_, int ldx, void *dw_, void *db_, const void 
         for (int i = 0; i < cw; i++) db[c0 + i] += dbl[i];
         free(acc);
     }
-    free(dxc);
     free(wT);
 }
 
@@ -405,7 +422,11 @@ static inline void lanes_load(real *restrict dst, const real *restrict src, int 
     }
 }
 static inline void lanes_store(real *restrict dst, const real *restrict src, int w) {
-    memcpy(dst, src, (size_t)w * sizeof(real));
+    if (w == SCAN_CB) {
+        memcpy(dst, src, SCAN_CB * sizeof(real));
+    } else {
+        for (int j = 0; j < w; j++) dst[j] = src[j];
+    }
 }
 
 // Per-block constants: A (N, SCAN_CB) = -exp(A_log) of the block's channels, padded lanes 0.
@@ -607,9 +628,9 @@ static void scan_bwd(void *du_, void *ddpre_, void *dB_, void *dC_, void *dz_, v
     int nrows = (M + T - 1) / T, nb = (Cd + SCAN_CB - 1) / SCAN_CB;
     int G = nb < SCAN_GROUPS ? nb : SCAN_GROUPS;
     int P = N + 2;  // per-channel partial: dA (N), ddt_bias, dD
-    real *dBp = pm_calloc((size_t)G * M * N + 1, sizeof(real));   // (G, M, N)
-    real *dCp = pm_calloc((size_t)G * M * N + 1, sizeof(real));   // (G, M, N)
-    real *pp = pm_calloc((size_t)nrows * Cd * P + 1, sizeof(real));  // (nrows, Cd, N + 2)
+    real *dBp = call_scratch(SCR_SCAN_B, (size_t)G * M * N, 1);   // (G, M, N)
+    real *dCp = call_scratch(SCR_SCAN_C, (size_t)G * M * N, 1);   // (G, M, N)
+    real *pp = call_scratch(SCR_SCAN_P, (size_t)nrows * Cd * P, 0);  // (nrows, Cd, N + 2), all written
 #pragma omp parallel for collapse(2) schedule(static)
     for (int g = 0; g < G; g++)
         for (int r = 0; r < nrows; r++) {
@@ -642,9 +663,6 @@ static void scan_bwd(void *du_, void *ddpre_, void *dB_, void *dC_, void *dz_, v
             ddt_bias[c] += p[N];
             dD[c] += p[N + 1];
         }
-    free(dBp);
-    free(dCp);
-    free(pp);
 }
 
 // ----------------------------------------------------------------------------------------------------------
@@ -656,7 +674,7 @@ static void classifier(void *loss_, void *dx_, void *dwte_, float *logits_out, c
     real *loss = loss_, *dx = dx_, *dwte = dwte_;  // (M), (M, C) or NULL, (Vp, C)
     const real *x = x_, *wte = wte_;               // (M, C), (Vp, C)
     int chunk = M < CLS_CHUNK ? M : CLS_CHUNK;
-    real *lg = pm_malloc((size_t)chunk * Vp * sizeof(real) + 1);  // (chunk, Vp) logits, then dlogits
+    real *lg = call_scratch(SCR_CLS, (size_t)chunk * Vp, 0);  // (chunk, Vp) logits, then dlogits
     for (int m0 = 0; m0 < M; m0 += chunk) {
         int mc = M - m0 < chunk ? M - m0 : chunk;
         gemm(0, 1, mc, Vp, C, 1, x + (size_t)m0 * C, C, wte, C, 0, lg, Vp);  // x @ wte^T
@@ -684,7 +702,6 @@ static void classifier(void *loss_, void *dx_, void *dwte_, float *logits_out, c
             gemm(0, 0, mc, C, Vp, 1, lg, Vp, wte, C, 0, dx + (size_t)m0 * C, C);  // dlogits @ wte
         }
     }
-    free(lg);
 }
 
 // ----------------------------------------------------------------------------------------------------------

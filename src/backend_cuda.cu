@@ -301,9 +301,10 @@ static void cu_rmsnorm_bwd(void *dres, void *dres_act, void *dw, const void *dxn
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// GEMMs through cuBLASLt. Row-major Y (M, N) = X (M, K) @ W^T is, in cuBLAS's column-major view,
-// Y^T (N x M) = W^T... i.e. D = op(A) op(B) with A = W read transposed and B = X. Descriptors and the chosen
-// algorithm are cached per shape (the heuristic query costs more than a small GEMM).
+// GEMMs through cuBLASLt. cuBLAS is column-major: a row-major (R, C) matrix with row stride ld is, to it, a
+// column-major C x R matrix with leading dimension ld. So row-major Y (M, N) = X (M, K) @ W^T becomes
+// column-major Y' (N x M) = W' (K x N, transposed) @ X' (K x M): D = op(A) op(B) with A = W, B = X.
+// Descriptors and the chosen algorithm are cached per shape (the heuristic query costs more than a small GEMM).
 
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldd, dtype, beta1, bias, align;
@@ -440,7 +441,7 @@ static void gemm(int ta, int tb, int m, int n, int k, const bf16 *A, int lda, co
 
 static void cu_matmul_fwd(void *out, int ldo, const void *inp, int ldi, const void *W, const void *bias, int M,
                           int N, int K) {
-    // out^T (N x M) = W^T... column-major: A = W stored K x N (ld K) transposed, B = inp stored K x M (ld ldi)
+    // column-major out' (N x M, ld ldo) = W' (stored K x N, ld K) transposed @ inp' (stored K x M, ld ldi)
     gemm(1, 0, N, M, K, (const bf16 *)W, K, (const bf16 *)inp, ldi, out, ldo, CUDA_R_16BF, 0,
          (const float *)bias);
 }

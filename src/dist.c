@@ -171,11 +171,11 @@ int dist_init(int *argc, char ***argv) {
 #endif
 }
 
-static void overlap_drain(void);
+static void drain_and_free(void);
 
 void dist_finalize(void) {
     if (g_finalized) return;
-    overlap_drain();  // reductions launched by a backward whose step was then abandoned (NaN loss)
+    drain_and_free();  // reductions of a backward whose step was then abandoned (NaN loss); the moment ranges
     g_finalized = 1;
 #ifdef PM_HAVE_MPI
     if (g_mpi) MPI_Finalize();
@@ -345,6 +345,79 @@ static void buffer_shards(const Model *m, void *buf, int reduce) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Sharded Adam moments. With several ranks each rank keeps only its range [g_lo, g_hi) of m and v (g_mom). Full
+// buffers in m->adam_m / adam_v appear only transiently: fresh ones from model_alloc_optimizer, ones a resume
+// loads from trainer.safetensors, and (rank 0) the ones gathered for a checkpoint. The next optimizer step takes
+// its range from them and frees them.
+
+static void *g_mom[2];  // (g_hi - g_lo) F32 each, backend memory
+static size_t g_lo, g_hi;
+static const Backend *g_bk;
+
+static void absorb_moments(Model *m) {
+    const Backend *bk = m->bk;
+    const size_t es = bk->f32_bytes, n = g_hi - g_lo;
+    if (!g_mom[0]) {
+        g_bk = bk;
+        g_mom[0] = bk->alloc(n ? n * es : es);
+        g_mom[1] = bk->alloc(n ? n * es : es);
+    }
+    if (!m->adam_m) return;
+    void *host = pm_malloc(n ? n * es : 1);  // through the host: the interface has no device-to-device copy
+    for (int k = 0; k < 2; k++) {
+        bk->download(host, (char *)(k ? m->adam_v : m->adam_m) + g_lo * es, n * es);
+        bk->upload(g_mom[k], host, n * es);
+    }
+    free(host);
+    bk->free(m->adam_m);
+    bk->free(m->adam_v);
+    m->adam_m = m->adam_v = NULL;
+}
+
+// Every rank's range of a moment buffer into `full` (n_params) on rank 0.
+static void gather_moment_to_root(const Model *m, const void *mine, void *full) {
+    const size_t es = m->bk->f32_bytes;
+    (void)es;
+    double t0 = pm_now();
+    if (strcmp(m->bk->name, "cpu") == 0) {
+#ifdef PM_HAVE_MPI
+        MPI_Datatype t = es == sizeof(double) ? MPI_DOUBLE : MPI_FLOAT;
+        int *counts = pm_malloc(g_world * sizeof(int)), *displs = pm_malloc(g_world * sizeof(int));
+        for (int r = 0; r < g_world; r++) {
+            size_t lo, hi;
+            dist_shard_range(m->n_params, r, g_world, &lo, &hi);
+            counts[r] = (int)(hi - lo), displs[r] = (int)lo;
+        }
+        mpi_check(MPI_Gatherv(mine, counts[g_rank], t, full, counts, displs, t, 0, MPI_COMM_WORLD), "gather");
+        free(counts);
+        free(displs);
+#endif
+    } else {
+#ifdef PM_HAVE_NCCL
+        m->bk->synchronize();
+        nccl_setup();
+        if (g_rank == 0 && g_hi > g_lo &&
+            cudaMemcpy((char *)full + g_lo * es, mine, (g_hi - g_lo) * es, cudaMemcpyDeviceToDevice) != cudaSuccess)
+            dist_die("cannot copy the Adam moments");
+        nccl_check(ncclGroupStart(), "group start");
+        for (int r = 1; r < g_world; r++) {
+            size_t lo, hi;
+            dist_shard_range(m->n_params, r, g_world, &lo, &hi);
+            if (hi == lo) continue;
+            if (g_rank == 0) nccl_check(ncclRecv((char *)full + lo * es, hi - lo, ncclFloat32, r, g_nccl, g_nstream), "recv");
+            else if (g_rank == r) nccl_check(ncclSend(mine, hi - lo, ncclFloat32, 0, g_nccl, g_nstream), "send");
+        }
+        nccl_check(ncclGroupEnd(), "group end");
+        nccl_wait("gather of the Adam moments");
+#else
+        (void)mine, (void)full;
+        dist_die("data parallel on --device %s needs NCCL", m->bk->name);
+#endif
+    }
+    g_comm_s += pm_now() - t0;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Overlap: bucketed reductions launched from the backward. Buckets follow the flat layout: layer l's tensors are
 // one contiguous range, finished when the backward leaves layer l's norm ("bwd.norm", the layer's last op; the
 // first "bwd.norm" of a backward is norm_f's); the embedding (written by the classifier first and by
@@ -427,8 +500,11 @@ static void overlap_hook(void *ctx, const char *region, int begin) {
 }
 
 void dist_attach(Model *m, int grad_accum) {
+    if (g_world == 1) return;
+    dist_shard_range(m->n_params, g_rank, g_world, &g_lo, &g_hi);
+    absorb_moments(m);  // from here on this rank holds only its range of the Adam moments
     const char *e = getenv("PM_DIST_OVERLAP");
-    if (g_world == 1 || (e && strcmp(e, "0") == 0)) return;
+    if (e && strcmp(e, "0") == 0) return;
     const int L = m->cfg.n_layer;
     g_ov.m = m, g_ov.accum = grad_accum;
     g_ov.layer_lo = pm_malloc((L + 1) * sizeof(size_t));
@@ -468,7 +544,7 @@ static int overlap_finish(const Model *m) {
     return full;
 }
 
-static void overlap_drain(void) {
+static void drain_and_free(void) {
 #ifdef PM_HAVE_MPI
     if (g_ov.nreq) MPI_Waitall(g_ov.nreq, g_ov.req, MPI_STATUSES_IGNORE);
     g_ov.nreq = 0;
@@ -480,6 +556,11 @@ static void overlap_drain(void) {
         g_nccl_ready = 0;
     }
 #endif
+    if (g_mom[0]) {
+        g_bk->free(g_mom[0]);
+        g_bk->free(g_mom[1]);
+        g_mom[0] = g_mom[1] = NULL;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -542,10 +623,10 @@ static void gather_compute_copy(Model *m) {
 
 double dist_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     if (g_world == 1) return model_optimizer_step(m, o, lr);
-    model_alloc_optimizer(m);
     const Backend *bk = m->bk;
-    size_t lo, hi;
-    dist_shard_range(m->n_params, g_rank, g_world, &lo, &hi);
+    dist_shard_range(m->n_params, g_rank, g_world, &g_lo, &g_hi);
+    const size_t lo = g_lo, hi = g_hi, es = bk->f32_bytes;
+    absorb_moments(m);
     // 1. Sum the gradients onto their owners (already launched bucket by bucket during the backward when the
     //    overlap is on).
     if (!overlap_finish(m)) buffer_shards(m, m->grads, 1);
@@ -565,13 +646,15 @@ double dist_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     AdamWArgs a = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, scale, m->step};
     if (!g_segs) g_segs = pm_malloc((m->n_tensors ? m->n_tensors : 1) * sizeof(ParamSegment));
     int ns = dist_clip_segments(m->segments, m->n_tensors, lo, hi, g_segs);
+    for (int i = 0; i < ns; i++) g_segs[i].offset -= lo;  // relative to the range: the moments hold only it
     // 4. Every rank gets every updated weight. With a separate compute copy (CUDA: bf16) what the other ranks
     //    need is that copy plus the F32 masters of the small per-channel tensors (the ops read those as F32,
     //    backend.h): half the bytes of the F32 masters, and no conversion pass. The other F32 masters stay stale
     //    until dist_gather_optimizer (before a checkpoint). PM_DIST_FP32_GATHER=1: gather all F32 masters instead.
     const char *e = getenv("PM_DIST_FP32_GATHER");
     int act_gather = m->params_act != m->params && !(e && strcmp(e, "1") == 0);
-    bk->adamw(m->params, act_gather ? m->params_act : NULL, m->grads, m->adam_m, m->adam_v, g_segs, ns, &a);
+    bk->adamw((char *)m->params + lo * es, act_gather ? (char *)m->params_act + lo * bk->act_bytes : NULL,
+              (char *)m->grads + lo * es, g_mom[0], g_mom[1], g_segs, ns, &a);
     if (act_gather) {
         gather_compute_copy(m);
         g_masters_stale = 1;
@@ -586,7 +669,10 @@ void dist_gather_optimizer(Model *m) {
     if (g_world == 1) return;
     if (g_masters_stale) buffer_shards(m, m->params, 0);  // the checkpoint writes every F32 master
     g_masters_stale = 0;
-    if (!m->adam_m) return;
-    buffer_shards(m, m->adam_m, 0);
-    buffer_shards(m, m->adam_v, 0);
+    // Full moments on every rank (untouched since they were loaded or created) are already complete; otherwise
+    // rank 0 gathers every range into full buffers, which the next step frees again.
+    if (!dist_any(m->adam_m == NULL)) return;
+    if (g_rank == 0 && !m->adam_m) model_alloc_optimizer(m);
+    gather_moment_to_root(m, g_mom[0], m->adam_m);
+    gather_moment_to_root(m, g_mom[1], m->adam_v);
 }

@@ -1,5 +1,6 @@
 // test_dist.c — data-parallel training (dist.h) on the CPU backend.
-//   In process: shard ranges and clipped optimizer segments partition the parameters exactly; the batcher's rank
+//   In process: shard ranges and clipped optimizer segments partition the parameters exactly; the tensors whose
+//   F32 masters the sharded step leaves stale on non-owners are never read by the model; the batcher's rank
 //   split (world 2) serves rank r rows [r*B, r*B+B) of the single-process global batch, covers every token of
 //   every document once per epoch, and balances real tokens within 2%; a batcher position saved by 2 ranks
 //   resumes on 1 rank at the same global batch.
@@ -21,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "backend.h"
 #include "batcher.h"
 #include "dist.h"
 #include "model.h"
@@ -115,6 +117,59 @@ static void test_shards_partition_parameters(void **state) {
             }
     }
     free(owner), free(decay), free(pi), free(segs), free(clip);
+}
+
+// With a separate compute copy, ranks other than a range's owner keep stale F32 masters of every tensor that
+// dist_is_f32_operand calls 0 (they get only the compute copy). Check that claim against what the model actually
+// reads: give the CPU model a separate compute copy, poison exactly those masters with NaN, and the forward and
+// backward must give bit-identical loss and gradients.
+static void test_f32_operands_are_what_the_model_reads(void **state) {
+    ModelConfig c;
+    assert_int_equal(config_preset("tiny", 257, &c), 0);
+    const Backend *bk = backend_cpu();
+    Model m;
+    model_create(&m, &c, bk, 42);
+    const int B = 2, T = 24;
+    model_alloc_activations(&m, B, T);
+    Batch b = batch_alloc(B, T);
+    PmRng rng;
+    pm_rng_seed(&rng, 9);
+    for (int k = 0; k < B * T; k++) {
+        b.tokens[k] = (int32_t)(pm_rng_u64(&rng) % 257);
+        b.pos[k] = k % 12;  // two documents per row
+        b.targets[k] = k % 12 == 11 ? PM_IGNORE : (int32_t)(pm_rng_u64(&rng) % 257);
+        b.doc[k] = k / 12;
+    }
+    batch_count_valid(&b);
+    size_t n = m.n_params;
+    float *g_ref = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
+    model_zero_grad(&m);
+    double ref = model_forward_backward(&m, &b, 1.0f / (float)b.n_valid, NULL);
+    model_get_grads(&m, g_ref);
+    // Separate compute copy, then NaN in the masters the ops should never read.
+    void *act = bk->alloc(n * bk->act_bytes);
+    bk->f32_to_act(act, m.params, n);
+    m.params_act = act;
+    int poisoned = 0, kept = 0;
+    for (int t = 0; t < m.n_tensors; t++) {
+        if (dist_is_f32_operand(&m, t)) {
+            kept++;
+            continue;
+        }
+        real *p = (real *)m.params + m.tensors[t].offset;
+        for (size_t i = 0; i < m.tensors[t].size; i++) p[i] = NAN;
+        poisoned++;
+    }
+    assert_int_equal(poisoned, 1 + 4 * c.n_layer);  // embedding and 4 matrices per layer
+    assert_int_equal(kept, 1 + 6 * c.n_layer);      // norm_f and 6 per-channel tensors per layer
+    model_zero_grad(&m);
+    double loss = model_forward_backward(&m, &b, 1.0f / (float)b.n_valid, NULL);
+    model_get_grads(&m, g);
+    assert_true(loss == ref);
+    assert_memory_equal(g, g_ref, n * sizeof(float));
+    free(g_ref), free(g);
+    batch_free(&b);
+    model_destroy(&m);
 }
 
 static int same_rows(const Batch *a, int row0, const Batch *b) {
@@ -332,6 +387,7 @@ static void test_failing_rank_aborts_job(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shards_partition_parameters),
+        cmocka_unit_test(test_f32_operands_are_what_the_model_reads),
         cmocka_unit_test(test_rank_split_pack),
         cmocka_unit_test(test_rank_split_pad),
         cmocka_unit_test(test_position_across_world_sizes),

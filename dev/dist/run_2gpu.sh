@@ -2,7 +2,7 @@
 # run_2gpu.sh — data-parallel checks and measurements on the 2-GPU machine (kind nvidia-h200-x2), in one call:
 #   1. correctness: mpirun -np 2 x --batch 2 against 1 GPU x --batch 4 (the same global batch), --deterministic,
 #      130m at T=1024 for 50 steps: per-step losses (bit-identical steps counted, max relative difference)
-#      (with the bucketed reductions overlapped with the backward, the default, and without: PM_DIST_OVERLAP=0)
+#      (the default path, and PM_DIST_OVERLAP=0 PM_DIST_FP32_GATHER=1: the path the CPU tests cover)
 #   2. scaling: 370m (B=8 per GPU) and 1.4b (B=4 per GPU) at T=2048, packed: 1 GPU vs 2 GPUs with the same per-GPU
 #      batch; global tokens/s (median over steps 4..), the speedup, and the time rank 0 spent waiting in
 #      collectives; then 370m again on 2 GPUs without the overlap
@@ -91,11 +91,11 @@ C=(train --device "$DEVICE" --deterministic --data "$W/data" --preset "$CP" --se
    --log-every 25 --seed 1)
 timeout 240 "$BIN" "${C[@]}" --batch 4 --out "$W/c1" > "$L/c1.log" 2>&1 || log "1 GPU run failed: $(tail -2 "$L/c1.log")"
 timeout 240 "${MPI[@]}" "$BIN" "${C[@]}" --batch 2 --out "$W/c2" > "$L/c2.log" 2>&1 || log "2 GPU run failed: $(tail -3 "$L/c2.log")"
-log "bucketed reductions overlapped with the backward (default):"
+log "default (reductions bucketed by layer during the backward; bf16 compute copy + F32 small tensors gathered):"
 compare "$W/c1" "$W/c2"
-PM_DIST_OVERLAP=0 timeout 240 "${MPI[@]}" -x PM_DIST_OVERLAP "$BIN" "${C[@]}" --batch 2 --out "$W/c3" > "$L/c3.log" 2>&1 ||
-    log "2 GPU run (no overlap) failed: $(tail -3 "$L/c3.log")"
-log "one reduce-scatter after the backward (PM_DIST_OVERLAP=0):"
+PM_DIST_OVERLAP=0 PM_DIST_FP32_GATHER=1 timeout 240 "${MPI[@]}" -x PM_DIST_OVERLAP -x PM_DIST_FP32_GATHER "$BIN" \
+    "${C[@]}" --batch 2 --out "$W/c3" > "$L/c3.log" 2>&1 || log "2 GPU run (no overlap) failed: $(tail -3 "$L/c3.log")"
+log "PM_DIST_OVERLAP=0 PM_DIST_FP32_GATHER=1 (one reduce-scatter after the backward; all F32 masters gathered):"
 compare "$W/c1" "$W/c3"
 save_run c1; save_run c2; save_run c3
 

@@ -30,6 +30,7 @@
 #include "scan_v3.cuh"
 #include "scan_v3b.cuh"
 #include "scan_v4.cuh"
+#include "scan_v5.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -64,9 +65,11 @@ static const Version versions[] = {
     {"v3", scan_v3::cuda_scan_workspace_bytes, scan_v3::cuda_scan_fwd, scan_v3::cuda_scan_bwd},
     {"v3b", scan_v3b::cuda_scan_workspace_bytes, scan_v3b::cuda_scan_fwd, scan_v3b::cuda_scan_bwd},
     {"v4", scan_v4::cuda_scan_workspace_bytes, scan_v4::cuda_scan_fwd, scan_v4::cuda_scan_bwd},
+    {"v5", scan_v5::cuda_scan_workspace_bytes, scan_v5::cuda_scan_fwd, scan_v5::cuda_scan_bwd},
     {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);
+static_assert(sizeof(versions) / sizeof(versions[0]) <= 16, "the timing table holds 16 versions");
 
 // ---------------------------------------------------------------- float64 reference
 // Inputs of one problem, as doubles (bf16-exact values for GPU checks). Strided like the backend's buffers:
@@ -605,7 +608,7 @@ int main(int argc, char **argv) {
         int rows, T, Cd;
         double off_fwd, off_fb;
     } bigs[] = {{8, 2048, 2048, 0.673, 3.215}, {2, 8192, 4096, 1.489, 6.696}};
-    Timing tim[2][8];
+    Timing tim[2][16];  // (sizes, versions)
     for (int b = 0; b < 2; b++) time_size(bigs[b].rows, bigs[b].T, bigs[b].Cd, tim[b]);
 
     // floors: bytes over the copy bandwidth (DESIGN §3: 4.24 TB/s), state exps over the SFU (16/clk/SM, 1.98 GHz)
