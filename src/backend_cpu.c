@@ -87,11 +87,13 @@ static inline float exp_f32(float x) {
     return x < -87.3f ? 0.0f : y;
 }
 
-// log1p(y) for y >= 0: w = 1 + y rounded; log1p(y) = log(w) * y / (w - 1) undoes the rounding of w (exact when
-// w == 1: the ratio is then taken as 1). log(w) = e ln2 + log(m), m = w / 2^e in [sqrt(1/2), sqrt(2)),
-// log(m) = 2 atanh(s) with s = (m - 1) / (m + 1), |s| <= 0.172, odd series to s^9.
+// log1p(y) for y >= 0. w = 1 + y rounded, c = y - (w - 1) its rounding error (exact), log1p(y) = log(w) + c/w.
+// log(w) = e ln2 + log(1 + f), w = 2^e (1 + f), 1 + f in [sqrt(1/2), sqrt(2)); with s = f / (2 + f),
+// log(1 + f) = 2 atanh(s) = f - f^2/2 + s (f^2/2 + R), R = 2 s^2/3 + 2 s^4/5 + ... (|s| <= 0.172, to s^8).
+// Arranged as in fdlibm so that the exact f carries the leading part and the rounded s only a small correction.
 static inline float log1p_f32(float y) {
     float w = 1.0f + y;
+    float c = y - (w - 1.0f);
     int32_t wb = bits_of_f32(w);
     int32_t e = ((wb >> 23) & 0xff) - 127;
     float m = f32_of_bits((wb & 0x007fffff) | 0x3f800000);  // mantissa in [1, 2)
@@ -99,16 +101,14 @@ static inline float log1p_f32(float y) {
     m = big ? 0.5f * m : m;
     e = big ? e + 1 : e;
     float f = m - 1.0f;  // exact (Sterbenz)
-    float s = f / (2.0f + f), z = s * s;
-    float q = 1.0f / 9;
-    q = q * z + 1.0f / 7;
-    q = q * z + 1.0f / 5;
-    q = q * z + 1.0f / 3;
-    float lm = 2.0f * s + 2.0f * s * z * q;
+    float hfsq = 0.5f * f * f, s = f / (2.0f + f), z = s * s;
+    float R = 2.0f / 9;
+    R = R * z + 2.0f / 7;
+    R = R * z + 2.0f / 5;
+    R = R * z + 2.0f / 3;
+    R = R * z;
     float ef = (float)e;
-    float lw = ef * 0.693145751953125f + (lm + ef * 1.42860682030941723e-6f);
-    float d = w - 1.0f;
-    return d == 0.0f ? y : lw * (y / (d == 0.0f ? 1.0f : d));
+    return ef * 0.693145751953125f - ((hfsq - (s * (hfsq + R) + (ef * 1.42860682030941723e-6f + c / w))) - f);
 }
 
 static inline real exp_r(real x) { return sizeof(real) == sizeof(float) ? (real)exp_f32((float)x) : exp(x); }
@@ -502,7 +502,8 @@ static inline void lanes_sum_add(real *restrict acc, real *restrict v, int N) {
 }
 
 // Scan backward for one (row, channel block) unit. Recompute the forward over the row, keeping every state
-// s_t (T, N, SCAN_CB) and delta_t (T, SCAN_CB) in the thread's scratch, then walk back with h = dL/ds_t (the
+// s_t (T, N, SCAN_CB), decay a_t (T, N, SCAN_CB) and delta_t (T, SCAN_CB) in the thread's scratch (keeping a_t
+// saves a second exp per element on the way back), then walk back with h = dL/ds_t (the
 // total gradient into the state, including what flows back from s_{t+1}):
 //   s_t = a_t s_{t-1} + delta_t B_t u_t,  a_t = exp(delta_t A)
 //   dL/ds_t = dy_t C_t + a_{t+1} dL/ds_{t+1}   (the second term is 0 when t+1 starts a document)
@@ -514,10 +515,11 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
                                     const real *z, int ldz, const int32_t *pos, int T, int Cd, int N, int t0,
                                     int t1, int c0, int w) {
     const size_t NL = (size_t)N * SCAN_CB;
-    real *A = thread_scratch(((size_t)T * N + 7 * (size_t)N + T) * SCAN_CB);
+    real *A = thread_scratch((2 * (size_t)T * N + 7 * (size_t)N + T) * SCAN_CB);
     real *h = A + NL, *dA = h + NL, *tB = dA + NL, *tC = tB + NL, *dAa = tC + NL, *sz = dAa + NL;
     real *delt = sz + NL;        // delta (T, SCAN_CB)
     real *S = delt + (size_t)T * SCAN_CB;  // states (T, N, SCAN_CB)
+    real *Ea = S + (size_t)T * NL;         // decays a_t = exp(delta_t A) (T, N, SCAN_CB)
     _Alignas(64) real dtb[SCAN_CB], Dc[SCAN_CB], uu[SCAN_CB], zz[SCAN_CB], go[SCAN_CB], y[SCAN_CB],
         dy[SCAN_CB], duu[SCAN_CB], dd[SCAN_CB], ddtb[SCAN_CB], dDc[SCAN_CB];
     scan_block_A(A, A_log, c0, w, N);
@@ -526,7 +528,7 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
     memset(sz, 0, NL * sizeof(real));
     // forward recompute: S[t - t0] = s_t, delt[t - t0] = delta_t
     for (int t = t0; t < t1; t++) {
-        real *st = S + (size_t)(t - t0) * NL, *dl = delt + (size_t)(t - t0) * SCAN_CB;
+        real *st = S + (size_t)(t - t0) * NL, *at = Ea + (size_t)(t - t0) * NL, *dl = delt + (size_t)(t - t0) * SCAN_CB;
         const real *sp = (pos[t] == 0 || t % T == 0) ? sz : st - NL;  // s_{t-1}, zeros at a start
         lanes_load(uu, u + (size_t)t * Cd + c0, w);
         lanes_load(dl, dpre + (size_t)t * Cd + c0, w);
@@ -536,9 +538,12 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
         for (int n = 0; n < N; n++) {
             real bn = Bt[n];
             const real *An = A + n * SCAN_CB, *spn = sp + n * SCAN_CB;
-            real *stn = st + n * SCAN_CB;
+            real *stn = st + n * SCAN_CB, *atn = at + n * SCAN_CB;
 #pragma omp simd
-            for (int j = 0; j < SCAN_CB; j++) stn[j] = exp_r(dl[j] * An[j]) * spn[j] + dl[j] * bn * uu[j];
+            for (int j = 0; j < SCAN_CB; j++) {
+                atn[j] = exp_r(dl[j] * An[j]);
+                stn[j] = atn[j] * spn[j] + dl[j] * bn * uu[j];
+            }
         }
     }
     // backward
@@ -547,7 +552,8 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
     memset(ddtb, 0, sizeof ddtb);
     memset(dDc, 0, sizeof dDc);
     for (int t = t1 - 1; t >= t0; t--) {
-        const real *st = S + (size_t)(t - t0) * NL, *dl = delt + (size_t)(t - t0) * SCAN_CB;
+        const real *st = S + (size_t)(t - t0) * NL, *at = Ea + (size_t)(t - t0) * NL;
+        const real *dl = delt + (size_t)(t - t0) * SCAN_CB;
         int start = pos[t] == 0 || t % T == 0;
         const real *sp = start ? sz : st - NL;
         lanes_load(uu, u + (size_t)t * Cd + c0, w);
@@ -574,6 +580,7 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
         for (int n = 0; n < N; n++) {
             real bn = Bt[n], cn = Ct[n];
             const real *stn = st + n * SCAN_CB, *spn = sp + n * SCAN_CB, *An = A + n * SCAN_CB;
+            const real *atn = at + n * SCAN_CB;
             real *hn = h + n * SCAN_CB, *dAn = dA + n * SCAN_CB, *tBn = tB + n * SCAN_CB, *tCn = tC + n * SCAN_CB;
 #pragma omp simd
             for (int j = 0; j < SCAN_CB; j++) {
@@ -582,7 +589,7 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
                 tBn[j] = hn[j] * dl[j] * uu[j];
                 duu[j] += hn[j] * dl[j] * bn;
                 dd[j] += hn[j] * bn * uu[j];
-                real a = exp_r(dl[j] * An[j]);
+                real a = atn[j];
                 real da = hn[j] * spn[j];                 // dL/da_t (0 at a start: s_{t-1} = 0 there)
                 dd[j] += da * a * An[j];
                 dAn[j] += da * a * dl[j];

@@ -461,14 +461,6 @@ static void mem_sample(void *ctx) {
     if (u > g_mem_peak) g_mem_peak = u;
 }
 
-// Activation bytes model_alloc_activations will take (model.c's layout, 256-byte aligned tensors).
-static double activation_bytes(const ModelConfig *c, int B, int T, size_t a, size_t f) {
-    double M = (double)B * T, d = c->d_model, di = c->d_inner, nx = c->dt_rank + 2.0 * c->d_state;
-    double per_layer = f * (M * d + M) + a * (M * d + M * 2 * di + 3 * M * di + M * nx + M * d);
-    double final = f * (2 * M * d + 2 * M) + a * (3 * M * d + M * 2 * di + 3 * M * di + M * nx);
-    return c->n_layer * per_layer + final + 12 * M;
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // ceilings: a streaming copy and a large GEMM through the backend
 
@@ -726,7 +718,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     char label[256];
     config_label(c, label, sizeof label);
     // Will the activations fit? (bk->alloc dies when memory runs out, losing the sweep.)
-    double need = activation_bytes(&m->cfg, c->B, c->T, bk->act_bytes, bk->f32_bytes);
+    double need = (double)model_activation_bytes(&m->cfg, bk, c->B, c->T);
     size_t avail = mem_available();
     if (avail) avail += cat_bytes(MEM_ACTS);  // the previous configuration's activations are freed first
     if (avail && need > 0.9 * (double)avail) {

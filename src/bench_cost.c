@@ -6,7 +6,7 @@
 #include <string.h>
 
 const char *const op_categories[] = {"scan", "conv",  "in_proj",    "x_proj",    "dt_proj",   "out_proj",
-                                     "norm", "classifier", "embedding", "optimizer", NULL};
+                                     "norm", "classifier", "embedding", "optimizer", "recompute", NULL};
 
 const char *op_direction(const char *region) {
     if (strncmp(region, "fwdbwd.", 7) == 0) return "fwdbwd";
@@ -43,7 +43,18 @@ int op_cost(const CostShape *s, const char *region, OpCost *out) {
     const double Vp = c->vocab_pad, L = c->n_layer, nx = R + 2 * N, P = (double)s->n_params;
     const double a = (double)s->act_bytes, f = (double)s->f32_bytes;
     OpCost o = {0, 0, 0, 0};
-    if (!strcmp(region, "fwd.embedding")) {
+    if (!strcmp(region, "bwd.recompute")) {
+        // the backward recomputes, per layer, what the forward did not keep: the layer's norm (xn), the conv + SiLU
+        // (u) and the dt_proj GEMM (dpre) — the forward costs of those ops, once per layer
+        OpCost part;
+        const char *parts[] = {"fwd.norm", "fwd.conv", "fwd.dt_proj"};
+        for (int i = 0; i < 3; i++) {
+            op_cost(s, parts[i], &part);
+            double scale = i == 0 ? L / (L + 1) : 1.0;  // fwd.norm also counts the final norm
+            o.flops += part.flops * scale, o.bytes += part.bytes * scale, o.exps += part.exps * scale;
+        }
+        o.calls = c->n_layer;
+    } else if (!strcmp(region, "fwd.embedding")) {
         // gather M rows of the (Vp, d) table into the F32 residual stream; no arithmetic
         o.calls = 1;
         o.bytes = M * d * (a + f) + 4 * M;

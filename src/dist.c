@@ -404,7 +404,8 @@ static void gather_moment_to_root(const Model *m, const void *mine, void *full) 
             size_t lo, hi;
             dist_shard_range(m->n_params, r, g_world, &lo, &hi);
             if (hi == lo) continue;
-            if (g_rank == 0) nccl_check(ncclRecv((char *)full + lo * es, hi - lo, ncclFloat32, r, g_nccl, g_nstream), "recv");
+            if (g_rank == 0)
+                nccl_check(ncclRecv((char *)full + lo * es, hi - lo, ncclFloat32, r, g_nccl, g_nstream), "recv");
             else if (g_rank == r) nccl_check(ncclSend(mine, hi - lo, ncclFloat32, 0, g_nccl, g_nstream), "send");
         }
         nccl_check(ncclGroupEnd(), "group end");
@@ -599,7 +600,8 @@ static void gather_compute_copy(Model *m) {
             continue;
         }
         size_t lo = m->tensors[t].offset, hi = lo + m->tensors[t].size;
-        for (t++; t < m->n_tensors && dist_is_f32_operand(m, t) && m->tensors[t].offset == hi; t++) hi += m->tensors[t].size;
+        for (t++; t < m->n_tensors && dist_is_f32_operand(m, t) && m->tensors[t].offset == hi; t++)
+            hi += m->tensors[t].size;
         for (int r = 0; r < g_world; r++) {
             size_t a = lo > own[r] ? lo : own[r], b = hi < own[r + 1] ? hi : own[r + 1];
             if (a >= b) continue;

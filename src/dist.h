@@ -6,12 +6,13 @@
 // With N > 1 ranks each rank runs forward/backward on its share of the global batch (batcher.h splits it), then
 // the optimizer step is sharded (ZeRO-1 style): the flat gradient buffer is cut into N contiguous ranges, each
 // range is summed onto the rank that owns it (reduce-scatter), the global gradient norm is the allreduce of the
-// per-range sums of squares, each rank runs AdamW on its range only, and the updated F32 master weights are
-// gathered back to every rank (all-gather), after which the compute copy is refreshed.
+// per-range sums of squares, each rank runs AdamW on its range only (its Adam moments exist only for that range),
+// and the updated weights are gathered back to every rank (all-gather): the F32 masters when F32 is the compute
+// type (CPU), else the compute copy plus the F32 masters of the small tensors the ops read as F32 (CUDA).
 // Collectives: MPI on the CPU backend (buffers are host memory); NCCL on the CUDA backend (device buffers; the
-// NCCL id is exchanged through MPI). Adam moments are allocated full-size on every rank for simplicity (only
-// the owned range is read or written); dist_gather_optimizer fills them in on every rank before a checkpoint, so
-// rank 0 writes the usual trainer.safetensors and a run resumes with any number of ranks.
+// NCCL id is exchanged through MPI). Before a checkpoint dist_gather_optimizer brings every F32 master up to date
+// and gathers the moment ranges into full buffers on rank 0, so rank 0 writes the usual trainer.safetensors and
+// a run resumes with any number of ranks.
 //
 // Failure: a rank that exits with an error (pm_die, a CUDA error, an early return) aborts the whole job with
 // "packmamba: rank N: ..." (MPI_Abort from an exit handler), so the other ranks never wait forever in a
@@ -47,17 +48,19 @@ void dist_shard_range(size_t n, int rank, int world, size_t *lo, size_t *hi);
 // nsegs entries to out and returns how many.
 int dist_clip_segments(const ParamSegment *segs, int nsegs, size_t lo, size_t hi, ParamSegment *out);
 
+// Call once after the model and its optimizer are created (all ranks): keeps only this rank's range of the Adam
+// moments from then on, and sets up the overlap.
 // Overlap (on unless PM_DIST_OVERLAP=0; a no-op with one rank): hooks the model's backward (Model.hook) so that
 // each layer's gradients start their reduction onto their owners as soon as that layer's backward is done, while
 // the backward of the layers below runs; only the step's last micro-batch (of grad_accum) launches reductions.
-// dist_optimizer_step then only waits for them. Call once after the model is created.
+// dist_optimizer_step then only waits for them.
 void dist_attach(Model *m, int grad_accum);
 
 // One optimizer step after every rank's backward: the sharded step described above; returns the global gradient
 // norm before clipping. With one rank: model_optimizer_step.
 double dist_optimizer_step(Model *m, const OptimConfig *o, float lr);
-// Make m->adam_m / adam_v complete on every rank (each range from its owner). Call on all ranks before a
-// checkpoint is written (by rank 0). A no-op with one rank.
+// Before a checkpoint (all ranks; rank 0 then writes): every F32 master current, and complete Adam moments in
+// m->adam_m / adam_v on rank 0 (freed again by the next step). A no-op with one rank.
 void dist_gather_optimizer(Model *m);
 
 // Resume with a different number of ranks: a batcher position (batcher.h) saved by rank 0 of a run with W0 ranks

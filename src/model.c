@@ -250,21 +250,20 @@ static void *carve(Carver *cv, size_t n) {
     return cv->base ? p : NULL;
 }
 
-static void layout_activations(Model *m, Carver *a, Carver *f) {
-    const ModelConfig *c = &m->cfg;
-    const size_t M = (size_t)m->B * m->T, d = c->d_model, di = c->d_inner, nx = c->dt_rank + 2 * c->d_state;
+static void layout_activations(const ModelConfig *c, Model *m, int B, int T, Carver *a, Carver *f) {
+    const size_t M = (size_t)B * T, d = c->d_model, di = c->d_inner, nx = c->dt_rank + 2 * c->d_state;
     for (int l = 0; l < c->n_layer; l++) {
         struct LayerActs *L = &m->layers[l];
         L->res = carve(f, M * d);
         L->rstd = carve(f, M);
-        L->xn = carve(a, M * d);
         L->xz = carve(a, M * 2 * di);
-        L->u = carve(a, M * di);
         L->xdbl = carve(a, M * nx);
-        L->dpre = carve(a, M * di);
         L->y = carve(a, M * di);
-        L->h = carve(a, M * d);
     }
+    m->xn = carve(a, M * d);
+    m->u = carve(a, M * di);
+    m->dpre = carve(a, M * di);
+    m->h = carve(a, M * d);
     m->res_f = carve(f, M * d);
     m->rstd_f = carve(f, M);
     m->losses = carve(f, M);
@@ -277,6 +276,15 @@ static void layout_activations(Model *m, Carver *a, Carver *f) {
     m->ddpre = carve(a, M * di);
     m->dxdbl = carve(a, M * nx);
     m->dy = carve(a, M * di);
+}
+
+size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T) {
+    Model tmp = {0};
+    tmp.layers = pm_calloc(c->n_layer, sizeof(struct LayerActs));
+    Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
+    layout_activations(c, &tmp, B, T, &a, &f);
+    free(tmp.layers);
+    return a.bytes + f.bytes + 3 * (size_t)B * T * sizeof(int32_t);
 }
 
 void model_alloc_activations(Model *m, int B, int T) {
@@ -293,12 +301,12 @@ void model_alloc_activations(Model *m, int B, int T) {
     m->B = B, m->T = T;
     m->layers = pm_calloc(m->cfg.n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
-    layout_activations(m, &a, &f);  // first pass: sizes only
+    layout_activations(&m->cfg, m, B, T, &a, &f);  // first pass: sizes only
     a.base = bk->alloc(a.bytes);
     f.base = bk->alloc(f.bytes);
     m->arena_act = a.base, m->arena_f32 = f.base;
     a.bytes = f.bytes = 0;
-    layout_activations(m, &a, &f);  // second pass: pointers
+    layout_activations(&m->cfg, m, B, T, &a, &f);  // second pass: pointers
     size_t M = (size_t)B * T;
     m->tokens = bk->alloc(M * sizeof(int32_t));
     m->pos = bk->alloc(M * sizeof(int32_t));
@@ -330,10 +338,10 @@ void model_destroy(Model *m) {
 // forward and backward
 
 // Brackets one op with the profiling hook (if any): REGION(m, "fwd.scan", bk->scan_fwd(...)).
-#define REGION(m, name, call)                               \
+#define REGION(m, name, ...)                                \
     do {                                                    \
         if ((m)->hook) (m)->hook((m)->hook_ctx, (name), 1); \
-        call;                                               \
+        __VA_ARGS__;                                        \
         if ((m)->hook) (m)->hook((m)->hook_ctx, (name), 0); \
     } while (0)
 
@@ -354,28 +362,27 @@ static void forward_body(Model *m, const Batch *b) {
     for (int l = 0; l < c->n_layer; l++) {
         struct LayerActs *L = &m->layers[l];
         const void *res_in = l == 0 ? L->res : m->layers[l - 1].res;
-        const void *h_in = l == 0 ? NULL : m->layers[l - 1].h;
+        const void *h_in = l == 0 ? NULL : m->h;  // the previous layer's mixer output
         REGION(
             m, "fwd.norm",
-            bk->add_rmsnorm_fwd(L->res, L->xn, L->rstd, res_in, h_in, PF32(m->params, l, P_NORM), M, d, c->norm_eps));
+            bk->add_rmsnorm_fwd(L->res, m->xn, L->rstd, res_in, h_in, PF32(m->params, l, P_NORM), M, d, c->norm_eps));
         REGION(m, "fwd.in_proj",
-               bk->matmul_fwd(L->xz, 2 * di, L->xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d));  // (M, 2di)
+               bk->matmul_fwd(L->xz, 2 * di, m->xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d));  // (M, 2di)
         REGION(m, "fwd.conv",
-               bk->conv_silu_fwd(L->u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B),
+               bk->conv_silu_fwd(m->u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B),
                                  m->pos, M, T, di, K));  // (M, di)
         REGION(m, "fwd.x_proj",
-               bk->matmul_fwd(L->xdbl, nx, L->u, di, PACT(l, P_X_PROJ), NULL, M, nx, di));  // (M, R+2N)
-        REGION(m, "fwd.dt_proj", bk->matmul_fwd(L->dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R));  // (M, di)
+               bk->matmul_fwd(L->xdbl, nx, m->u, di, PACT(l, P_X_PROJ), NULL, M, nx, di));  // (M, R+2N)
+        REGION(m, "fwd.dt_proj", bk->matmul_fwd(m->dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R));  // (M, di)
         REGION(m, "fwd.scan",
-               bk->scan_fwd(L->y, L->u, L->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
+               bk->scan_fwd(L->y, m->u, m->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
                             act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
                             act_at(m, L->xz, di), 2 * di, m->pos, M, T, di, N));                            // (M, di)
-        REGION(m, "fwd.out_proj", bk->matmul_fwd(L->h, d, L->y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
+        REGION(m, "fwd.out_proj", bk->matmul_fwd(m->h, d, L->y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
     }
     struct LayerActs *last = &m->layers[c->n_layer - 1];
-    REGION(
-        m, "fwd.norm",
-        bk->add_rmsnorm_fwd(m->res_f, m->xf, m->rstd_f, last->res, last->h, PF32(m->params, -1, 1), M, d, c->norm_eps));
+    REGION(m, "fwd.norm",
+           bk->add_rmsnorm_fwd(m->res_f, m->xf, m->rstd_f, last->res, m->h, PF32(m->params, -1, 1), M, d, c->norm_eps));
 }
 
 static double finish_losses(Model *m, int M) {
@@ -414,26 +421,33 @@ static void backward_body(Model *m) {
     for (int l = c->n_layer - 1; l >= 0; l--) {
         struct LayerActs *L = &m->layers[l];
         // m->dh holds d(h_l), the gradient of this layer's mixer output.
+        // Recompute what the forward did not keep: xn (norm), u (conv + SiLU), dpre (dt_proj).
+        REGION(m, "bwd.recompute", {
+            bk->add_rmsnorm_fwd(L->res, m->xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d, c->norm_eps);
+            bk->conv_silu_fwd(m->u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,
+                              M, T, di, K);
+            bk->matmul_fwd(m->dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
+        });
         REGION(m, "bwd.out_proj",
                bk->matmul_bwd(m->dy, di, 0, PF32(m->grads, l, P_OUT_PROJ), NULL, m->dh, d, L->y, di,
                               PACT(l, P_OUT_PROJ), M, d, di));
         REGION(m, "bwd.scan",
                bk->scan_bwd(m->du, m->ddpre, act_at(m, m->dxdbl, R), act_at(m, m->dxdbl, R + N), act_at(m, m->dxz, di),
-                            PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, L->u,
-                            L->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
+                            PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, m->u,
+                            m->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
                             act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, L->xz, di), 2 * di,
                             m->pos, M, T, di, N));
         REGION(m, "bwd.dt_proj",
                bk->matmul_bwd(m->dxdbl, nx, 0, PF32(m->grads, l, P_DT_W), NULL, m->ddpre, di, L->xdbl, nx,
                               PACT(l, P_DT_W), M, di, R));
         REGION(m, "bwd.x_proj",
-               bk->matmul_bwd(m->du, di, 1, PF32(m->grads, l, P_X_PROJ), NULL, m->dxdbl, nx, L->u, di,
+               bk->matmul_bwd(m->du, di, 1, PF32(m->grads, l, P_X_PROJ), NULL, m->dxdbl, nx, m->u, di,
                               PACT(l, P_X_PROJ), M, nx, di));
         REGION(m, "bwd.conv",
                bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, L->xz,
                                  PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K));
         REGION(m, "bwd.in_proj",
-               bk->matmul_bwd(m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), NULL, m->dxz, 2 * di, L->xn, d,
+               bk->matmul_bwd(m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), NULL, m->dxz, 2 * di, m->xn, d,
                               PACT(l, P_IN_PROJ), M, 2 * di, d));
         // res_l feeds this norm and (through the residual) everything above: dres accumulates; the updated dres is
         // d(h_{l-1}) for the layer below.

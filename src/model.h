@@ -61,17 +61,21 @@ typedef struct {
     int B, T;
     void *arena_act, *arena_f32;  // one allocation per element kind
     int32_t *tokens, *pos, *targets;  // (M) each, backend memory
+    // Stored per layer for the backward: only what is expensive to recompute. xn, u and dpre are recomputed in
+    // the backward (a norm, the depthwise conv and the small dt_proj GEMM: a few % of the step) and h is consumed
+    // by the next layer's residual add, so those live in shared buffers — this is what keeps peak memory below the
+    // official implementation's.
     struct LayerActs {
         void *res;    // F32 (M, d_model) residual stream entering this layer's norm
         void *rstd;   // F32 (M)
-        void *xn;     // ACT (M, d_model) normed input to the mixer
         void *xz;     // ACT (M, 2*d_inner) in_proj output: xi | z
-        void *u;      // ACT (M, d_inner) silu(conv(xi))
         void *xdbl;   // ACT (M, dt_rank + 2N) x_proj output: dt_low | B | C
-        void *dpre;   // ACT (M, d_inner) dt_proj output (before bias and softplus)
         void *y;      // ACT (M, d_inner) gated scan output
-        void *h;      // ACT (M, d_model) mixer output
     } *layers;         // (n_layer)
+    void *xn;          // ACT (M, d_model) normed input of the current layer's mixer
+    void *u;           // ACT (M, d_inner) silu(conv(xi)) of the current layer
+    void *dpre;        // ACT (M, d_inner) dt_proj output (before bias and softplus) of the current layer
+    void *h;           // ACT (M, d_model) mixer output of the current layer
     void *res_f;       // F32 (M, d_model) final residual
     void *rstd_f;      // F32 (M)
     void *xf;          // ACT (M, d_model) final normed
@@ -100,6 +104,8 @@ void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t se
 void model_init_weights(Model *m, uint64_t seed);  // (re)initialize parameters
 void model_alloc_optimizer(Model *m);               // Adam moments, zeroed
 void model_alloc_activations(Model *m, int B, int T);
+// Bytes model_alloc_activations(B, T) allocates on bk (both arenas and the integer inputs).
+size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T);
 void model_destroy(Model *m);
 
 // Upload host F32 parameters (n_params floats) into the model (and refresh the compute copy); download them.

@@ -5,8 +5,9 @@
 //   every document once per epoch, and balances real tokens within 2%; a batcher position saved by 2 ranks
 //   resumes on 1 rank at the same global batch.
 //   Through mpirun ($PM_BIN, skipped when mpirun is absent): 2 ranks x --batch 2 (and 2 ranks x --batch 1 x
-//   --grad-accum 2) give the same per-step losses as 1 process x --batch 4 (1e-6 relative, from metrics.jsonl); a run checkpointed by 2 ranks continues on 1
-//   rank with the same losses; a rank that fails brings the whole job down with a message naming it.
+//   --grad-accum 2) give the same per-step losses as 1 process x --batch 4 (1e-6 relative, from metrics.jsonl);
+//   a run checkpointed by 2 ranks continues on 1 rank with the same losses, and one checkpointed by 1 process
+//   continues on 2 ranks; a rank that fails brings the whole job down with a message naming it.
 #define _GNU_SOURCE
 #include <jansson.h>
 #include <math.h>
@@ -318,7 +319,8 @@ static void test_two_ranks_equal_one(void **state) {
     char one[512], two[512];
     snprintf(one, sizeof one, "%s/one", g_dir);
     snprintf(two, sizeof two, "%s/two", g_dir);
-    assert_int_equal(sh("'%s' " TRAIN_ARGS " --steps 10 --batch 4 --out '%s' > '%s.log' 2>&1", bin, g_data, one, one), 0);
+    assert_int_equal(sh("'%s' " TRAIN_ARGS " --steps 10 --batch 4 --out '%s' > '%s.log' 2>&1", bin, g_data, one, one),
+                     0);
     assert_int_equal(sh(MPIRUN " -np 2 '%s' " TRAIN_ARGS " --steps 10 --batch 2 --out '%s' > '%s.log' 2>&1", bin,
                         g_data, two, two),
                      0);
@@ -331,7 +333,8 @@ static void test_two_ranks_equal_one(void **state) {
     // Accumulation across ranks: 2 ranks x B1 x 2 micro-batches cover global batches 2s and 2s+1 of 2 rows each,
     // i.e. the same 4 rows per step as 1 x B4.
     snprintf(two, sizeof two, "%s/accum", g_dir);
-    assert_int_equal(sh(MPIRUN " -np 2 '%s' " TRAIN_ARGS " --steps 10 --batch 1 --grad-accum 2 --out '%s' > '%s.log' 2>&1",
+    assert_int_equal(sh(MPIRUN " -np 2 '%s' " TRAIN_ARGS " --steps 10 --batch 1 --grad-accum 2 --out '%s' "
+                        "> '%s.log' 2>&1",
                         bin, g_data, two, two),
                      0);
     assert_int_equal(read_losses(two, la, 10), 10);
@@ -345,7 +348,8 @@ static void test_resume_two_ranks_on_one(void **state) {
     snprintf(one, sizeof one, "%s/one", g_dir);  // from test_two_ranks_equal_one (10 steps, 1 x B4)
     snprintf(run, sizeof run, "%s/resumed", g_dir);
     // (This 2-rank run also covers the reduction without overlap: one reduce-scatter after the backward.)
-    assert_int_equal(sh("PM_DIST_OVERLAP=0 " MPIRUN " -np 2 '%s' " TRAIN_ARGS " --steps 5 --batch 2 --out '%s' > '%s.log' 2>&1",
+    assert_int_equal(sh("PM_DIST_OVERLAP=0 " MPIRUN " -np 2 '%s' " TRAIN_ARGS " --steps 5 --batch 2 --out '%s' "
+                        "> '%s.log' 2>&1",
                         bin, g_data, run, run),
                      0);
     assert_int_equal(sh("'%s' " TRAIN_ARGS " --steps 10 --batch 4 --resume --out '%s' >> '%s.log' 2>&1", bin, g_data,
@@ -353,6 +357,17 @@ static void test_resume_two_ranks_on_one(void **state) {
                      0);
     double l1[10], lr[10];
     assert_int_equal(read_losses(one, l1, 10), 10);
+    assert_int_equal(read_losses(run, lr, 10), 10);
+    assert_same_losses(l1, lr, 0, 10);
+    // And the other way: 1 process for 5 steps, then 2 ranks (saving checkpoints on the way, so that rank 0
+    // gathers the moment ranges and every rank takes its range back, twice at step 8 with the best checkpoint).
+    snprintf(run, sizeof run, "%s/resumed12", g_dir);
+    assert_int_equal(sh("'%s' " TRAIN_ARGS " --steps 5 --batch 4 --out '%s' > '%s.log' 2>&1", bin, g_data, run, run),
+                     0);
+    assert_int_equal(sh(MPIRUN " -np 2 '%s' " TRAIN_ARGS " --steps 10 --batch 2 --resume --save-every 2 --val-every 4 "
+                        "--val-batches 1 --out '%s' >> '%s.log' 2>&1",
+                        bin, g_data, run, run),
+                     0);
     assert_int_equal(read_losses(run, lr, 10), 10);
     assert_same_losses(l1, lr, 0, 10);
     // Resuming with a global batch that differs is refused, naming the --batch that fits.
