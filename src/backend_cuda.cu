@@ -49,7 +49,10 @@ static void *scratch_get(Scratch *s, size_t bytes) {
     return s->p;
 }
 
-static Scratch s_sort, s_norm_part, s_conv_part, s_colsum_part, s_logits, s_scan, s_sumsq, s_adam;
+// s_big holds the classifier's logits chunk and, later in the step, the scan backward's workspace: both are
+// used only inside one op on the one stream, never at the same time, so sharing saves the smaller of the two
+// (~200 MB of scan checkpoints) from the peak.
+static Scratch s_sort, s_norm_part, s_conv_part, s_colsum_part, s_big, s_sumsq, s_adam;
 
 // ---------------------------------------------------------------------------------------------------------
 // deterministic block reductions (fixed tree: warp shuffles, then warp sums added in warp order)
@@ -121,6 +124,39 @@ static void cu_download(void *dst, const void *src, size_t bytes) {
 }
 static void cu_memzero(void *p, size_t bytes) { cudaCheck(cudaMemsetAsync(p, 0, bytes, g_stream)); }
 static void cu_synchronize(void) { cudaCheck(cudaStreamSynchronize(g_stream)); }
+
+// Bench hooks (backend.h, optional part). Events come from a free list that only grows, so after the first
+// profiled step recording one creates nothing. They are recorded on g_stream, where every kernel, cuBLASLt
+// and cuBLAS call and CUB sort of this backend (and the scan's kernels) is queued, so a pair brackets exactly
+// the work enqueued between the two calls.
+static cudaEvent_t *g_ev_free;
+static int g_ev_nfree, g_ev_cap;
+
+static void *cu_event_record(void) {
+    cudaEvent_t e;
+    if (g_ev_nfree > 0) e = g_ev_free[--g_ev_nfree];
+    else cudaCheck(cudaEventCreate(&e));  // default flags: timing enabled
+    cudaCheck(cudaEventRecord(e, g_stream));
+    return (void *)e;
+}
+static float cu_event_elapsed_ms(void *a, void *b) {
+    float ms = 0.0f;
+    cudaCheck(cudaEventSynchronize((cudaEvent_t)b));  // a was recorded before b on the same stream
+    cudaCheck(cudaEventElapsedTime(&ms, (cudaEvent_t)a, (cudaEvent_t)b));
+    return ms;
+}
+static void cu_event_release(void *e) {
+    if (!e) return;
+    if (g_ev_nfree == g_ev_cap) {
+        g_ev_cap = g_ev_cap ? 2 * g_ev_cap : 256;
+        g_ev_free = (cudaEvent_t *)pm_realloc(g_ev_free, sizeof(cudaEvent_t) * g_ev_cap);
+    }
+    g_ev_free[g_ev_nfree++] = (cudaEvent_t)e;
+}
+// Device-to-device copy on the stream (asynchronous, like every op: bench synchronizes around it).
+static void cu_copy(void *dst, const void *src, size_t bytes) {
+    if (bytes) cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g_stream));
+}
 
 __global__ void f32_to_bf16_kernel(bf16 *dst, const float *src, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -222,31 +258,39 @@ static void cu_embedding_bwd_fast(void *dwte, const void *dout, const int32_t *t
 // ---------------------------------------------------------------------------------------------------------
 // residual add + RMSNorm
 
-// One block per token. Pass 1 writes res_out and its sum of squares; pass 2 re-reads res_out (own writes,
-// from cache) to write xn. res_out may alias res_in: each element is read then written by one thread.
-__global__ void add_rmsnorm_fwd_kernel(float *res_out, bf16 *xn, float *rstd, const float *res_in,
-                                       const bf16 *h, const float *w, int C, float eps) {
-    __shared__ float sh[32];
-    int m = blockIdx.x;
+// One warp per token (NORM_WARPS tokens per block; warp shuffles only, no block barriers). Pass 1 reads
+// res_in (+ h), writes res_out and sums squares; pass 2 re-reads res_out (this lane's own writes, from L1/L2)
+// to write xn. res_out may alias res_in: each element is read and then written by the same lane. When it
+// does and h is NULL (the backward's recompute of xn), res_out already holds the sum, so pass 1 only reads.
+#define NORM_WARPS 8
+__global__ void __launch_bounds__(NORM_WARPS * 32) add_rmsnorm_fwd_kernel(float *res_out, bf16 *xn, float *rstd,
+                                                                           const float *res_in, const bf16 *h,
+                                                                           const float *w, int M, int C, float eps,
+                                                                           int write_res) {
+    int m = blockIdx.x * NORM_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (m >= M) return;
     size_t base = (size_t)m * C;
     float ss = 0.0f;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+#pragma unroll 4
+    for (int c = lane; c < C; c += 32) {
         float v = res_in[base + c];
         if (h) v += bf2f(h[base + c]);
-        res_out[base + c] = v;
+        if (write_res) res_out[base + c] = v;
         ss += v * v;
     }
-    ss = block_sum(ss, sh);
+    ss = warp_sum(ss);
     float r = rsqrtf(ss / C + eps);
-    for (int c = threadIdx.x; c < C; c += blockDim.x) xn[base + c] = f2bf(res_out[base + c] * r * w[c]);
-    if (threadIdx.x == 0) rstd[m] = r;
+#pragma unroll 4
+    for (int c = lane; c < C; c += 32) xn[base + c] = f2bf(res_out[base + c] * r * w[c]);
+    if (lane == 0) rstd[m] = r;
 }
 static void cu_add_rmsnorm_fwd(void *res_out, void *xn, void *rstd, const void *res_in, const void *h,
                                const void *w, int M, int C, float eps) {
     if (M == 0) return;
-    add_rmsnorm_fwd_kernel<<<M, 256, 0, g_stream>>>((float *)res_out, (bf16 *)xn, (float *)rstd,
-                                                    (const float *)res_in, (const bf16 *)h, (const float *)w,
-                                                    C, eps);
+    int write_res = !(res_out == res_in && h == NULL);
+    add_rmsnorm_fwd_kernel<<<pm_ceil_div(M, NORM_WARPS), NORM_WARPS * 32, 0, g_stream>>>(
+        (float *)res_out, (bf16 *)xn, (float *)rstd, (const float *)res_in, (const bf16 *)h, (const float *)w, M, C,
+        eps, write_res);
     cudaLaunchCheck();
 }
 
@@ -254,7 +298,6 @@ static void cu_add_rmsnorm_fwd(void *res_out, void *xn, void *rstd, const void *
 // One warp per token (a warp-level reduction, no block barriers: tokens proceed independently); the row is
 // read twice, the second time from L1. dw is a separate column reduction (rmsnorm_dw_partial_kernel), so the
 // token kernel keeps no per-channel state and the order of every sum is fixed.
-#define NORM_WARPS 8
 __global__ void __launch_bounds__(NORM_WARPS * 32) rmsnorm_bwd_kernel(float *dres, bf16 *dres_act,
                                                                        const bf16 *dxn, const float *res,
                                                                        const float *w, const float *rstd, int M,
@@ -643,11 +686,11 @@ static void scan_bwd_impl(void *du, void *ddpre, void *dB, void *dC, void *dz, v
                           const void *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N, int det) {
     if (M == 0) return;
     size_t wsb = cuda_scan_workspace_bytes(M, T, Cd, N);
-    void *ws = wsb ? scratch_get(&s_scan, wsb) : NULL;
+    void *ws = wsb ? scratch_get(&s_big, wsb) : NULL;
     cuda_scan_bwd((bf16 *)du, (bf16 *)ddpre, (bf16 *)dB, (bf16 *)dC, (bf16 *)dz, (float *)ddt_bias,
                   (float *)dA_log, (float *)dD, (const bf16 *)dout, (const bf16 *)u, (const bf16 *)dpre,
                   (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc,
-                  (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, ws, s_scan.bytes, det, g_stream);
+                  (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, ws, wsb ? s_big.bytes : 0, det, g_stream);
     cudaLaunchCheck();
 }
 #define SCAN_BWD_ARGS                                                                                       \
@@ -663,13 +706,24 @@ static void cu_scan_bwd_fast(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 0); }
 // ---------------------------------------------------------------------------------------------------------
 // classifier: tied LM head + softmax cross-entropy, chunked over tokens
 //
-// Per chunk of up to CL_CHUNK tokens: logits (chunk, Vp) fp32 = x @ wte^T (cuBLASLt, fp32 out); one block per
+// Per chunk of tokens (classifier_chunk): logits (chunk, Vp) fp32 = x @ wte^T (cuBLASLt, fp32 out); one block per
 // token finds max and sum of exp in one online pass, writes the loss, and (backward) overwrites its own row
 // with bf16 dlogits = (softmax - onehot) * scale, packed into the row's first half (row stride 2*Vp bf16);
 // then dx = dlogits @ wte and dwte += dlogits^T @ x. Only a (chunk, Vp) fp32 buffer ever exists.
 
-#define CL_CHUNK 4096
+// Chunk size: M/4 tokens (at least CL_CHUNK_MIN, at most CL_CHUNK_MAX, a multiple of 256). The fp32 chunk is
+// the backend's largest buffer (4096 x 50280 x 4 B = 824 MB); a quarter of the batch keeps it a small share of
+// the peak at B4 (1.4b: 2048 tokens, 412 MB) while 130m/370m B8 (M = 16384) still get 4096-token GEMMs.
+#define CL_CHUNK_MIN 1024
+#define CL_CHUNK_MAX 4096
 #define CL_THREADS 512
+
+static int classifier_chunk(int M) {
+    int c = (M / 4 + 255) / 256 * 256;
+    if (c < CL_CHUNK_MIN) c = CL_CHUNK_MIN;
+    if (c > CL_CHUNK_MAX) c = CL_CHUNK_MAX;
+    return M < c ? M : c;
+}
 
 __global__ void __launch_bounds__(CL_THREADS) softmax_xent_kernel(float *logits, float *loss,
                                                                    const int32_t *targets, int Vp,
@@ -728,9 +782,9 @@ __global__ void __launch_bounds__(CL_THREADS) softmax_xent_kernel(float *logits,
 static void cu_classifier(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
                           const int32_t *targets, float loss_scale, int M, int C, int Vp) {
     const bf16 *x_ = (const bf16 *)x, *wte_ = (const bf16 *)wte;
-    int chunk = M < CL_CHUNK ? M : CL_CHUNK;
+    int chunk = classifier_chunk(M);
     if (chunk == 0) return;
-    float *logits = (float *)scratch_get(&s_logits, (size_t)chunk * Vp * sizeof(float));
+    float *logits = (float *)scratch_get(&s_big, (size_t)chunk * Vp * sizeof(float));
     for (int m0 = 0; m0 < M; m0 += chunk) {
         int mc = M - m0 < chunk ? M - m0 : chunk;
         const bf16 *xc = x_ + (size_t)m0 * C;
@@ -918,6 +972,10 @@ static int cuda_init(void) {
         b->classifier = cu_classifier;
         b->sumsq = cu_sumsq;
         b->adamw = cu_adamw;
+        b->event_record = cu_event_record;
+        b->event_elapsed_ms = cu_event_elapsed_ms;
+        b->event_release = cu_event_release;
+        b->copy = cu_copy;
     }
     g_inited = 1;
     return 1;

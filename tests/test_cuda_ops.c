@@ -216,6 +216,79 @@ static void test_no_gpu_fails_cleanly(void **state) {
     printf("    backend_cuda: %s\n", pm_last_error());
 }
 
+// The bench hooks. copy: random bytes arrive bit for bit, and bytes past the copied range stay as they were.
+// Events: they bracket the work queued between them on the backend's stream, GEMMs included (cuBLASLt must run
+// on that stream: on another one the events would see ~0 ms), so the event time of a large GEMM must match
+// the host clock around it (synchronized) within the launch overhead; intervals add up (a->b + b->c = a->c);
+// released handles are reused.
+static void test_bench_hooks(void **state) {
+    (void)state;
+    NEED_GPU();
+    if (!G->event_record || !G->event_elapsed_ms || !G->event_release || !G->copy) {
+        printf("    bench hooks missing  <-- FAIL\n");
+        g_fails++;
+        FINISH();
+        return;
+    }
+    size_t n = (1u << 20) + 3;  // floats; an odd tail
+    float *a = rnd(n, -1, 1), *b = rnd(n, -1, 1);
+    void *ga = g_f32(a, n), *gb = g_f32(b, n);
+    G->copy(gb, ga, (n - 1) * 4);  // all but the last float
+    G->synchronize();
+    float *got = g_get_f32(gb, n);
+    check_same_bits("copy: copied range", a, got, (n - 1) * 4);
+    check_same_bits("copy: past the range untouched", b + n - 1, got + n - 1, 4);
+    free(a), free(b), free(got), G->free(ga), G->free(gb);
+
+    int D = 8192;  // 1.1 TFLOP: ~1.5 ms on an H200, far above a launch
+    size_t nn = (size_t)D * D;
+    void *x = G->alloc(nn * 2), *w = G->alloc(nn * 2), *y = G->alloc(nn * 2);
+    float *r = rnd(1u << 20, -1, 1);
+    void *t = g_f32(r, 1u << 20);
+    for (size_t o = 0; o < nn; o += 1u << 20) {  // random data: a GEMM on zeros can run faster
+        G->f32_to_act(act_off(x, o), t, 1u << 20);
+        G->f32_to_act(act_off(w, o), t, 1u << 20);
+    }
+    G->matmul_fwd(y, D, x, D, w, NULL, D, D, D);  // warm-up: the plan and the heuristic query
+    G->synchronize();
+    double host_ms = 1e30, ev_ms = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        G->synchronize();
+        double t0 = pm_now();
+        void *e0 = G->event_record();
+        G->matmul_fwd(y, D, x, D, w, NULL, D, D, D);
+        void *e1 = G->event_record();
+        G->matmul_fwd(y, D, x, D, w, NULL, D, D, D);
+        void *e2 = G->event_record();
+        G->synchronize();
+        double h = 1e3 * (pm_now() - t0);
+        float m01 = G->event_elapsed_ms(e0, e1), m12 = G->event_elapsed_ms(e1, e2),
+              m02 = G->event_elapsed_ms(e0, e2);
+        if (rep == 2) {
+            host_ms = h, ev_ms = m02;
+            double gap = fabs(m01 + m12 - m02);
+            printf("    events: GEMM %.3f + %.3f ms = %.3f ms (a->c %.3f); host clock %.3f ms\n", m01, m12,
+                   m01 + m12, m02, h);
+            if (!(gap <= 1e-3 + 1e-3 * m02)) printf("    events: intervals do not add up  <-- FAIL\n");
+            g_fails += !(gap <= 1e-3 + 1e-3 * m02);
+        }
+        G->event_release(e0), G->event_release(e1), G->event_release(e2);
+    }
+    // both GEMMs inside the events; the host clock adds only launch and synchronization (~tens of us)
+    int ok = ev_ms > 0.8 * host_ms && ev_ms <= host_ms * 1.001 + 0.01;
+    printf("    events vs host clock: %.3f / %.3f ms%s\n", ev_ms, host_ms, ok ? "" : "  <-- FAIL");
+    g_fails += !ok;
+    void *e = G->event_record(), *f = G->event_record();  // from the pool (released above)
+    G->synchronize();
+    float z = G->event_elapsed_ms(e, f);
+    int zok = z >= 0.0f && z < 1.0f;
+    printf("    back-to-back events: %.4f ms%s\n", z, zok ? "" : "  <-- FAIL");
+    g_fails += !zok;
+    G->event_release(e), G->event_release(f);
+    free(r), G->free(t), G->free(x), G->free(w), G->free(y);
+    FINISH();
+}
+
 static void test_convert(void **state) {
     (void)state;
     NEED_GPU();
@@ -341,6 +414,8 @@ static void test_rmsnorm(void **state) {
     rmsnorm_case(37, 320, 1, 0);
     rmsnorm_case(300, 768, 1, 1);
     rmsnorm_case(1500, 2560, 0, 0);  // many dw partial groups (a last one of 28 tokens); a wide row
+    rmsnorm_case(129, 200, 0, 1);    // the model's backward recompute: res_out == res_in with h NULL (res is
+                                     // left as is); a row width that is not a multiple of the warp
     FINISH();
 }
 
@@ -1027,6 +1102,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_gpu_fails_cleanly),
         cmocka_unit_test(test_convert),
+        cmocka_unit_test(test_bench_hooks),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_matmul),

@@ -31,6 +31,7 @@
 #include "scan_v3b.cuh"
 #include "scan_v4.cuh"
 #include "scan_v5.cuh"
+#include "scan_v6.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -66,6 +67,7 @@ static const Version versions[] = {
     {"v3b", scan_v3b::cuda_scan_workspace_bytes, scan_v3b::cuda_scan_fwd, scan_v3b::cuda_scan_bwd},
     {"v4", scan_v4::cuda_scan_workspace_bytes, scan_v4::cuda_scan_fwd, scan_v4::cuda_scan_bwd},
     {"v5", scan_v5::cuda_scan_workspace_bytes, scan_v5::cuda_scan_fwd, scan_v5::cuda_scan_bwd},
+    {"v6", scan_v6::cuda_scan_workspace_bytes, scan_v6::cuda_scan_fwd, scan_v6::cuda_scan_bwd},
     {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);
