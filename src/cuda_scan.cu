@@ -1,6 +1,8 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v3 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md).
+// Version v4 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md):
+// v3 with branch-free token loops (document starts force a_t = 0 instead of branching; tokens past the end
+// of a chunk run on zeroed pass arrays and are not stored), so the compiler can overlap tokens.
 //
 // Layout and parallelism (DESIGN §3): token-major (M, Cd) tensors; each channel of a row is walked in token
 // order with its N = 16 fp32 states in registers (no block scan), so u/dpre/z/dout tiles are coalesced across
@@ -474,30 +476,29 @@ __global__ void __launch_bounds__(CH *FG, 1)
                     float zz = bf2f(tz[i]);
                     pg[i] = zz * sigmoid_f(zz);
                 }
+            } else {  // past the row's end: a = 1 and no input, so the state is left as it is
+                pdl[i] = 0.f;
+                pdlu[i] = 0.f;
+                if (!CKPT) pg[i] = 0.f;
             }
         }
         __syncthreads();
         // the recurrence, 4 tokens at a time so y can be summed over the FG threads of a channel with one
         // transposed butterfly (each thread then finishes one of the 4 tokens)
         const float *bck = bcf + (k & 1) * FT * 2 * SCAN_N;
-        for (int j0 = 0; j0 < len; j0 += 4) {
+        for (int j0 = 0; j0 < len; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
+            if (CKPT && j0 % SCAN_K == 0 && active) {  // the state before token j0
+                float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS);
+#pragma unroll
+                for (int i = 0; i < NS / 4; i++) ck[i] = make_float4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
+            }
             float yp[4];
 #pragma unroll
             for (int jj = 0; jj < 4; jj++) {
                 const int j = j0 + jj;
-                yp[jj] = 0.f;
-                if (j < len) {
-                    if (CKPT && j % SCAN_K == 0 && active) {
-                        float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j) / SCAN_K) * Cd + c) * SCAN_N +
-                                                q * NS);
-#pragma unroll
-                        for (int i = 0; i < NS / 4; i++)
-                            ck[i] = make_float4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
-                    }
-                    if ((mask >> j) & 1u) {
-#pragma unroll
-                        for (int i = 0; i < NS; i++) s[i] = 0.f;
-                    }
+                {
+                    // a document start forces a_t = 2^-huge = 0: the state restarts without a branch
+                    const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
                     const float dlL = pdl[j * CH + cl], dlu = pdlu[j * CH + cl];
                     const float4 *b4 = (const float4 *)(bck + j * 2 * SCAN_N + q * NS);
                     const float4 *c4 = (const float4 *)(bck + j * 2 * SCAN_N + SCAN_N + q * NS);
@@ -514,7 +515,7 @@ __global__ void __launch_bounds__(CH *FG, 1)
 #pragma unroll
                         for (int e = 0; e < 4; e++) {
                             const int i = 4 * i4 + e;
-                            s[i] = fmaf(ex2_approx(dlL * A[i]), s[i], dlu * bb[e]);
+                            s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[e]);
                             if (!CKPT) y = fmaf(s[i], cc[e], y);
                         }
                     }
@@ -653,23 +654,23 @@ __global__ void __launch_bounds__(CH *BG, 1)
                 pgy[i] = go * zz * sz;
                 pdz[i] = go * sz * fmaf(zz, 1.f - sz, 1.f);  // times y gives dz
                 psig[i] = 1.f - ex2_approx(-dl * LOG2E);       // sigmoid(v) = 1 - e^-delta
+            } else {  // past the row's end (last chunk): inert tokens for the fixed-length recompute loop
+                pdl[i] = pgy[i] = pdz[i] = psig[i] = 0.f;
             }
         }
         __syncthreads();
         // recompute the chunk's states from its checkpoint
-#pragma unroll 2
-        for (int j = 0; j < len; j++) {
+        // (all SCAN_K tokens: those past the row's end have delta = 0, so a = 1 and the input is 0)
+#pragma unroll 4
+        for (int j = 0; j < SCAN_K; j++) {
             const int i = j * CH + cl;
             const float dl = pdl[i], dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
-            if ((mask >> j) & 1u) {
-#pragma unroll
-                for (int n = 0; n < NS; n++) s[n] = 0.f;
-            }
+            const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;  // document start: a_t = 0
             const float4 b0 = *(const float4 *)(bck + j * 2 * SCAN_N + lo);
             const float4 b1 = *(const float4 *)(bck + j * 2 * SCAN_N + hi);
             float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
-            for (int n = 0; n < NS; n++) s[n] = fmaf(ex2_approx(dlL * A[n]), s[n], dlu * bb[n]);
+            for (int n = 0; n < NS; n++) s[n] = fmaf(ex2_approx(fmaf(dlL, A[n], off)), s[n], dlu * bb[n]);
             S[(j * 2 + 0) * NT + tid] = make_float4(s[0], s[1], s[2], s[3]);
             S[(j * 2 + 1) * NT + tid] = make_float4(s[4], s[5], s[6], s[7]);
         }

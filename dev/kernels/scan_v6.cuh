@@ -1,4 +1,4 @@
-// scan_v6.cuh — frozen copy of dev/kernels/cuda_scan_v6.cu as version v6 (made by dev/kernels/mkver.sh).
+// scan_v6.cuh — version v6 of the scan (made by dev/kernels/mkver.sh from a drop-in for src/cuda_scan.cu; measured slower than v4 on 2026-11-29, so this frozen copy is the only one kept).
 namespace scan_v6 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).

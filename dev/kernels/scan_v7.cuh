@@ -1,7 +1,10 @@
+// scan_v7.cuh — version v7 of the scan (made by dev/kernels/mkver.sh from a drop-in for src/cuda_scan.cu; measured slower than v4 on 2026-11-29, so this frozen copy is the only one kept).
+namespace scan_v7 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v5 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v4
-// (v3 with branch-free token loops) with 4 threads per channel in the backward main pass.
+// Version v7 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v6's
+// backward main pass (4 threads per channel, branch-free recompute, dC as a block-cooperative dot product
+// outside the reverse loop) with v3's forward/checkpoint kernel (per-token branches, as measured).
 //
 // Layout and parallelism (DESIGN §3): token-major (M, Cd) tensors; each channel of a row is walked in token
 // order with its N = 16 fp32 states in registers (no block scan), so u/dpre/z/dout tiles are coalesced across
@@ -17,11 +20,7 @@
 // partials; a second kernel sums partials in a fixed order. Per-channel parameter gradients are per-row partials
 // summed over rows in a fixed order by a third kernel. No atomics anywhere: the result is bit-identical run to
 // run whether or not `deterministic` is set.
-#include "cuda_scan.h"
 
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 static constexpr int SCAN_N = 16;         // states per channel (Mamba-1 d_state); the kernels are built for it
 static constexpr int SCAN_THREADS = 128;  // channels per block (one row's slice of channels)
@@ -474,29 +473,30 @@ __global__ void __launch_bounds__(CH *FG, 1)
                     float zz = bf2f(tz[i]);
                     pg[i] = zz * sigmoid_f(zz);
                 }
-            } else {  // past the row's end: a = 1 and no input, so the state is left as it is
-                pdl[i] = 0.f;
-                pdlu[i] = 0.f;
-                if (!CKPT) pg[i] = 0.f;
             }
         }
         __syncthreads();
         // the recurrence, 4 tokens at a time so y can be summed over the FG threads of a channel with one
         // transposed butterfly (each thread then finishes one of the 4 tokens)
         const float *bck = bcf + (k & 1) * FT * 2 * SCAN_N;
-        for (int j0 = 0; j0 < len; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
-            if (CKPT && j0 % SCAN_K == 0 && active) {  // the state before token j0
-                float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS);
-#pragma unroll
-                for (int i = 0; i < NS / 4; i++) ck[i] = make_float4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
-            }
+        for (int j0 = 0; j0 < len; j0 += 4) {
             float yp[4];
 #pragma unroll
             for (int jj = 0; jj < 4; jj++) {
                 const int j = j0 + jj;
-                {
-                    // a document start forces a_t = 2^-huge = 0: the state restarts without a branch
-                    const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+                yp[jj] = 0.f;
+                if (j < len) {
+                    if (CKPT && j % SCAN_K == 0 && active) {
+                        float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j) / SCAN_K) * Cd + c) * SCAN_N +
+                                                q * NS);
+#pragma unroll
+                        for (int i = 0; i < NS / 4; i++)
+                            ck[i] = make_float4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
+                    }
+                    if ((mask >> j) & 1u) {
+#pragma unroll
+                        for (int i = 0; i < NS; i++) s[i] = 0.f;
+                    }
                     const float dlL = pdl[j * CH + cl], dlu = pdlu[j * CH + cl];
                     const float4 *b4 = (const float4 *)(bck + j * 2 * SCAN_N + q * NS);
                     const float4 *c4 = (const float4 *)(bck + j * 2 * SCAN_N + SCAN_N + q * NS);
@@ -513,7 +513,7 @@ __global__ void __launch_bounds__(CH *FG, 1)
 #pragma unroll
                         for (int e = 0; e < 4; e++) {
                             const int i = 4 * i4 + e;
-                            s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[e]);
+                            s[i] = fmaf(ex2_approx(dlL * A[i]), s[i], dlu * bb[e]);
                             if (!CKPT) y = fmaf(s[i], cc[e], y);
                         }
                     }
@@ -552,13 +552,13 @@ __global__ void __launch_bounds__(CH *FG, 1)
 // next chunk's copies are issued once the cooperative pass has turned this chunk's tiles into fp32 pass
 // arrays (u included), and have the recompute and reverse walk to land. grid (nblk, rows). Dynamic smem:
 // S (SCAN_K, 4*CH) float4 | tiles (u/dpre/z/dout, SCAN_K, CH) bf16 | bcf (2, SCAN_K, 2N) f32 |
-// delta, dy, dz factor, sigmoid(v), u (SCAN_K, CH) f32 | R (SCAN_K, warps, 2N) f32
+// delta, dy, dz factor, sigmoid(v), u (SCAN_K, CH) f32 | R (SCAN_K, warps, N) f32 (dB per warp)
 static constexpr size_t bwd_smem(int CH) {
     return (size_t)SCAN_K * 4 * CH * 16                          // S
            + (size_t)4 * SCAN_K * CH * 2                         // tiles
            + (size_t)2 * SCAN_K * 2 * SCAN_N * 4                 // bcf
            + (size_t)5 * SCAN_K * CH * 4                         // pass arrays
-           + (size_t)SCAN_K * (4 * CH / 32) * 2 * SCAN_N * 4;    // R
+           + (size_t)SCAN_K * (4 * CH / 32) * SCAN_N * 4;        // R
 }
 __device__ __forceinline__ void cp_async_wait0() { asm volatile("cp.async.wait_group 0;\n" ::); }
 
@@ -685,7 +685,7 @@ __global__ void __launch_bounds__(CH * 4, 1)
             const float st[4] = {s4.x, s4.y, s4.z, s4.w};
             // y = sum s C, P = sum ds B, Q = sum A ds a s_{t-1}; then du = dy D + delta P, ddelta = Q + u P
             float y = 0.f, P = 0.f, Q = 0.f;
-            float v[8];  // [dB of the 4 states, dC of the 4 states], summed over channels below
+            float v[4];  // dB of the 4 states, summed over channels below (dC: after the walk)
 #pragma unroll
             for (int n = 0; n < 4; n++) {
                 const float a = ex2_approx(fmaf(dlL, A[n], off));
@@ -697,7 +697,6 @@ __global__ void __launch_bounds__(CH * 4, 1)
                 Q = fmaf(A[n], r, Q);
                 dA[n] = fmaf(r, dl, dA[n]);
                 v[n] = ds * dlu;
-                v[4 + n] = gy * st[n];
                 carry[n] = a * ds;
             }
 #pragma unroll
@@ -717,20 +716,41 @@ __global__ void __launch_bounds__(CH * 4, 1)
                     dz_out[m * ldz + c] = __float2bfloat16(pdz[i] * fmaf(Dc, uu, y));
                 }
             }
-            // sum v over the warp's 8 channels (lane bits 2-4): dB|dC (bit 4), states 0-1|2-3 (bit 3), even|odd
-            // (bit 2); the lane then holds (bit 4 ? dC : dB) of state 4q + 2*bit3 + bit2
-            tr_level<4, 16, 8>(v);
-            tr_level<2, 8, 8>(v);
-            tr_level<1, 4, 8>(v);
-            const int idx = ((lane >> 4) & 1) * SCAN_N + 4 * q + ((lane >> 2) & 3);
-            R[(j * WARPS + warp) * 2 * SCAN_N + idx] = v[0];
+            // sum v over the warp's 8 channels (lane bits 2-4): states 0-1|2-3 (bit 4), even|odd (bit 3), then
+            // the two halves of bit 2; lanes with bit 2 clear hold dB of state 4q + 2*bit4 + bit3
+            tr_level<2, 16, 4>(v);
+            tr_level<1, 8, 4>(v);
+            v[0] += __shfl_xor_sync(0xffffffffu, v[0], 4);
+            if (!(lane & 4)) R[(j * WARPS + warp) * SCAN_N + 4 * q + 2 * ((lane >> 4) & 1) + ((lane >> 3) & 1)] = v[0];
         }
-        __syncthreads();
-        for (int idx = tid; idx < len * 2 * SCAN_N; idx += NT) {
-            const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
+        __syncthreads();  // R complete; S and pgy of this chunk are stable until the next chunk's first barrier
+        // dC_t = sum over the block's channels of dy_t * s_t: a warp per token, the lane reading float4 f = lane
+        // + 32 r of the token's row of S (channel f / 4, states 4 (lane % 4) ..), summed over the lanes that
+        // share lane % 4 by the same butterfly as dB. Fixed order: deterministic.
+        for (int j = warp; j < len; j += WARPS) {
+            float w4[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+            for (int r = 0; r < NT / 32; r++) {
+                const int f = lane + 32 * r;
+                const float4 s4 = S[j * NT + f];
+                const float g = pgy[j * CH + (f >> 2)];
+                w4[0] = fmaf(g, s4.x, w4[0]);
+                w4[1] = fmaf(g, s4.y, w4[1]);
+                w4[2] = fmaf(g, s4.z, w4[2]);
+                w4[3] = fmaf(g, s4.w, w4[3]);
+            }
+            tr_level<2, 16, 4>(w4);
+            tr_level<1, 8, 4>(w4);
+            w4[0] += __shfl_xor_sync(0xffffffffu, w4[0], 4);
+            if (!(lane & 4))
+                bc_part[((mrow + t0 + j) * nblk + blockIdx.x) * 2 * SCAN_N + SCAN_N + 4 * (lane & 3) +
+                        2 * ((lane >> 4) & 1) + ((lane >> 3) & 1)] = w4[0];
+        }
+        for (int idx = tid; idx < len * SCAN_N; idx += NT) {
+            const int j = idx / SCAN_N, e = idx % SCAN_N;
             float acc = 0.f;
 #pragma unroll
-            for (int w = 0; w < WARPS; w++) acc += R[(j * WARPS + w) * 2 * SCAN_N + e];
+            for (int w = 0; w < WARPS; w++) acc += R[(j * WARPS + w) * SCAN_N + e];
             bc_part[((mrow + t0 + j) * nblk + blockIdx.x) * 2 * SCAN_N + e] = acc;
         }
         if (k > 0) {
@@ -895,3 +915,4 @@ void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, _
     scan_param_reduce_kernel<<<(npar + 255) / 256, 256, 0, stream>>>(ddt_bias, dA_log, dD, par_part, rows, Cd);
     scan_check_launch("scan_param_reduce_kernel");
 }
+}  // namespace scan_v7
