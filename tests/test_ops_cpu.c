@@ -63,7 +63,7 @@ static void setup_pack(void) {
 }
 
 // The mixer inputs of the position-mixing ops, all with their production strides.
-enum { C = 5, KC = 4, N = 3, DTR = 2, LDX = 2 * C, LDBC = DTR + 2 * N };
+enum { C = 21, KC = 4, N = 3, DTR = 2, LDX = 2 * C, LDBC = DTR + 2 * N };  // C = 21: one full 16-channel block of the vectorized CPU scan plus a partial one
 typedef struct {
     real *xz;     // (M, 2C): xi = first half, z = second half
     real *xdbl;   // (M, DTR + 2N): B, C after the dt columns

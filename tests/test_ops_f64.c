@@ -261,7 +261,7 @@ static long double conv_obj(void *p) {
     return dot(c->u, c->C, c->R, c->C, c->M, c->C);
 }
 static void test_conv(void **state) {
-    int T = CT, M = 2 * CT, C = 3, K = 4, ldx = 2 * C;  // xi is the first half of a wider (M, 2C) buffer
+    int T = CT, M = 2 * CT, C = 17, K = 4, ldx = 2 * C;  // 17: a full 16-channel block + 1; xi is the first half of a wider (M, 2C) buffer
     ConvCtx c = {rnd((size_t)M * ldx), rnd((size_t)C * K), rnd(C), arr((size_t)M * C), rnd((size_t)M * C), ldx, M, T, C, K};
     real *dxi = arr((size_t)M * ldx);
     for (size_t i = 0; i < (size_t)M * ldx; i++) dxi[i] = 42;  // sentinel: the z half must stay as it is
@@ -298,7 +298,8 @@ static long double scan_obj(void *p) {
     return dot(c->out, c->Cd, c->R, c->Cd, c->M, c->Cd);
 }
 static void test_scan(void **state) {
-    int T = ST, M = 2 * ST, Cd = 3, N = 4, dtr = 2, ldbc = dtr + 2 * N, ldz = 2 * Cd;
+    // 17 channels: a full 16-channel block of the CPU kernels plus a partial one
+    int T = ST, M = 2 * ST, Cd = 17, N = 4, dtr = 2, ldbc = dtr + 2 * N, ldz = 2 * Cd;
     size_t mc = (size_t)M * Cd;
     ScanCtx c = {rnd(mc), rnd(mc), rnd(Cd), arr((size_t)Cd * N), rnd((size_t)M * ldbc), arr(Cd), rnd((size_t)M * ldz),
                  arr(mc), rnd(mc), ldbc, ldz, dtr, M, T, Cd, N};
