@@ -8,17 +8,21 @@
 #                     short table is printed last.
 #
 # Environment for `run`: PM_SANITIZE=0 skips the compute-sanitizer pass; PM_BENCH=0 skips the op timings;
-# PM_E2E=0 skips `packmamba bench`; PM_BENCH_ARGS overrides its arguments.
+# PM_E2E=0 skips `packmamba bench`; PM_BENCH_ARGS overrides its arguments (several runs: separate the argument
+# sets with ';'); PM_TEST_TIMEOUT / PM_BENCH_TIMEOUT bound each test binary / each bench run (seconds).
+# PM_GPU_DIR (both modes) puts the build, binaries and libraries elsewhere than .gpu (e.g. .gpu/mine, so
+# engineers sharing a tree do not overwrite each other's binaries; carry that folder).
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-GPU="$ROOT/.gpu"
+GPU="${PM_GPU_DIR:-$ROOT/.gpu}"
+case "$GPU" in /*) ;; *) GPU="$ROOT/$GPU" ;; esac
 MODE="${1:-run}"
 
 if [ "$MODE" = pack ]; then
     set -e
     cmake -S "$ROOT" -B "$GPU/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
     cmake --build "$GPU/build" -j2
-    rm -rf "$GPU/bin" "$GPU/lib"
+    rm -rf "${GPU:?}/bin" "${GPU:?}/lib"
     mkdir -p "$GPU/bin" "$GPU/lib"
     for f in "$GPU/build/packmamba" "$GPU/build"/test_cuda_* "$GPU/build"/test_*gpu*; do
         [ -x "$f" ] && cp "$f" "$GPU/bin/"
@@ -57,19 +61,20 @@ missing=$(for b in "$GPU/bin"/*; do ldd "$b" | grep 'not found'; done | sort -u)
 for t in "$GPU/bin"/test_*; do
     name=$(basename "$t")
     s=$SECONDS
-    PM_CUDA_VERBOSE=1 "$t" >"$OUTDIR/$name.log" 2>&1
+    PM_CUDA_VERBOSE=1 timeout "${PM_TEST_TIMEOUT:-600}" "$t" >"$OUTDIR/$name.log" 2>&1
     rc=$?
     e=$((SECONDS - s))
+    # cmocka prints a failed or skipped test's name twice (as it runs, and in the closing list): count names
     pass=$(grep -c '^\[       OK \]' "$OUTDIR/$name.log")
-    fail=$(grep -c '^\[  FAILED  \] test' "$OUTDIR/$name.log")
-    skipped=$(grep -c '^\[  SKIPPED \] test' "$OUTDIR/$name.log")
+    fail=$(grep '^\[  FAILED  \] test' "$OUTDIR/$name.log" | sort -u | wc -l)
+    skipped=$(grep '^\[  SKIPPED \] test' "$OUTDIR/$name.log" | sort -u | wc -l)
     row "$name" "rc=$rc" "$pass ok, $fail failed, $skipped skipped, ${e}s"
     grep -E 'FAIL|ERROR|packmamba:|model loss|all gradients' "$OUTDIR/$name.log" | head -30 >>"$SUMMARY"
 done
 
 # 2. op timings at model shapes (PM_BENCH=1 makes test_cuda_ops time each op)
 if [ "${PM_BENCH:-1}" != 0 ] && [ -x "$GPU/bin/test_cuda_ops" ]; then
-    PM_BENCH=1 PM_ONLY_BENCH=1 "$GPU/bin/test_cuda_ops" >"$OUTDIR/op_times.log" 2>&1
+    PM_BENCH=1 PM_ONLY_BENCH=1 timeout "${PM_TEST_TIMEOUT:-600}" "$GPU/bin/test_cuda_ops" >"$OUTDIR/op_times.log" 2>&1
     row "op timings" "rc=$?" "see op_times.log"
     grep -E '^ +op ' "$OUTDIR/op_times.log" >>"$SUMMARY"
 fi
@@ -82,22 +87,48 @@ if [ "${PM_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null && [ 
     row "compute-sanitizer memcheck" "rc=$rc" "$(grep -m1 'ERROR SUMMARY' "$OUTDIR/sanitizer.log")"
 fi
 
-# 4. end-to-end bench (the lead's `packmamba bench`), when it exists; PM_E2E=0 skips it. Only results.csv
-#    and ops.csv come back ($OUT returns at most 8 files).
+# 4. end-to-end bench (the lead's `packmamba bench`), when it exists; PM_E2E=0 skips it. Every run's log goes
+#    into bench.log and its results.csv rows into bench_results.csv ($OUT returns at most 8 files); a table of
+#    tokens/s, step time, peak memory and the per-category times is printed from them.
 if [ "${PM_E2E:-1}" != 0 ] && "$GPU/bin/packmamba" bench --help >/dev/null 2>&1; then
-    args="${PM_BENCH_ARGS:---device cuda --preset 130m --batch 8 --seq-len 2048 --policy fixed,pack --steps 10 --warmup 3}"
-    rm -rf /tmp/pm_bench
-    timeout 240 "$GPU/bin/packmamba" bench $args --no-plots --time-limit 150 --out /tmp/pm_bench \
-        >"$OUTDIR/bench.log" 2>&1
-    rc=$?
-    [ -f /tmp/pm_bench/results.csv ] && cp /tmp/pm_bench/results.csv "$OUTDIR/bench_results.csv"
-    [ -f /tmp/pm_bench/ops.csv ] && cp /tmp/pm_bench/ops.csv "$OUTDIR/bench_ops.csv"
-    row "packmamba bench" "rc=$rc" "$args"
-    tail -5 "$OUTDIR/bench.log" >>"$SUMMARY"
+    all="${PM_BENCH_ARGS:---device cuda --preset 130m --batch 8 --seq-len 2048 --policy fixed,pack --steps 10 --warmup 3}"
+    : >"$OUTDIR/bench.log"
+    rm -f "$OUTDIR/bench_results.csv"
+    IFS=';' read -r -a sets <<<"$all"
+    for args in "${sets[@]}"; do
+        rm -rf /tmp/pm_bench
+        echo "== packmamba bench $args" >>"$OUTDIR/bench.log"
+        # shellcheck disable=SC2086  # args is a word list on purpose
+        timeout "${PM_BENCH_TIMEOUT:-240}" "$GPU/bin/packmamba" bench $args --no-plots --time-limit 150 \
+            --out /tmp/pm_bench >>"$OUTDIR/bench.log" 2>&1
+        rc=$?
+        if [ -f /tmp/pm_bench/results.csv ]; then
+            if [ -f "$OUTDIR/bench_results.csv" ]; then tail -n +2 /tmp/pm_bench/results.csv >>"$OUTDIR/bench_results.csv"
+            else cp /tmp/pm_bench/results.csv "$OUTDIR/bench_results.csv"; fi
+        fi
+        row "packmamba bench" "rc=$rc" "$args"
+    done
+    grep -E 'tok/s|error|rror:' "$OUTDIR/bench.log" | tr '\r' '\n' | grep -E 'tok/s|rror' | tail -12 >>"$SUMMARY"
+    if [ -f "$OUTDIR/bench_results.csv" ] && command -v python3 >/dev/null; then
+        python3 - "$OUTDIR/bench_results.csv" >>"$SUMMARY" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+def f(r, k, scale=1.0, fmt="%.1f"):
+    try: return fmt % (float(r[k]) * scale)
+    except (KeyError, ValueError): return "-"
+cats = [k[:-3] for k in (rows[0].keys() if rows else []) if k.endswith("_ms") and not k.endswith(("_fwd_ms", "_bwd_ms"))
+        and not k.startswith(("step_", "profiled_", "ops_", "other_"))]
+print("%-28s %9s %9s %6s %9s  %s" % ("config", "tok/s", "step ms", "fill", "peak GiB", "  ".join(cats) + " (ms)"))
+for r in rows:
+    print("%-28s %9s %9s %6s %9s  %s" % (r["label"][:28], f(r, "tok_per_s"), f(r, "step_ms_median", fmt="%.2f"),
+          f(r, "fill", fmt="%.3f"), f(r, "mem_peak_bytes", 1 / 2**30, "%.2f"),
+          "  ".join(f(r, c + "_ms", fmt="%.2f") for c in cats)))
+PY
+    fi
 else
     row "packmamba bench" "-" "skipped (PM_E2E=0 or no bench subcommand)"
 fi
 
 echo
-echo "== $(cat "$OUTDIR/gpu.txt" | head -1)"
+echo "== $(head -1 "$OUTDIR/gpu.txt")"
 cat "$SUMMARY"

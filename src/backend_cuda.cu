@@ -563,6 +563,53 @@ __global__ void __launch_bounds__(CONV_THREADS) conv_silu_fwd_kernel(bf16 *u, co
     }
 }
 
+// The same with two adjacent channels per thread (bf16x2 loads and stores: 4 bytes per lane, 128 per warp
+// access, and the per-token work of pos[t] and t % T shared by two channels), runs of CONV_L2 tokens. Used when
+// C and ldx are even and xi, u are 4-byte aligned (always, for the model's shapes).
+#define CONV_L2 16  // shorter runs than CONV_L: half the threads per token, so twice the runs keep the chip full
+template <int K>
+__global__ void __launch_bounds__(CONV_THREADS) conv_silu_fwd2_kernel(__nv_bfloat162 *u, const __nv_bfloat162 *xi,
+                                                                       int ldx2, const float *w, const float *b,
+                                                                       const int32_t *pos, int M, int T, int C2) {
+    int c2 = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c2 >= C2) return;
+    int t0 = blockIdx.y * CONV_L2, t1 = t0 + CONV_L2 < M ? t0 + CONV_L2 : M;
+    float wa[K], wb[K], xa[K], xb[K];  // channels 2*c2 (a) and 2*c2+1 (b); x*[k] = xi[t - (K-1) + k]
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        wa[k] = w[(2 * c2) * K + k];
+        wb[k] = w[(2 * c2 + 1) * K + k];
+    }
+    float ba = b[2 * c2], bb = b[2 * c2 + 1];
+#pragma unroll
+    for (int k = 0; k < K - 1; k++) {
+        int t = t0 - (K - 1) + k;
+        float2 f = t >= 0 ? __bfloat1622float2(xi[(size_t)t * ldx2 + c2]) : make_float2(0.0f, 0.0f);
+        xa[k + 1] = f.x;
+        xb[k + 1] = f.y;
+    }
+#pragma unroll 4
+    for (int t = t0; t < t1; t++) {
+#pragma unroll
+        for (int k = 0; k < K - 1; k++) {
+            xa[k] = xa[k + 1];
+            xb[k] = xb[k + 1];
+        }
+        float2 f = __bfloat1622float2(xi[(size_t)t * ldx2 + c2]);
+        xa[K - 1] = f.x;
+        xb[K - 1] = f.y;
+        int lim = conv_lim(pos, t, T);
+        float va = ba, vb = bb;
+#pragma unroll
+        for (int k = 0; k < K; k++)
+            if (K - 1 - k <= lim) {
+                va += wa[k] * xa[k];
+                vb += wb[k] * xb[k];
+            }
+        u[(size_t)t * C2 + c2] = __floats2bfloat162_rn(va * pm_sigmoid(va), vb * pm_sigmoid(vb));
+    }
+}
+
 // dv[t] = du[t] * silu'(pre[t]);  dxi[t'] = sum_j dv[t'+j] * w[K-1-j] over taps valid for t'+j;
 // dw[k] += dv[t] * xi[t-(K-1)+k] (valid taps), db += dv[t] — partials per (run, channel).
 template <int K>
@@ -646,6 +693,13 @@ __global__ void __launch_bounds__(CONV_THREADS) conv_silu_bwd_kernel(bf16 *dxi, 
 static void cu_conv_silu_fwd(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
                              int M, int T, int C, int K) {
     if (M == 0) return;
+    if (C % 2 == 0 && ldx % 2 == 0 && (uintptr_t)xi % 4 == 0 && (uintptr_t)u % 4 == 0) {
+        dim3 grid(pm_ceil_div(C / 2, CONV_THREADS), pm_ceil_div(M, CONV_L2));
+        CONV_DISPATCH(conv_silu_fwd2_kernel, (__nv_bfloat162 *)u, (const __nv_bfloat162 *)xi, ldx / 2,
+                      (const float *)w, (const float *)b, pos, M, T, C / 2);
+        cudaLaunchCheck();
+        return;
+    }
     dim3 grid(pm_ceil_div(C, CONV_THREADS), pm_ceil_div(M, CONV_L));
     CONV_DISPATCH(conv_silu_fwd_kernel, (bf16 *)u, (const bf16 *)xi, ldx, (const float *)w, (const float *)b, pos,
                   M, T, C);
@@ -779,6 +833,79 @@ __global__ void __launch_bounds__(CL_THREADS) softmax_xent_kernel(float *logits,
     }
 }
 
+// The same, with the row held in shared memory (Vp a multiple of 4 and Vp*4 bytes within the block's shared
+// memory: 201 KB for GPT-2's 50280). The fp32 row is read from global memory once (16-byte loads) instead of
+// twice: the old second pass missed the caches, as ~500 resident 201 KB rows are twice the L2. Max, then the
+// sum of exp, then (backward) the bf16 dlogits, all from shared memory; one block per SM, 1024 threads.
+#define CLS_THREADS 1024
+__global__ void __launch_bounds__(CLS_THREADS) softmax_xent_smem_kernel(float *logits, float *loss,
+                                                                         const int32_t *targets, int Vp,
+                                                                         float loss_scale, int backward) {
+    extern __shared__ float4 srow4[];  // (Vp / 4)
+    __shared__ float sh[32];
+    int m = blockIdx.x, V4 = Vp / 4;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const float4 *row4 = (const float4 *)(logits + (size_t)m * Vp);
+    float mx = -INFINITY;
+#pragma unroll 4
+    for (int j = threadIdx.x; j < V4; j += blockDim.x) {
+        float4 v = row4[j];
+        srow4[j] = v;
+        mx = fmaxf(mx, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+    }
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (lane == 0) sh[warp] = mx;
+    __syncthreads();  // also: the whole row is in shared memory from here on
+    float M_ = -INFINITY;
+    for (int i = 0; i < nw; i++) M_ = fmaxf(M_, sh[i]);
+    float s = 0.0f;
+    for (int j = threadIdx.x; j < V4; j += blockDim.x) {
+        float4 v = srow4[j];
+        s += __expf(v.x - M_) + __expf(v.y - M_) + __expf(v.z - M_) + __expf(v.w - M_);
+    }
+    s = block_sum(s, sh);  // fixed order: deterministic
+    float lse = M_ + __logf(s);
+    int tgt = targets[m];
+    int valid = tgt >= 0 && tgt < Vp;
+    if (threadIdx.x == 0) loss[m] = valid ? lse - ((const float *)srow4)[tgt] : 0.0f;
+    if (!backward) return;
+    float scale = valid ? loss_scale : 0.0f;
+    // bf16 dlogits into the row's first half (row stride 2*Vp bf16); 4 values = 8 bytes per store
+    uint2 *drow = (uint2 *)(logits + (size_t)m * Vp);
+    for (int j = threadIdx.x; j < V4; j += blockDim.x) {
+        float4 v = srow4[j];
+        int k = 4 * j;
+        __nv_bfloat162 p0 = __floats2bfloat162_rn((__expf(v.x - lse) - (k == tgt ? 1.0f : 0.0f)) * scale,
+                                                  (__expf(v.y - lse) - (k + 1 == tgt ? 1.0f : 0.0f)) * scale);
+        __nv_bfloat162 p1 = __floats2bfloat162_rn((__expf(v.z - lse) - (k + 2 == tgt ? 1.0f : 0.0f)) * scale,
+                                                  (__expf(v.w - lse) - (k + 3 == tgt ? 1.0f : 0.0f)) * scale);
+        uint2 o;
+        memcpy(&o.x, &p0, 4);
+        memcpy(&o.y, &p1, 4);
+        drow[j] = o;
+    }
+}
+
+static int g_smem_optin;     // the device's per-block shared memory limit (opt-in), bytes
+static int g_cls_smem_set;   // dynamic shared memory the smem kernel is currently allowed
+
+static void softmax_xent(float *logits, float *loss, const int32_t *targets, int mc, int Vp, float loss_scale,
+                         int backward) {
+    size_t smem = (size_t)Vp * sizeof(float);
+    if (Vp % 4 == 0 && smem + 256 <= (size_t)g_smem_optin) {
+        if ((int)smem > g_cls_smem_set) {
+            cudaCheck(cudaFuncSetAttribute(softmax_xent_smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)smem));
+            g_cls_smem_set = (int)smem;
+        }
+        softmax_xent_smem_kernel<<<mc, CLS_THREADS, smem, g_stream>>>(logits, loss, targets, Vp, loss_scale,
+                                                                      backward);
+    } else {
+        softmax_xent_kernel<<<mc, CL_THREADS, 0, g_stream>>>(logits, loss, targets, Vp, loss_scale, backward);
+    }
+    cudaLaunchCheck();
+}
+
 static void cu_classifier(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
                           const int32_t *targets, float loss_scale, int M, int C, int Vp) {
     const bf16 *x_ = (const bf16 *)x, *wte_ = (const bf16 *)wte;
@@ -793,9 +920,7 @@ static void cu_classifier(void *loss, void *dx, void *dwte, float *logits_out, c
         if (logits_out)
             cudaCheck(cudaMemcpyAsync(logits_out + (size_t)m0 * Vp, logits, (size_t)mc * Vp * sizeof(float),
                                       cudaMemcpyDeviceToHost, g_stream));
-        softmax_xent_kernel<<<mc, CL_THREADS, 0, g_stream>>>(logits, (float *)loss + m0, targets + m0, Vp,
-                                                             loss_scale, dx != NULL);
-        cudaLaunchCheck();
+        softmax_xent(logits, (float *)loss + m0, targets + m0, mc, Vp, loss_scale, dx != NULL);
         if (dx) {
             const bf16 *dl = (const bf16 *)logits;  // (mc, Vp) bf16, row stride 2*Vp
             // dwte first: it still reads this chunk of x, so dx may overwrite x in place (as on the CPU).
@@ -930,6 +1055,7 @@ static int cuda_init(void) {
     int dev = 0;
     cudaCheck(cudaGetDevice(&dev));
     cudaCheck(cudaDeviceGetAttribute(&g_num_sms, cudaDevAttrMultiProcessorCount, dev));
+    cudaCheck(cudaDeviceGetAttribute(&g_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     cudaCheck(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
     cublasStatus_t s = cublasLtCreate(&g_lt);
     if (s != CUBLAS_STATUS_SUCCESS) {

@@ -1,7 +1,9 @@
-// generate.c — `packmamba generate`: constant-memory recurrent decoding. Each layer keeps its conv state (the last
+// generate.c — `packmamba generate`: the prompt goes through the parallel forward (model.c on the CPU or CUDA
+// backend: GEMMs over all prompt tokens at once), each layer's states after it are rebuilt on the host from the
+// stored activations, then decoding is constant-memory and recurrent. Each layer keeps its conv state (the last
 // K-1 inputs of the conv, per channel) and its SSM state (d_inner, N); one token costs one pass over the weights,
 // whatever the length of the text so far. The math is DESIGN §1 specialised to one token (tested against the
-// parallel forward in tests/test_generate.c).
+// parallel forward, and parallel prefill against recurrent prefill, in tests/test_generate.c).
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -121,6 +123,91 @@ const float *decoder_step(Decoder *d, int token) {
     return d->logits;
 }
 
+// Backend ACT values -> host floats, through a backend F32 scratch buffer of at least n values (ACT is bf16 on CUDA).
+static void act_download(const Backend *bk, float *dst, const void *src, size_t n, void *scratch) {
+    bk->act_to_f32(scratch, src, n);
+    if (bk->f32_bytes == sizeof(float)) {
+        bk->download(dst, scratch, n * sizeof(float));
+        return;
+    }
+    double *tmp = pm_malloc(n * sizeof(double));  // the float64 build's CPU backend
+    bk->download(tmp, scratch, n * sizeof(double));
+    for (size_t i = 0; i < n; i++) dst[i] = (float)tmp[i];
+    free(tmp);
+}
+
+// The GEMMs run in parallel on the backend; the states after the prompt are then cheap to rebuild on the host from
+// two stored tensors per layer. The conv state is just the last K-1 inputs xi. The SSM state needs u and delta at
+// every prompt token (a depthwise conv, and the small dt_proj GEMM: both O(n * d_inner * max(K, R))) and one pass
+// of the recurrence, O(n * d_inner * N) — the same work as the scan itself, without the C contraction.
+const float *decoder_prefill(Decoder *d, Model *m, const int32_t *tokens, int n) {
+    const ModelConfig *c = &d->c;
+    const Backend *bk = m->bk;
+    const int dm = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
+    if (n < 1) pm_die("decoder_prefill: empty prompt");
+    if (!m->layers || n > m->T) model_alloc_activations(m, 1, n);
+    Batch b = batch_alloc(1, n);
+    for (int i = 0; i < n; i++) b.tokens[i] = tokens[i], b.pos[i] = i, b.doc[i] = 0;  // one document; no targets
+    batch_count_valid(&b);
+    model_forward_hidden(m, &b);
+    batch_free(&b);
+
+    const size_t M = (size_t)n;
+    void *scratch = bk->alloc(M * 2 * di * bk->f32_bytes);  // (M, 2di) F32, the widest tensor downloaded
+    float *xz = pm_malloc(M * 2 * di * sizeof(float));      // (M, 2di): xi | z
+    float *xdbl = pm_malloc(M * nx * sizeof(float));        // (M, R+2N): dt_low | B | C
+    float *u = pm_malloc(M * di * sizeof(float));           // (M, di)
+    float *delta = pm_malloc(M * di * sizeof(float));       // (M, di)
+    float *Aexp = pm_malloc((size_t)di * N * sizeof(float));  // (di, N) exp(A_log) = -A
+    for (int l = 0; l < c->n_layer; l++) {
+        act_download(bk, xz, m->layers[l].xz, M * 2 * di, scratch);
+        act_download(bk, xdbl, m->layers[l].xdbl, M * nx, scratch);
+        // conv state: xi of the last K-1 tokens, oldest first; zeros before the document start
+        float *cs = d->conv_state + (size_t)l * di * (K - 1);  // (di, K-1)
+        for (int ch = 0; ch < di; ch++)
+            for (int k = 0; k < K - 1; k++) {
+                long t = (long)M - (K - 1) + k;
+                cs[(size_t)ch * (K - 1) + k] = t >= 0 ? xz[(size_t)t * 2 * di + ch] : 0.0f;
+            }
+        // u = silu(conv(xi)): the taps before the document start read 0
+        const float *cw = P(d, l, P_CONV_W), *cb = P(d, l, P_CONV_B);
+#pragma omp parallel for schedule(static)
+        for (long t = 0; t < (long)M; t++)
+            for (int ch = 0; ch < di; ch++) {
+                float acc = cb[ch];
+                for (int k = 0; k < K; k++) {
+                    long ts = t - (K - 1) + k;
+                    if (ts >= 0) acc += cw[ch * K + k] * xz[(size_t)ts * 2 * di + ch];
+                }
+                u[(size_t)t * di + ch] = silu(acc);
+            }
+        // delta = softplus(dt_low @ W_dt^T + b_dt)   (M, di)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, di, R, 1.0f, xdbl, nx, P(d, l, P_DT_W), R, 0.0f, delta,
+                    di);
+        const float *dtb = P(d, l, P_DT_B), *A_log = P(d, l, P_A_LOG);
+        for (size_t i = 0; i < M * di; i++) delta[i] = softplus(delta[i] + dtb[i % di]);
+        for (size_t i = 0; i < (size_t)di * N; i++) Aexp[i] = expf(A_log[i]);
+        // the recurrence from s = 0 at the document start; each channel is independent
+        float *ss = d->ssm_state + (size_t)l * di * N;  // (di, N)
+#pragma omp parallel for schedule(static)
+        for (int ch = 0; ch < di; ch++) {
+            float *s = ss + (size_t)ch * N;
+            const float *a = Aexp + (size_t)ch * N;
+            for (int k = 0; k < N; k++) s[k] = 0.0f;
+            for (size_t t = 0; t < M; t++) {
+                const float dl = delta[t * di + ch], du = dl * u[t * di + ch], *Bv = xdbl + t * nx + R;
+                for (int k = 0; k < N; k++) s[k] = expf(-dl * a[k]) * s[k] + du * Bv[k];
+            }
+        }
+    }
+    // logits of the last token: the head over its final normed hidden state
+    act_download(bk, d->xn, (const char *)m->xf + (M - 1) * dm * bk->act_bytes, dm, scratch);
+    gemv(d->logits, P(d, -1, 0), d->xn, c->vocab_pad, dm);
+    bk->free(scratch);
+    free(xz), free(xdbl), free(u), free(delta), free(Aexp);
+    return d->logits;
+}
+
 typedef struct {
     float p;
     int id;
@@ -188,8 +275,8 @@ static Tokenizer *find_tokenizer(const char *ckpt, const char *flag) {
 }
 
 int cmd_generate(int argc, char **argv) {
-    const char *checkpoint = NULL, *prompt = "", *tokpath = NULL;
-    int n_tokens = 200, top_k = 0, seed = 1, stop_eod = 1;
+    const char *checkpoint = NULL, *prompt = "", *tokpath = NULL, *prefill = "parallel", *device = "cpu";
+    int n_tokens = 200, top_k = 0, seed = 1, stop_eod = 1, prefill_max = 1024;
     float temperature = 0.8f, top_p = 0.95f;
     int no_stop = 0;
     ArgSpec specs[] = {
@@ -202,18 +289,28 @@ int cmd_generate(int argc, char **argv) {
         {"--seed", ARG_INT, &seed, "sampling seed"},
         {"--tokenizer", ARG_STR, &tokpath, "tokenizer (default: the one saved with the run)"},
         {"--no-stop", ARG_BOOL, &no_stop, "keep going past an end-of-document token"},
+        {"--prefill", ARG_STR, &prefill, "prompt prefill: parallel (one forward) or recurrent (token by token)"},
+        {"--prefill-max", ARG_INT, &prefill_max,
+         "longest prompt prefix run through the parallel forward (its activation memory grows with it); the rest "
+         "is fed recurrently"},
+        {"--device", ARG_STR, &device, "backend of the parallel prefill: cpu or cuda (decoding runs on the host)"},
     };
     args_parse(argc, argv, "packmamba generate --checkpoint PATH [--prompt TEXT] [options]", specs,
                sizeof specs / sizeof specs[0], NULL, 0, NULL);
     if (!checkpoint) pm_die("generate: --checkpoint PATH is required");
     if (n_tokens < 0) pm_die("generate: --tokens must be >= 0");
+    const int parallel = strcmp(prefill, "parallel") == 0;
+    if (!parallel && strcmp(prefill, "recurrent") != 0)
+        pm_die("generate: --prefill must be parallel or recurrent, not '%s'", prefill);
+    if (prefill_max < 1) pm_die("generate: --prefill-max must be >= 1");
+    const Backend *bk = backend_get(device, 0);
     stop_eod = !no_stop;
     char ckpt[4096];
     if (checkpoint_resolve(checkpoint, ckpt, sizeof ckpt) != 0) pm_die("%s", pm_last_error());
     ModelConfig cfg;
     if (checkpoint_load_config(ckpt, &cfg) != 0) pm_die("%s", pm_last_error());
     Model m;
-    model_create(&m, &cfg, backend_cpu(), 0);
+    model_create(&m, &cfg, bk, 0);
     if (checkpoint_load_model(ckpt, &m) != 0) pm_die("%s", pm_last_error());
     Tokenizer *tk = find_tokenizer(ckpt, tokpath);
     if (!tk) pm_die("%s", pm_last_error());
@@ -228,10 +325,19 @@ int cmd_generate(int argc, char **argv) {
     PmRng rng;
     pm_rng_seed(&rng, (uint64_t)seed);
     // Prefill: an empty prompt starts from the end-of-document token, as after a document boundary.
+    if (n == 0) {
+        if (cap < 1) ids = pm_realloc(ids, sizeof(int32_t)), cap = 1;
+        ids[0] = tokenizer_eod_id(tk);
+    }
+    const int64_t n_pre = n == 0 ? 1 : n;
     const float *logits = NULL;
     double t0 = pm_now();
-    if (n == 0) logits = decoder_step(d, tokenizer_eod_id(tk));
-    for (int64_t i = 0; i < n; i++) logits = decoder_step(d, ids[i]);
+    int64_t done = 0;
+    if (parallel) {
+        done = n_pre < prefill_max ? n_pre : prefill_max;
+        logits = decoder_prefill(d, &m, ids, (int)done);
+    }
+    for (int64_t i = done; i < n_pre; i++) logits = decoder_step(d, ids[i]);
     double t1 = pm_now();
     fwrite(prompt, 1, strlen(prompt), stdout);
     fflush(stdout);
@@ -247,8 +353,9 @@ int cmd_generate(int argc, char **argv) {
         logits = decoder_step(d, id);
     }
     double t2 = pm_now();
-    fprintf(stderr, "\npackmamba: prompt %lld tokens (%.0f tok/s), generated %d tokens (%.0f tok/s)\n", (long long)n,
-            n / (t1 - t0 + 1e-9), produced, produced / (t2 - t1 + 1e-9));
+    fprintf(stderr, "\npackmamba: prefill %lld tokens (%s on %s, %.0f tok/s), generated %d tokens (%.0f tok/s)\n",
+            (long long)n_pre, parallel ? "parallel" : "recurrent", bk->name, n_pre / (t1 - t0 + 1e-9), produced,
+            produced / (t2 - t1 + 1e-9));
     free(ids);
     decoder_free(d);
     tokenizer_free(tk);

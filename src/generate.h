@@ -1,4 +1,5 @@
-// generate.h — recurrent (one token at a time) decoding of a model on the host, for `packmamba generate`.
+// generate.h — decoding of a model on the host for `packmamba generate`: prompt prefill through the parallel
+// forward, then recurrent (one token at a time) decoding from each layer's conv and SSM state.
 #pragma once
 #include "model.h"
 #include "util.h"
@@ -8,6 +9,12 @@ Decoder *decoder_create(const Model *m);  // copies the model's parameters; stat
 void decoder_reset(Decoder *d);           // zero the states (a new document)
 // Feed one token; returns the logits (vocab_pad) for the next one (valid until the next call).
 const float *decoder_step(Decoder *d, int token);
+// Prefill with the parallel forward: run m (the model d was created from, on any backend) over the prompt as one
+// document in one row, then derive every layer's conv and SSM state after the prompt from what the forward stored
+// (xz and xdbl per layer), replacing d's states. Returns the logits for the token after the prompt (valid until the
+// next call), as decoder_step gives after feeding the prompt token by token. n >= 1. Reallocates m's activations
+// to one row of n tokens when they hold fewer.
+const float *decoder_prefill(Decoder *d, Model *m, const int32_t *tokens, int n);
 void decoder_free(Decoder *d);
 // temperature <= 0: greedy (argmax); else softmax(logits / temperature) restricted to top_k / top_p.
 int sample_token(const float *logits, int vocab, float temperature, int top_k, float top_p, PmRng *rng);

@@ -408,6 +408,8 @@ double model_forward(Model *m, const Batch *b, float *logits) {
     return finish_losses(m, m->cur_M);
 }
 
+void model_forward_hidden(Model *m, const Batch *b) { forward_body(m, b); }
+
 // Backward through the layers, given d(xf) in m->dxn from the classifier.
 static void backward_body(Model *m) {
     const Backend *bk = m->bk;

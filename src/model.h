@@ -118,6 +118,9 @@ void model_sync_compute_weights(Model *m);
 // targets (0 if none). Per-token losses are left in m->host_losses. If logits is not NULL, the fp32 logits
 // (B*T, vocab_pad) are written there (host memory).
 double model_forward(Model *m, const Batch *b, float *logits);
+// The forward without the LM head (no logits, no losses): leaves every layer's stored activations and the final
+// normed hidden states m->xf (ACT, (M, d_model)), for callers that need few positions' logits (generate's prefill).
+void model_forward_hidden(Model *m, const Batch *b);
 // Backward of the last forward, accumulating into m->grads the gradient of loss_scale * sum of token losses.
 // (loss_scale = 1/n_valid gives the gradient of the mean; 1 the gradient of the sum.)
 void model_backward(Model *m, float loss_scale);

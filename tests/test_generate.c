@@ -1,6 +1,8 @@
 // test_generate.c — recurrent decoding (generate.c, one token at a time with conv and SSM states) against the
 // parallel forward (model.c over the CPU backend): the same logits at every position, and greedy generation picks
-// the same tokens as re-running the full forward at each step.
+// the same tokens as re-running the full forward at each step. Prefill through the parallel forward
+// (decoder_prefill) leaves the same states as feeding the prompt token by token: same logits after the prompt and
+// along a greedy continuation.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -109,10 +111,68 @@ static void test_greedy_generation_matches_full_forward(void **state) {
     model_destroy(&m);
 }
 
+static double rel_diff(const float *a, const float *b, int n) {
+    double num = 0, den = 0;
+    for (int v = 0; v < n; v++) {
+        double e = (double)a[v] - b[v];
+        num += e * e, den += (double)b[v] * b[v];
+    }
+    return sqrt(num / den);
+}
+
+static void test_parallel_prefill_matches_recurrent(void **state) {
+    (void)state;
+    const int T = 48, steps = 24;  // T: the model's row length; the longest prompt is over twice that
+    Model m;
+    make_model(&m, T);
+    const int Vp = m.cfg.vocab_pad, V = m.cfg.vocab_size, K = m.cfg.d_conv;
+    const int lens[] = {1, 2, K - 1, K, 37, 113};
+    int32_t tok[113];
+    PmRng rng;
+    pm_rng_seed(&rng, 11);
+    Decoder *dp = decoder_create(&m);  // reused: a prefill must replace whatever state the decoder had
+    for (int li = 0; li < (int)(sizeof lens / sizeof lens[0]); li++) {
+        const int n = lens[li];
+        for (int i = 0; i < n; i++) tok[i] = (int32_t)(pm_rng_u64(&rng) % V);
+        for (int i = 0; i < 3; i++) decoder_step(dp, (int)(pm_rng_u64(&rng) % V));  // stale state to overwrite
+        Decoder *dr = decoder_create(&m);
+        const float *r = NULL;
+        for (int i = 0; i < n; i++) r = decoder_step(dr, tok[i]);
+        const float *p = decoder_prefill(dp, &m, tok, n);
+        double worst = rel_diff(p, r, Vp);
+        if (worst > 1e-4) {
+            fprintf(stderr, "prompt of %d tokens: parallel vs recurrent prefill logits differ by %.3g\n", n, worst);
+            fail();
+        }
+        int distinct = 0, prev = -1;
+        for (int s = 0; s < steps; s++) {  // greedy continuation from both states
+            int a = sample_token(r, V, 0.0f, 0, 1.0f, NULL), b = sample_token(p, V, 0.0f, 0, 1.0f, NULL);
+            assert_int_equal(a, b);
+            distinct += a != prev, prev = a;
+            r = decoder_step(dr, a);
+            p = decoder_step(dp, b);
+            double e = rel_diff(p, r, Vp);
+            if (e > 1e-4) {
+                fprintf(stderr, "prompt of %d tokens, step %d: continuation logits differ by %.3g\n", n, s, e);
+                fail();
+            }
+            if (e > worst) worst = e;
+        }
+        assert_true(distinct > 3);  // the continuation is not one repeated token
+        fprintf(stderr, "prompt %3d tokens: parallel vs recurrent prefill, worst relative logit difference %.3g over "
+                        "%d greedy steps\n", n, worst, steps);
+        decoder_free(dr);
+    }
+    assert_true(m.T >= 113);  // the longest prompt did not fit a row: the activations were reallocated for it
+    decoder_free(dp);
+    model_destroy(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recurrent_logits_match_parallel),
         cmocka_unit_test(test_greedy_generation_matches_full_forward),
+        cmocka_unit_test(test_parallel_prefill_matches_recurrent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

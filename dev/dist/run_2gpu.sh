@@ -12,7 +12,7 @@
 #   kind nvidia-h200-x2, carry ["build-dist-cuda/packmamba"], command "bash dev/dist/run_2gpu.sh"
 # Results come back in $OUT: summary.txt, and runs.tar.gz with each run's log and metrics.jsonl.
 # Knobs: PM_BIN (binary), STEPS (scaling steps, default 20), SCALE (default "370m 8,1.4b 4": preset and per-GPU
-# batch), CHECK (default "130m 1024": preset and T of the correctness run), SEQ (default 2048), NO_OVERLAP_ROW
+# batch), CHECK (default "130m 1024": preset and T of the correctness run), CHECK_STEPS (default 50), SEQ (default 2048), NO_OVERLAP_ROW
 # (default: the first SCALE entry again with PM_DIST_OVERLAP=0; empty: skip), DEVICE (default cuda).
 # Dry run on a CPU machine: DEVICE=cpu CHECK="tiny 128" SCALE="tiny 2" SEQ=128 TOKENIZER=byte PM_BIN=build-x/packmamba
 set -uo pipefail
@@ -24,6 +24,7 @@ OUT=${OUT:-/tmp/pm_dist_out}
 STEPS=${STEPS:-20}
 SCALE=${SCALE:-370m 8,1.4b 4}
 CHECK=${CHECK:-130m 1024}
+CHECK_STEPS=${CHECK_STEPS:-50}
 SEQ=${SEQ:-2048}
 DEVICE=${DEVICE:-cuda}
 W=/tmp/pm_dist
@@ -86,8 +87,8 @@ save_run() {  # keep the metrics beside the logs, then free the disk (checkpoint
 }
 
 read -r CP CT <<< "$CHECK"
-log "== 1. correctness: 2 ranks x B2 vs 1 x B4, $CP T=$CT, --deterministic, 50 steps"
-C=(train --device "$DEVICE" --deterministic --data "$W/data" --preset "$CP" --seq-len "$CT" --steps 50 --warmup 5
+log "== 1. correctness: 2 ranks x B2 vs 1 x B4, $CP T=$CT, --deterministic, $CHECK_STEPS steps"
+C=(train --device "$DEVICE" --deterministic --data "$W/data" --preset "$CP" --seq-len "$CT" --steps "$CHECK_STEPS" --warmup 5
    --log-every 25 --seed 1)
 timeout 240 "$BIN" "${C[@]}" --batch 4 --out "$W/c1" > "$L/c1.log" 2>&1 || log "1 GPU run failed: $(tail -2 "$L/c1.log")"
 timeout 240 "${MPI[@]}" "$BIN" "${C[@]}" --batch 2 --out "$W/c2" > "$L/c2.log" 2>&1 || log "2 GPU run failed: $(tail -3 "$L/c2.log")"
