@@ -415,8 +415,20 @@ static GemmPlan *gemm_plan(int ta, int tb, int m, int n, int k, int lda, int ldb
             p->align == align)
             return p;
     }
-    if (g_nplans == GEMM_CACHE) pm_die("cuBLASLt plan cache full (%d shapes)", GEMM_CACHE);
-    GemmPlan *p = &g_plans[g_nplans];
+    // A full cache (the single and pad policies give a new M at every step) recycles its slots round robin; the
+    // heuristic's choice for a shape does not change, so a re-created plan runs the same algorithm.
+    static int next_evict;
+    GemmPlan *p;
+    if (g_nplans < GEMM_CACHE) {
+        p = &g_plans[g_nplans++];
+    } else {
+        p = &g_plans[next_evict];
+        next_evict = (next_evict + 1) % GEMM_CACHE;
+        if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+        cublasLtMatrixLayoutDestroy(p->la);
+        cublasLtMatrixLayoutDestroy(p->lb);
+        cublasLtMatrixLayoutDestroy(p->ld);
+    }
     memset(p, 0, sizeof *p);
     p->ta = ta, p->tb = tb, p->m = m, p->n = n, p->k = k, p->lda = lda, p->ldb = ldb, p->ldd = ldd;
     p->dtype = (int)dtype, p->beta1 = beta1, p->bias = bias, p->align = align;
@@ -440,7 +452,6 @@ static GemmPlan *gemm_plan(int ta, int tb, int m, int n, int k, int lda, int ldb
                     bias ? ", bias epilogue also refused" : "");
         }
     }
-    g_nplans++;
     return p;
 }
 

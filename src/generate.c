@@ -157,7 +157,7 @@ const float *decoder_prefill(Decoder *d, Model *m, const int32_t *tokens, int n)
     float *xz = pm_malloc(M * 2 * di * sizeof(float));      // (M, 2di): xi | z
     float *xdbl = pm_malloc(M * nx * sizeof(float));        // (M, R+2N): dt_low | B | C
     float *u = pm_malloc(M * di * sizeof(float));           // (M, di)
-    float *delta = pm_malloc(M * di * sizeof(float));       // (M, di)
+    float *dpre = pm_malloc(M * di * sizeof(float));        // (M, di) dt_proj output, before bias and softplus
     float *Aexp = pm_malloc((size_t)di * N * sizeof(float));  // (di, N) exp(A_log) = -A
     for (int l = 0; l < c->n_layer; l++) {
         act_download(bk, xz, m->layers[l].xz, M * 2 * di, scratch);
@@ -181,13 +181,12 @@ const float *decoder_prefill(Decoder *d, Model *m, const int32_t *tokens, int n)
                 }
                 u[(size_t)t * di + ch] = silu(acc);
             }
-        // delta = softplus(dt_low @ W_dt^T + b_dt)   (M, di)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, di, R, 1.0f, xdbl, nx, P(d, l, P_DT_W), R, 0.0f, delta,
+        // dpre = dt_low @ W_dt^T   (M, di)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, di, R, 1.0f, xdbl, nx, P(d, l, P_DT_W), R, 0.0f, dpre,
                     di);
         const float *dtb = P(d, l, P_DT_B), *A_log = P(d, l, P_A_LOG);
-        for (size_t i = 0; i < M * di; i++) delta[i] = softplus(delta[i] + dtb[i % di]);
         for (size_t i = 0; i < (size_t)di * N; i++) Aexp[i] = expf(A_log[i]);
-        // the recurrence from s = 0 at the document start; each channel is independent
+        // the recurrence from s = 0 at the document start, delta = softplus(dpre + b_dt); channels are independent
         float *ss = d->ssm_state + (size_t)l * di * N;  // (di, N)
 #pragma omp parallel for schedule(static)
         for (int ch = 0; ch < di; ch++) {
@@ -195,7 +194,8 @@ const float *decoder_prefill(Decoder *d, Model *m, const int32_t *tokens, int n)
             const float *a = Aexp + (size_t)ch * N;
             for (int k = 0; k < N; k++) s[k] = 0.0f;
             for (size_t t = 0; t < M; t++) {
-                const float dl = delta[t * di + ch], du = dl * u[t * di + ch], *Bv = xdbl + t * nx + R;
+                const float dl = softplus(dpre[t * di + ch] + dtb[ch]), du = dl * u[t * di + ch];
+                const float *Bv = xdbl + t * nx + R;  // (N) B of token t
                 for (int k = 0; k < N; k++) s[k] = expf(-dl * a[k]) * s[k] + du * Bv[k];
             }
         }
@@ -204,7 +204,7 @@ const float *decoder_prefill(Decoder *d, Model *m, const int32_t *tokens, int n)
     act_download(bk, d->xn, (const char *)m->xf + (M - 1) * dm * bk->act_bytes, dm, scratch);
     gemv(d->logits, P(d, -1, 0), d->xn, c->vocab_pad, dm);
     bk->free(scratch);
-    free(xz), free(xdbl), free(u), free(delta), free(Aexp);
+    free(xz), free(xdbl), free(u), free(dpre), free(Aexp);
     return d->logits;
 }
 
@@ -291,8 +291,8 @@ int cmd_generate(int argc, char **argv) {
         {"--no-stop", ARG_BOOL, &no_stop, "keep going past an end-of-document token"},
         {"--prefill", ARG_STR, &prefill, "prompt prefill: parallel (one forward) or recurrent (token by token)"},
         {"--prefill-max", ARG_INT, &prefill_max,
-         "longest prompt prefix run through the parallel forward (its activation memory grows with it); the rest "
-         "is fed recurrently"},
+         "longest prompt prefix prefilled in parallel (activations grow with it: 0.6 GB at 1024 for 130m on the "
+         "CPU); the rest is fed recurrently"},
         {"--device", ARG_STR, &device, "backend of the parallel prefill: cpu or cuda (decoding runs on the host)"},
     };
     args_parse(argc, argv, "packmamba generate --checkpoint PATH [--prompt TEXT] [options]", specs,

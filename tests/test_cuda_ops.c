@@ -502,6 +502,21 @@ static void test_matmul(void **state) {
     FINISH();
 }
 
+// More distinct GEMM shapes than the backend's plan cache holds (the single and pad policies give a new M at
+// every step): the cache recycles its slots, and old and new shapes still compute the right product.
+static void test_matmul_many_shapes(void **state) {
+    (void)state;
+    NEED_GPU();
+    const int N = 24, K = 16, MAXM = 300;
+    void *gw = G->alloc((size_t)N * K * 2), *gi = G->alloc((size_t)MAXM * K * 2), *go = G->alloc((size_t)MAXM * N * 2);
+    for (int M = 1; M <= MAXM; M++) G->matmul_fwd(go, N, gi, K, gw, NULL, M, N, K);
+    G->synchronize();
+    matmul_case(7, N, K, K, N, 0, 0);  // planned long ago, evicted, planned again
+    matmul_case(MAXM - 1, N, K, K, N, 0, 0);
+    G->free(gw), G->free(gi), G->free(go);
+    FINISH();
+}
+
 static void conv_case(int B, int T, int C, int K) {
     int M = B * T, ldx = 2 * C;
     printf("  conv_silu B=%d T=%d C=%d K=%d\n", B, T, C, K);
@@ -1123,6 +1138,7 @@ int main(void) {
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_matmul_many_shapes),
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_scan),
         cmocka_unit_test(test_classifier),
