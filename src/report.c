@@ -224,9 +224,11 @@ static int series_of(json_t *cfgs, int with_policy, Series **out) {
     return ns;
 }
 
-// One colour per op category (op_categories order, then "other"), so every plot keys them alike.
-static const char *const cat_color[] = {"#d62728", "#ff7f0e", "#1f77b4", "#17becf", "#aec7e8", "#2ca02c",
-                                        "#bcbd22", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+// One colour per op category (op_categories order, then "other"), so every plot keys them alike. The array must
+// have one entry more than op_categories in bench_cost.c (11 categories + other).
+static const char *const cat_color[] = {"#d62728", "#ff7f0e", "#1f77b4", "#17becf", "#aec7e8", "#2ca02c", "#bcbd22",
+                                        "#9467bd", "#8c564b", "#e377c2", "#c5b0d5", "#7f7f7f"};
+_Static_assert(sizeof cat_color / sizeof cat_color[0] == 12, "one colour per op category plus 'other'");
 
 // Emits the commands that draw the current plot to name.png and name.svg (the plot command is in `plot`).
 static void gp_emit(Buf *g, const char *name, const char *plot) {

@@ -25,6 +25,7 @@ STEPS=${STEPS:-20}
 SCALE=${SCALE:-370m 8,1.4b 4}
 CHECK=${CHECK:-130m 1024}
 CHECK_STEPS=${CHECK_STEPS:-50}
+CHECK_ARGS=${CHECK_ARGS:---lr 6e-4}  # a learning rate at which 130m trains stably (3e-3 spikes, amplifying bf16 noise)
 SEQ=${SEQ:-2048}
 DEVICE=${DEVICE:-cuda}
 W=/tmp/pm_dist
@@ -89,7 +90,7 @@ save_run() {  # keep the metrics beside the logs, then free the disk (checkpoint
 read -r CP CT <<< "$CHECK"
 log "== 1. correctness: 2 ranks x B2 vs 1 x B4, $CP T=$CT, --deterministic, $CHECK_STEPS steps"
 C=(train --device "$DEVICE" --deterministic --data "$W/data" --preset "$CP" --seq-len "$CT" --steps "$CHECK_STEPS" --warmup 5
-   --log-every 25 --seed 1)
+   --log-every 25 --seed 1 ${CHECK_ARGS:-})
 timeout 240 "$BIN" "${C[@]}" --batch 4 --out "$W/c1" > "$L/c1.log" 2>&1 || log "1 GPU run failed: $(tail -2 "$L/c1.log")"
 timeout 240 "${MPI[@]}" "$BIN" "${C[@]}" --batch 2 --out "$W/c2" > "$L/c2.log" 2>&1 || log "2 GPU run failed: $(tail -3 "$L/c2.log")"
 log "default (reductions bucketed by layer during the backward; bf16 compute copy + F32 small tensors gathered):"
