@@ -576,6 +576,16 @@ int checkpoint_load_trainer(const char *dir, Model *m, TrainerState *ts) {
     return rc;
 }
 
+// The step number of a checkpoint directory name "step_<digits>", or -1 (also for "step_N.tmp.<pid>" builds).
+static long long step_of_name(const char *nm) {
+    if (strncmp(nm, "step_", 5) != 0) return -1;
+    size_t len = strlen(nm + 5);
+    if (len == 0 || len > 18) return -1;
+    for (size_t i = 0; i < len; i++)
+        if (!isdigit((unsigned char)nm[5 + i])) return -1;
+    return atoll(nm + 5);
+}
+
 int checkpoint_find_latest(const char *run_dir, char *out, size_t n) {
     char cdir[PATH_BUF];
     if (join(cdir, run_dir, "checkpoints") != 0) return -1;
@@ -586,13 +596,7 @@ int checkpoint_find_latest(const char *run_dir, char *out, size_t n) {
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         const char *nm = e->d_name;
-        if (strncmp(nm, "step_", 5) != 0) continue;
-        size_t len = strlen(nm + 5);
-        if (len == 0 || len > 18) continue;
-        int digits = 1;
-        for (size_t i = 0; i < len; i++) digits &= isdigit((unsigned char)nm[5 + i]) != 0;
-        if (!digits) continue;  // also skips "step_N.tmp.<pid>" builds in progress
-        long long step = atoll(nm + 5);
+        long long step = step_of_name(nm);
         if (step <= best) continue;
         char sub[PATH_BUF], file[PATH_BUF];
         struct stat st;
@@ -606,5 +610,51 @@ int checkpoint_find_latest(const char *run_dir, char *out, size_t n) {
     if (best < 0) return pm_error("%s: no complete checkpoint found", cdir);
     if ((size_t)snprintf(out, n, "%s/%s", cdir, best_name) >= n)
         return pm_error("%s/%s: path too long for the output buffer", cdir, best_name);
+    return 0;
+}
+
+static int cmp_ll(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+int checkpoint_prune(const char *run_dir, int keep) {
+    if (keep <= 0) return 0;
+    char cdir[PATH_BUF];
+    if (join(cdir, run_dir, "checkpoints") != 0) return -1;
+    DIR *d = opendir(cdir);
+    if (!d) return pm_error("%s: cannot open: %s", cdir, strerror(errno));
+    long long *steps = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long long step = step_of_name(e->d_name);
+        if (step < 0) continue;
+        if (n == cap) steps = pm_realloc(steps, (cap = cap ? 2 * cap : 64) * sizeof *steps);
+        steps[n++] = step;
+    }
+    closedir(d);
+    qsort(steps, n, sizeof *steps, cmp_ll);
+    int rc = 0;
+    for (size_t i = 0; i + (size_t)keep < n; i++) {
+        char name[64], sub[PATH_BUF];
+        snprintf(name, sizeof name, "step_%08lld", steps[i]);
+        if (join(sub, cdir, name) != 0 || remove_tree(sub) != 0) rc = -1;
+    }
+    free(steps);
+    return rc;
+}
+
+int checkpoint_resolve(const char *path, char *out, size_t n) {
+    char probe[PATH_BUF];
+    struct stat st;
+    if (join(probe, path, "model.safetensors") == 0 && stat(probe, &st) == 0 && S_ISREG(st.st_mode)) {
+        if ((size_t)snprintf(out, n, "%s", path) >= n) return pm_error("%s: path too long", path);
+        return 0;
+    }
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return pm_error("%s: no such checkpoint or run directory", path);
+    if (checkpoint_find_latest(path, out, n) != 0)
+        return pm_error("%s: no checkpoint found (expected model.safetensors, or checkpoints/step_* inside a run)",
+                        path);
     return 0;
 }

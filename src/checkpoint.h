@@ -45,3 +45,10 @@ int checkpoint_load_trainer(const char *dir, Model *m, TrainerState *ts);
 // The newest complete checkpoint "<run_dir>/checkpoints/step_<digits>" (a directory holding model.safetensors
 // and config.json; "*.tmp.*" names are ignored) written to out. 0, or -1 when there is none or out is too small.
 int checkpoint_find_latest(const char *run_dir, char *out, size_t n);
+
+// Remove all but the newest `keep` complete-or-not "<run_dir>/checkpoints/step_<digits>" directories (keep <= 0:
+// remove nothing). "best" and other names are never touched. 0 or -1 with pm_error.
+int checkpoint_prune(const char *run_dir, int keep);
+// A checkpoint directory (holding model.safetensors), or a run directory whose newest checkpoint is meant: the
+// checkpoint's path in out. 0 or -1 with pm_error.
+int checkpoint_resolve(const char *path, char *out, size_t n);

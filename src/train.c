@@ -37,29 +37,6 @@ static void mkdir_p(const char *path) {
     if (mkdir(buf, 0755) != 0 && errno != EEXIST) pm_die("%s: cannot create directory: %s", path, strerror(errno));
 }
 
-static int is_dir(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-static int is_file(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-int checkpoint_resolve(const char *path, char *out, size_t n) {
-    char probe[4096];
-    snprintf(probe, sizeof probe, "%s/model.safetensors", path);
-    if (is_file(probe)) {
-        snprintf(out, n, "%s", path);
-        return 0;
-    }
-    if (!is_dir(path)) return pm_error("%s: no such checkpoint or run directory", path);
-    if (checkpoint_find_latest(path, out, n) != 0)
-        return pm_error("%s: no checkpoint found (expected model.safetensors, or checkpoints/step_* inside a run)",
-                        path);
-    return 0;
-}
-
 // Keep only the metrics lines of steps <= last_step (after a resume the steps past the checkpoint are redone).
 // Returns the "tokens" count of the last line kept, so the resumed run's count continues from it.
 static int64_t truncate_metrics(const char *path, int64_t last_step) {
@@ -90,30 +67,6 @@ static int64_t truncate_metrics(const char *path, int64_t last_step) {
     return tokens;
 }
 
-// Remove all but the newest `keep` step_* checkpoints (and never `protect`, the best one).
-static void prune_checkpoints(const char *run, int keep, const char *protect) {
-    if (keep <= 0) return;
-    char dir[4096], cmd[8192];
-    snprintf(dir, sizeof dir, "%s/checkpoints", run);
-    // List step_* directories sorted; names are zero-padded so lexical order is step order.
-    snprintf(cmd, sizeof cmd, "ls -1 '%s' 2>/dev/null | grep -E '^step_[0-9]+$' | sort", dir);
-    FILE *p = popen(cmd, "r");
-    if (!p) return;
-    char names[4096][32];
-    int n = 0;
-    while (n < 4096 && fgets(names[n], sizeof names[n], p)) {
-        names[n][strcspn(names[n], "\n")] = 0;
-        n++;
-    }
-    pclose(p);
-    for (int i = 0; i < n - keep; i++) {
-        char path[4608];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        if (protect && strcmp(path, protect) == 0) continue;
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-        if (system(cmd) != 0) fprintf(stderr, "packmamba: warning: could not remove %s\n", path);
-    }
-}
 
 typedef struct {
     const char *data, *preset, *out, *device, *packing, *config;
@@ -370,13 +323,15 @@ int cmd_train(int argc, char **argv) {
         }
         if (save && m.step < a.steps) {
             save_checkpoint(a.out, &m, bt, run_json, last_ckpt, sizeof last_ckpt);
-            if (lead) prune_checkpoints(a.out, a.keep, NULL);
+            if (lead && checkpoint_prune(a.out, a.keep) != 0)
+                fprintf(stderr, "packmamba: warning: %s\n", pm_last_error());
         }
     }
     if (tty) fputs("\r\033[K", stderr);  // clear the progress bar
     if (exit_code == 0) {
         save_checkpoint(a.out, &m, bt, run_json, last_ckpt, sizeof last_ckpt);
-        if (lead) prune_checkpoints(a.out, a.keep, NULL);
+        if (lead && checkpoint_prune(a.out, a.keep) != 0)
+            fprintf(stderr, "packmamba: warning: %s\n", pm_last_error());
         if (lead && stop_requested)
             fprintf(stderr, "packmamba: %s received: saved %s at step %d; continue with --resume\n",
                     stop_requested == SIGINT ? "SIGINT" : "SIGTERM", last_ckpt, m.step);

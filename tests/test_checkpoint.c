@@ -773,6 +773,38 @@ static void test_find_latest(void **state) {
     model_destroy(&m);
 }
 
+// checkpoint_prune keeps the newest K step_* directories (by step number, not by name length or time) and never
+// touches "best" or a temp build; checkpoint_resolve takes a checkpoint or a run directory.
+static void test_prune_and_resolve(void **state) {
+    char run[1024], out[1024], p[1100];
+    ck_path(run, "run");
+    ModelConfig c = tiny_config();
+    Model m;
+    model_create(&m, &c, backend_cpu(), 1);
+    const char *names[] = {"step_00000005", "step_00000040", "step_00000300", "step_00001000", "best",
+                           "step_00002000.tmp.77"};
+    for (int i = 0; i < 6; i++) {
+        snprintf(p, sizeof p, "%s/checkpoints/%s", run, names[i]);
+        assert_int_equal(checkpoint_save(p, &m, NULL), 0);
+    }
+    assert_int_equal(checkpoint_prune(run, 2), 0);
+    struct stat st;
+    int expect[] = {0, 0, 1, 1, 1, 1};
+    for (int i = 0; i < 6; i++) {
+        snprintf(p, sizeof p, "%s/checkpoints/%s", run, names[i]);
+        assert_int_equal(stat(p, &st) == 0, expect[i]);
+    }
+    assert_int_equal(checkpoint_resolve(run, out, sizeof out), 0);
+    snprintf(p, sizeof p, "%s/checkpoints/step_00001000", run);
+    assert_string_equal(out, p);
+    assert_int_equal(checkpoint_resolve(p, out, sizeof out), 0);
+    assert_string_equal(out, p);
+    snprintf(p, sizeof p, "%s/nothing_here", run);
+    assert_int_equal(checkpoint_resolve(p, out, sizeof out), -1);
+    assert_non_null(strstr(pm_last_error(), p));
+    model_destroy(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
@@ -784,6 +816,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_trainer_rejects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_save_replaces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_find_latest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_and_resolve, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
