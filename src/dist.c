@@ -636,12 +636,7 @@ double dist_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     double ss = hi > lo ? bk->sumsq((char *)m->grads + lo * bk->f32_bytes, hi - lo) : 0.0;
     dist_allreduce_f64_sum(&ss, 1);
     double norm = sqrt(ss);
-    // Clipping as model_optimizer_step (torch.nn.utils.clip_grad_norm_): keep the two in step.
-    float scale = 1.0f;
-    if (o->grad_clip > 0) {
-        double coef = o->grad_clip / (norm + 1e-6);
-        if (coef < 1.0) scale = (float)coef;
-    }
+    float scale = clip_scale(norm, o->grad_clip);  // the same clipping as model_optimizer_step
     // 3. AdamW on the owned range only. AdamW is elementwise, so the owned values come out exactly as in a
     //    single-process step given the same summed gradient.
     m->step++;

@@ -487,16 +487,18 @@ double model_grad_norm(Model *m) { return sqrt(m->bk->sumsq(m->grads, m->n_param
 
 OptimConfig optim_defaults(void) { return (OptimConfig){1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f}; }
 
+float clip_scale(double norm, float max_norm) {
+    // As torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
+    if (max_norm <= 0) return 1.0f;
+    double coef = max_norm / (norm + 1e-6);
+    return coef < 1.0 ? (float)coef : 1.0f;
+}
+
 double model_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     model_alloc_optimizer(m);
     double norm;
     REGION(m, "opt.grad_norm", norm = model_grad_norm(m));
-    // As torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
-    float scale = 1.0f;
-    if (o->grad_clip > 0) {
-        double coef = o->grad_clip / (norm + 1e-6);
-        if (coef < 1.0) scale = (float)coef;
-    }
+    float scale = clip_scale(norm, o->grad_clip);
     m->step++;
     AdamWArgs a = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, scale, m->step};
     REGION(m, "opt.adamw",

@@ -134,6 +134,8 @@ typedef struct {
     float lr, beta1, beta2, eps, weight_decay, grad_clip;  // grad_clip <= 0: no clipping
 } OptimConfig;
 OptimConfig optim_defaults(void);  // lr 1e-3, betas (0.9, 0.95), eps 1e-8, wd 0.1, clip 1.0
+// The gradient scale of global-norm clipping at max_norm (<= 0: none), as torch.nn.utils.clip_grad_norm_.
+float clip_scale(double norm, float max_norm);
 // One AdamW step with global-norm clipping at lr; returns the gradient norm before clipping.
 double model_optimizer_step(Model *m, const OptimConfig *o, float lr);
 // Warmup + cosine decay to min_lr_frac*lr over total steps.

@@ -462,17 +462,5 @@ int st_write_cb(const char *path, const StWrite *t, int n, const char *metadata_
         unlink(tmp);
         return pm_error("%s: close failed: %s", tmp, strerror(e));
     }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return pm_error("%s: rename failed: %s", path, strerror(e));
-    }
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return 0;
+    return pm_rename_durable(tmp, path);
 }

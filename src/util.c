@@ -93,6 +93,10 @@ int pm_write_file_atomic(const char *path, const void *data, size_t bytes) {
         unlink(tmp);
         return pm_error("%s: fsync/close failed: %s", tmp, strerror(errno));
     }
+    return pm_rename_durable(tmp, path);
+}
+
+int pm_rename_durable(const char *tmp, const char *path) {
     if (rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);

@@ -24,6 +24,9 @@ double pm_now(void);  // monotonic wall clock, seconds
 // Write `bytes` to `path` atomically: write to "<path>.tmp.<pid>", fsync, rename, fsync the directory.
 // Returns 0 or -1 (with pm_error set); never leaves a partial file under `path`.
 int pm_write_file_atomic(const char *path, const void *data, size_t bytes);
+// Rename a complete, fsync'd temp file into place and fsync the directory (the last step of an atomic write);
+// on failure the temp file is removed. 0 or -1 with pm_error.
+int pm_rename_durable(const char *tmp, const char *path);
 // Read a whole file; returns NULL with pm_error set on failure. *bytes gets the size.
 void *pm_read_file(const char *path, size_t *bytes);
 
