@@ -14,7 +14,7 @@ for p in "$DOCS" "$FORTUNES"; do
     [ -e "$p" ] || { echo "demo: $p is missing (run: make deps)" >&2; exit 1; }
 done
 if [ ! -f "$DATA/data.pms" ]; then
-    "$PM" prepare --out "$DATA" --ext rst,txt "$DOCS" "$FORTUNES"
+    "$PM" prepare --out "$DATA" --ext rst "$DOCS" "$FORTUNES"
 fi
 "$PM" stats "$DATA" --seq-len 256 --batch 8 | tail -6
 "$PM" train --data "$DATA" --out "$OUT" --preset tiny --device "$DEVICE" --packing pack --seq-len 256 --batch 8 \

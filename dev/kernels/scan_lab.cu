@@ -32,6 +32,8 @@
 #include "scan_v5.cuh"
 #include "scan_v6.cuh"
 #include "scan_v7.cuh"
+#include "scan_v8.cuh"
+#include "scan_v8b.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -68,10 +70,27 @@ static const Version versions[] = {
     {"v5", scan_v5::cuda_scan_workspace_bytes, scan_v5::cuda_scan_fwd, scan_v5::cuda_scan_bwd},
     {"v6", scan_v6::cuda_scan_workspace_bytes, scan_v6::cuda_scan_fwd, scan_v6::cuda_scan_bwd},
     {"v7", scan_v7::cuda_scan_workspace_bytes, scan_v7::cuda_scan_fwd, scan_v7::cuda_scan_bwd},
+    {"v8", scan_v8::cuda_scan_workspace_bytes, scan_v8::cuda_scan_fwd, scan_v8::cuda_scan_bwd},
+    {"v8b", scan_v8b::cuda_scan_workspace_bytes, scan_v8b::cuda_scan_fwd, scan_v8b::cuda_scan_bwd},
     {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v4 since 2026-11-29)
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);
 static_assert(sizeof(versions) / sizeof(versions[0]) <= 16, "the timing table holds 16 versions");
+// SCAN_LAB_VERSIONS=v1,prod,v8 limits the checks and timings to the versions named (all when unset); the first
+// one named is the one the others are cross-checked against at the big sizes.
+static bool selected(const char *name) {
+    const char *env = getenv("SCAN_LAB_VERSIONS");
+    if (!env || !*env) return true;
+    size_t n = strlen(name);
+    for (const char *p = env; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
 
 // ---------------------------------------------------------------- float64 reference
 // Inputs of one problem, as doubles (bf16-exact values for GPU checks). Strided like the backend's buffers:
@@ -526,6 +545,7 @@ static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
     CK(cudaEventCreate(&e1));
     std::vector<float> zero((size_t)(2 + NS) * Cd, 0.f);
     Outs first;
+    int first_vi = -1;
     if (profile >= 0) {
         for (int i = 0; i < 2; i++) run_fwd(versions[profile], d, p), run_bwd(versions[profile], d, p);
         CK(cudaDeviceSynchronize());
@@ -534,14 +554,17 @@ static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
     }
     for (int vi = 0; vi < nversions; vi++) {
         const Version &v = versions[vi];
-        // cross-check against versions[0] on this size (dB/dC/params included)
+        res[vi].fwd = res[vi].fb = 0;
+        if (!selected(v.name)) continue;
+        // cross-check against the first version run on this size (dB/dC/params included)
         Outs o = run_once(v, d, p, zero);
-        if (vi == 0) {
+        if (first_vi < 0) {
             first = o;
+            first_vi = vi;
         } else {
             Grads a = as_grads(o, p, zero), b = as_grads(first, p, zero);
             char label[96];
-            snprintf(label, sizeof label, "%s vs %s B%d D%d L%d", v.name, versions[0].name, rows, Cd, T);
+            snprintf(label, sizeof label, "%s vs %s B%d D%d L%d", v.name, versions[first_vi].name, rows, Cd, T);
             double w = compare(label, a, b);
             printf("  %-28s worst %.2e -> %s\n", "", w, w < 2e-2 ? "agree" : "DISAGREE");
         }
@@ -596,10 +619,16 @@ int main(int argc, char **argv) {
                       {"B2 D136 L100 partial", 2, 100, 136, 37, 3, 20, 272, 136, 12},
                       {"B4 D64 L20 tiny", 4, 20, 64, 40, 4, 24, 128, 64, 6},
                       {"B130 D128 L24 many rows", 130, 24, 128, 80, 48, 64, 256, 128, 8},
-                      {"B3 D200 L77 odd strides", 3, 77, 200, 37, 3, 20, 403, 201, 9}};
+                      {"B3 D200 L77 odd strides", 3, 77, 200, 37, 3, 20, 403, 201, 9},
+                      // v8 cuts rows of >= 128 tokens into time segments: 8 segments of 128 tokens, the last
+                      // partial, documents long enough (mean 3000) that states cross segment boundaries
+                      {"B1 D128 L1000 segments", 1, 1000, 128, 80, 48, 64, 256, 128, 3000},
+                      {"B2 D256 L1024 seg+resets", 2, 1024, 256, 80, 48, 64, 512, 256, 200},
+                      {"B4 D512 L1024 seg CH128", 4, 1024, 512, 80, 48, 64, 1024, 512, 300}};
     for (int vi = 0; vi < nversions; vi++)
         for (const Shape &s : shapes)
-            if (argc < 3 || !strcmp(argv[2], versions[vi].name)) bad |= check_version(versions[vi], s, 1e-2);
+            if ((argc < 3 || !strcmp(argv[2], versions[vi].name)) && selected(versions[vi].name))
+                bad |= check_version(versions[vi], s, 1e-2);
     if (argc > 1 && !strcmp(argv[1], "small")) {  // checks only (for compute-sanitizer): scan_lab small [VERSION]
         printf("correctness: %s\n", bad ? "FAIL" : "all PASS");
         return bad;
@@ -609,24 +638,29 @@ int main(int argc, char **argv) {
     struct Big {
         int rows, T, Cd;
         double off_fwd, off_fb;
-    } bigs[] = {{8, 2048, 2048, 0.673, 3.215}, {2, 8192, 4096, 1.489, 6.696}};
-    Timing tim[2][16];  // (sizes, versions)
-    for (int b = 0; b < 2; b++) time_size(bigs[b].rows, bigs[b].T, bigs[b].Cd, tim[b]);
+    } bigs[] = {{8, 2048, 2048, 0.673, 3.215},
+                {2, 8192, 4096, 1.489, 6.696},
+                {8, 2048, 1536, 0, 0},     // the 130m model's scan (d_inner 1536); no official number
+                {1, 16384, 1536, 0, 0}};   // 130m at T = 16384, B = 1 (the study's worst case)
+    const int nbig = sizeof(bigs) / sizeof(bigs[0]);
+    Timing tim[nbig][16];  // (sizes, versions)
+    for (int b = 0; b < nbig; b++) time_size(bigs[b].rows, bigs[b].T, bigs[b].Cd, tim[b]);
 
     // floors: bytes over the copy bandwidth (DESIGN §3: 4.24 TB/s), state exps over the SFU (16/clk/SM, 1.98 GHz)
     const double bw = 4.24e12, sfu = 16.0 * prop.multiProcessorCount * 1.98e9;
     printf("\n%-6s %-16s %9s %11s %9s %9s %12s %12s\n", "ver", "size", "fwd ms", "fwd+bwd ms", "x off fwd",
            "x off f+b", "fwd %floor", "f+b %floor");
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < nbig; b++) {
         double M = (double)bigs[b].rows * bigs[b].T, MC = M * bigs[b].Cd;
         double bytes_f = MC * 2 * 4 + M * (2 * NS * 2 + 4), bytes_fb = bytes_f + MC * 2 * 7 + M * (4 * NS * 2 + 4);
         double floor_f = std::max(bytes_f / bw, MC * NS / sfu) * 1e3;       // one pass of exps
         double floor_fb = std::max(bytes_fb / bw, 2 * MC * NS / sfu) * 1e3;  // fwd + at least one in the bwd
         for (int vi = 0; vi < nversions; vi++) {
+            if (!selected(versions[vi].name)) continue;
             char sz[32];
             snprintf(sz, sizeof sz, "B%d D%d L%d", bigs[b].rows, bigs[b].Cd, bigs[b].T);
             printf("%-6s %-16s %9.3f %11.3f %9.2f %9.2f %11.0f%% %11.0f%%\n", versions[vi].name, sz, tim[b][vi].fwd,
-                   tim[b][vi].fb, bigs[b].off_fwd / tim[b][vi].fwd, bigs[b].off_fb / tim[b][vi].fb,
+                   tim[b][vi].fb, bigs[b].off_fwd / tim[b][vi].fwd, bigs[b].off_fb / tim[b][vi].fb,  // 0: no official
                    100 * floor_f / tim[b][vi].fwd, 100 * floor_fb / tim[b][vi].fb);
         }
         printf("%-6s %-16s %9.3f %11.3f   (bytes %.3f / %.3f ms, exps %.3f / %.3f ms)\n", "floor", "", floor_f,
