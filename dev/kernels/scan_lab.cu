@@ -34,6 +34,7 @@
 #include "scan_v7.cuh"
 #include "scan_v8.cuh"
 #include "scan_v8b.cuh"
+#include "scan_v8s.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -71,6 +72,7 @@ static const Version versions[] = {
     {"v6", scan_v6::cuda_scan_workspace_bytes, scan_v6::cuda_scan_fwd, scan_v6::cuda_scan_bwd},
     {"v7", scan_v7::cuda_scan_workspace_bytes, scan_v7::cuda_scan_fwd, scan_v7::cuda_scan_bwd},
     {"v8", scan_v8::cuda_scan_workspace_bytes, scan_v8::cuda_scan_fwd, scan_v8::cuda_scan_bwd},
+    {"v8s", scan_v8s::cuda_scan_workspace_bytes, scan_v8s::cuda_scan_fwd, scan_v8s::cuda_scan_bwd},
     {"v8b", scan_v8b::cuda_scan_workspace_bytes, scan_v8b::cuda_scan_fwd, scan_v8b::cuda_scan_bwd},
     {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v4 since 2026-11-29)
 };

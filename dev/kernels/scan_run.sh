@@ -3,13 +3,15 @@
 # checks + timing of every version; compute-sanitizer memcheck + racecheck on $SAN (default v6); ncu per-kernel
 # view of each version named (each costs ~30 s of device time: name none when the budget is short).
 # Usage through the run tool: SAN=v6 bash dev/kernels/scan_run.sh [v6 ...]
+# SCAN_LAB_VERSIONS=v1,prod,v8 limits the lab to those versions; SAN_TOOLS (default "memcheck racecheck") picks
+# the compute-sanitizer tools; LAB_S / SAN_S are the time limits of the lab and of each sanitizer run.
 set -o pipefail
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 timeout ${LAB_S:-90} .gpu/scan/scan_lab 2>&1 | tee $OUT/lab.log
 echo "== lab rc $?"
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
 for v in ${SAN:-v6}; do
-    for tool in memcheck racecheck; do
+    for tool in ${SAN_TOOLS:-memcheck racecheck}; do
         timeout ${SAN_S:-25} $CS --tool $tool --print-limit 5 .gpu/scan/scan_lab small $v >$OUT/cs_${tool}_$v.log 2>&1
         echo "== $tool $v rc $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|correctness' $OUT/cs_${tool}_$v.log | paste -sd' ')"
     done

@@ -1,3 +1,5 @@
+// scan_v8.cuh — frozen copy of dev/kernels/cuda_scan_v8.cu as version v8 (made by dev/kernels/mkver.sh).
+namespace scan_v8 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
 // Version v8 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md):
@@ -20,11 +22,7 @@
 // partials; a second kernel sums partials in a fixed order. Per-channel parameter gradients are per-row partials
 // summed over rows in a fixed order by a third kernel. No atomics anywhere: the result is bit-identical run to
 // run whether or not `deterministic` is set.
-#include "cuda_scan.h"
 
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 static constexpr int SCAN_N = 16;         // states per channel (Mamba-1 d_state); the kernels are built for it
 static constexpr int SCAN_THREADS = 128;  // channels per block (one row's slice of channels)
@@ -1050,3 +1048,4 @@ void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, _
     scan_param_reduce_kernel<<<(npar + 255) / 256, 256, 0, stream>>>(ddt_bias, dA_log, dD, par_part, rows, Cd);
     scan_check_launch("scan_param_reduce_kernel");
 }
+}  // namespace scan_v8
