@@ -1,8 +1,12 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v4 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md):
-// v3 with branch-free token loops (document starts force a_t = 0 instead of branching; tokens past the end
-// of a chunk run on zeroed pass arrays and are not stored), so the compiler can overlap tokens.
+// Version v9 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v8's
+// kernels with v8's time segments used only where the rows leave most of the GPU idle (long rows, small B); the
+// shapes that already fill the GPU run v4's plan. v8:
+// v4 (branch-free token loops: document starts force a_t = 0 instead of branching; tokens past the end of a
+// chunk run on zeroed pass arrays and are not stored) with time segments in the forward and the checkpoint
+// pass: each row is cut into up to 16 segments scanned by different blocks, after a summary pass gives each
+// segment its incoming state, and the kernels are held to 64 registers so two blocks fit per SM.
 //
 // Layout and parallelism (DESIGN §3): token-major (M, Cd) tensors; each channel of a row is walked in token
 // order with its N = 16 fp32 states in registers (no block scan), so u/dpre/z/dout tiles are coalesced across
@@ -18,11 +22,13 @@
 // partials; a second kernel sums partials in a fixed order. Per-channel parameter gradients are per-row partials
 // summed over rows in a fixed order by a third kernel. No atomics anywhere: the result is bit-identical run to
 // run whether or not `deterministic` is set.
+
 #include "cuda_scan.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+
 
 static constexpr int SCAN_N = 16;         // states per channel (Mamba-1 d_state); the kernels are built for it
 static constexpr int SCAN_THREADS = 128;  // channels per block (one row's slice of channels)
@@ -340,6 +346,13 @@ __global__ void scan_param_reduce_kernel(float *ddt_bias, float *dA_log, float *
 static constexpr int FT = 32;   // tokens per forward chunk (a multiple of SCAN_K: checkpoints fall on rows)
 static constexpr int FG = 4;    // threads per channel in the forward / checkpoint kernel (1, 2 or 4)
 static constexpr int BG = 2;    // threads per channel in the backward kernel
+// How the forward / checkpoint kernels are planned (v8): 0 = by the cost model in scan_fwd_plan (v4's plan,
+// no segments, when the GPU is already full); 1 = always segments, two blocks per SM (64 registers);
+// 2 = always segments, one block per SM (v4's register budget). The lab freezes each as its own version.
+static constexpr int SEG_POLICY = 0;
+static constexpr int SCAN_SEG_MAX = 16;  // most time segments per row (v8)
+static constexpr int SCAN_SEG_MIN_CHUNKS = 4;  // fewest forward chunks (FT tokens) per segment
+static constexpr int MODE_FWD = 0, MODE_CKPT = 1, MODE_SUMM = 2;
 
 __device__ __forceinline__ void cp_async16(void *smem_dst, const void *gmem_src, bool pred) {
     unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
@@ -406,20 +419,33 @@ __device__ __forceinline__ void tr_level(float (&v)[V]) {
     }
 }
 
-// Forward (CKPT = false: writes out) or the backward's checkpoint pass (CKPT = true: writes the state before
-// every SCAN_K-th token into ckpt (rows, nck, Cd, N); no z, no out). grid (nblk, rows), CH*FG threads; thread
-// (channel cl = tid / FG, quarter q = tid % FG) holds states q*NS .. q*NS+NS-1.
+// One kernel, three jobs (MODE): FWD writes out; CKPT (the backward's checkpoint pass) writes the state before
+// every SCAN_K-th token into ckpt (rows, nck, Cd, N), no z, no out; SUMM writes a time segment's summary (see
+// below), no z, no out. grid (nblk, rows, segments), CH*FG threads; thread (channel cl = tid / FG, quarter
+// q = tid % FG) holds states q*NS .. q*NS+NS-1.
+//
+// Time segments (v8): a row is cut into nseg segments of SL tokens (SL a multiple of FT) so that there are
+// enough blocks for one or two (MINB) blocks per SM even when rows * Cd is small. The recurrence s_t = a_t s_{t-1} + b_t is
+// linear, so over a segment s_end = P * s_in + H, where H is the end state of the segment scanned from a zero
+// state and P the product of its a_t (per channel and state; 0 when a document starts inside the segment).
+// SUMM computes (H, P) of every segment but the last from a zero state, P as 2^(A * sum of delta*log2 e);
+// FWD and CKPT then rescan every segment from its true incoming state, which each block folds together from
+// the summaries of the segments before it (at most SCAN_SEG_MAX - 1 steps of N/FG FMAs). The segment state
+// crossing a segment boundary is the only thing carried, and nothing is summed across blocks: deterministic.
+// summ (rows, nseg - 1, 2 = {H, P}, Cd, N) f32.
 // Dynamic smem: tiles (2 stages, 3 arrays, FT, CH) bf16 | bcf (2, FT, 2N) f32 | delta*log2e, delta*u, silu(z)
 // (FT, CH) f32.
 static constexpr size_t fwd_smem(int CH) {
     return (size_t)2 * 3 * FT * CH * 2 + (size_t)2 * FT * 2 * SCAN_N * 4 + (size_t)3 * FT * CH * 4;
 }
-template <int CH, bool CKPT>
-__global__ void __launch_bounds__(CH *FG, 1)
-    scan_fwd_staged_kernel(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
-                           const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,
-                           const __nv_bfloat16 *Cm, int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz,
-                           const int32_t *pos, int T, int Cd, int nck) {
+template <int CH, int MODE, int MINB>
+__global__ void __launch_bounds__(CH *FG, MINB)
+    scan_fwd_staged_kernel(__nv_bfloat16 *out, float *ckpt, float *summ, const __nv_bfloat16 *u,
+                           const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                           const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
+                           const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck, int SL,
+                           int nseg) {
+    constexpr bool CKPT = MODE != MODE_FWD;  // no z, no y, no out
     constexpr int NT = CH * FG, NS = SCAN_N / FG;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
@@ -429,7 +455,8 @@ __global__ void __launch_bounds__(CH *FG, 1)
     const int c0 = blockIdx.x * CH, c = c0 + cl;
     const bool active = c < Cd;
     const size_t mrow = (size_t)row * T;
-    const int nch = (T + FT - 1) / FT;
+    const int seg = blockIdx.z, tb = seg * SL, te = min(T, tb + SL);  // this block's tokens [tb, te)
+    const int kb = tb / FT, nch = (te + FT - 1) / FT;                   // its chunks [kb, nch)
     float A[NS];  // exp(delta*A) = 2^((delta*log2 e) * A)
 #pragma unroll
     for (int i = 0; i < NS; i++) A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + q * NS + i]) : 0.f;
@@ -439,23 +466,33 @@ __global__ void __launch_bounds__(CH *FG, 1)
     float s[NS];
 #pragma unroll
     for (int i = 0; i < NS; i++) s[i] = 0.f;
+    if (MODE != MODE_SUMM && active) {  // the true state entering this segment, from the earlier summaries
+        for (int h = 0; h < seg; h++) {
+            const float *H = summ + (((size_t)row * (nseg - 1) + h) * 2 * Cd + c) * SCAN_N + q * NS;
+            const float *P = H + (size_t)Cd * SCAN_N;
+#pragma unroll
+            for (int i = 0; i < NS; i++) s[i] = fmaf(P[i], s[i], H[i]);
+        }
+    }
+    float cum = 0.f;        // SUMM: sum of delta*log2 e over the segment (this channel)
+    unsigned anyst = 0u;    // SUMM: nonzero when a document starts inside the segment
 
     auto issue = [&](int k) {  // cp.async the tiles of chunk k into stage k & 1
-        int t0 = k * FT, len = min(FT, T - t0);
+        int t0 = k * FT, len = min(FT, te - t0);
         __nv_bfloat16 *st = tiles + (size_t)(k & 1) * 3 * FT * CH;
         load_tile<FT, NT, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
         load_tile<FT, NT, CH>(st + FT * CH, dpre, Cd, mrow + t0, len, c0, Cd);
         if (!CKPT) load_tile<FT, NT, CH>(st + 2 * FT * CH, z, ldz, mrow + t0, len, c0, Cd);
     };
     BCFetch<FT, NT> bc;
-    issue(0);
+    issue(kb);
     cp_async_commit();
-    bc.fetch(Bm, Cm, ldbc, mrow, min(FT, T));
-    bc.store(bcf);
-    unsigned mask_next = start_mask(pos, mrow, 0, min(FT, T));
+    bc.fetch(Bm, Cm, ldbc, mrow + tb, min(FT, te - tb));
+    bc.store(bcf + (kb & 1) * FT * 2 * SCAN_N);
+    unsigned mask_next = start_mask(pos, mrow + tb, tb, min(FT, te - tb));
 
-    for (int k = 0; k < nch; k++) {
-        const int t0 = k * FT, len = min(FT, T - t0), t1 = t0 + FT, len1 = min(FT, T - t1);
+    for (int k = kb; k < nch; k++) {
+        const int t0 = k * FT, len = min(FT, te - t0), t1 = t0 + FT, len1 = min(FT, te - t1);
         const unsigned mask = mask_next;
         if (k + 1 < nch) issue(k + 1);
         cp_async_commit();
@@ -483,11 +520,16 @@ __global__ void __launch_bounds__(CH *FG, 1)
             }
         }
         __syncthreads();
+        if (MODE == MODE_SUMM) {
+            anyst |= mask;
+#pragma unroll 8
+            for (int j = 0; j < FT; j++) cum += pdl[j * CH + cl];  // 0 past the segment's end
+        }
         // the recurrence, 4 tokens at a time so y can be summed over the FG threads of a channel with one
         // transposed butterfly (each thread then finishes one of the 4 tokens)
         const float *bck = bcf + (k & 1) * FT * 2 * SCAN_N;
         for (int j0 = 0; j0 < len; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
-            if (CKPT && j0 % SCAN_K == 0 && active) {  // the state before token j0
+            if (MODE == MODE_CKPT && j0 % SCAN_K == 0 && active) {  // the state before token j0
                 float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS);
 #pragma unroll
                 for (int i = 0; i < NS / 4; i++) ck[i] = make_float4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
@@ -545,6 +587,15 @@ __global__ void __launch_bounds__(CH *FG, 1)
             mask_next = start_mask(pos, mrow + t1, t1, len1);
         }
         __syncthreads();  // stage k & 1 and the pass arrays are rewritten next chunk; bcf[(k+1) & 1] published
+    }
+    if (MODE == MODE_SUMM && active) {
+        float *H = summ + (((size_t)row * (nseg - 1) + seg) * 2 * Cd + c) * SCAN_N + q * NS;
+        float *P = H + (size_t)Cd * SCAN_N;
+#pragma unroll
+        for (int i = 0; i < NS; i++) {
+            H[i] = s[i];
+            P[i] = anyst ? 0.f : ex2_approx(cum * A[i]);
+        }
     }
 }
 
@@ -776,40 +827,145 @@ static void scan_smem_optin(const void *fn, size_t bytes, int *done, const char 
 // Staged blocks are CH = 128 channels wide, or 64 when 128 would leave most SMs without a block.
 static int scan_pick_ch(int rows, int Cd) { return rows * ((Cd + 127) / 128) >= 120 ? 128 : 64; }
 
-// Workspace layout, sized for the narrowest blocks so any path fits: checkpoints (rows, nchunk, N, Cd) f32 |
-// dB/dC partials (M, ceil(Cd/64), 2N) f32 | parameter partials (rows, 2 + N, Cd) f32.
-static void scan_ws_layout(int M, int T, int Cd, int N, size_t *bc_off, size_t *par_off, size_t *total) {
+static int scan_sm_count(void) {
+    static int n = 0;
+    if (n == 0) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0)
+            n = 132;  // H200
+    }
+    return n;
+}
+// Time segments per row for the staged forward / checkpoint kernels: enough blocks for ~4 waves of minb
+// blocks per SM (several waves so the last one is not mostly idle), but segments of at least
+// SCAN_SEG_MIN_CHUNKS chunks (each block's start-up is not free) and at most SCAN_SEG_MAX. *SL = tokens per
+// segment (a multiple of FT); returns the number of segments.
+static int scan_pick_seg(int rows, int nblk, int T, int minb, int *SL) {
+    int nch = (T + FT - 1) / FT, blocks = rows * nblk;
+    int want = (4 * minb * scan_sm_count() + blocks - 1) / blocks;
+    int nseg = want < nch / SCAN_SEG_MIN_CHUNKS ? want : nch / SCAN_SEG_MIN_CHUNKS;
+    if (nseg > SCAN_SEG_MAX) nseg = SCAN_SEG_MAX;
+    if (nseg < 1) nseg = 1;
+    *SL = (nch + nseg - 1) / nseg * FT;
+    return (T + *SL - 1) / *SL;  // rounding SL up can leave fewer segments
+}
+
+// Plan of the forward / checkpoint kernels: block width (channels), blocks per SM the registers are held to,
+// tokens per segment, segments.
+struct FwdPlan {
+    int ch, minb, SL, nseg;
+};
+// Cost model (SEG_POLICY 0), in token-steps of the busiest SM: v4's plan (one 128-wide block per SM, or two
+// 64-wide ones) takes ceil(blocks / slots) * T; segments take the summary pass over (nseg-1)/nseg of the
+// tokens at SEG_R of the forward's cost, waves of two blocks per SM, and each block SEG_K2 times slower than
+// alone on its SM. SEG_R = 0.75 is v4's checkpoint pass over its forward (0.30 / 0.41 ms); SEG_K2 = 1.5 is a
+// guess (two blocks give 1.33x the throughput of one), to be replaced by the lab's v8s-vs-v4 measurement.
+static constexpr float SEG_R = 0.75f, SEG_K2 = 1.5f;
+static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
+    const int sms = scan_sm_count(), nch = (T + FT - 1) / FT, b128 = rows * ((Cd + 127) / 128);
+    FwdPlan p;
+    if (SEG_POLICY == 0) {
+        const int v4ch = b128 >= 120 ? 128 : 64;
+        // Segments only pay where fewer than a quarter of the SMs would get a block (measured, docs/perf.md v8:
+        // at B8 D1536 the summary pass cost more than the 36 idle SMs were worth; at B1 D1536 L16K 3.9x faster).
+        if (4 * b128 > sms) return FwdPlan{v4ch, 1, nch * FT, 1};
+        const int v4blk = v4ch == 128 ? b128 : rows * ((Cd + 63) / 64), v4slots = v4ch == 128 ? sms : 2 * sms;
+        float best = (float)((v4blk + v4slots - 1) / v4slots) * nch;
+        p = {v4ch, 1, nch * FT, 1};
+        for (int S = 2; S <= SCAN_SEG_MAX && S <= nch / SCAN_SEG_MIN_CHUNKS; S++) {
+            const int sl = (nch + S - 1) / S, ns = (nch + sl - 1) / sl;
+            const float cost = (1.f + SEG_R * (ns - 1) / ns) * (float)((b128 * ns + 2 * sms - 1) / (2 * sms)) * sl * SEG_K2;
+            if (cost < best) best = cost, p = {128, 2, sl * FT, ns};
+        }
+        return p;
+    }
+    p.minb = SEG_POLICY == 1 ? 2 : 1;
+    p.ch = 128;
+    p.nseg = scan_pick_seg(rows, (Cd + 127) / 128, T, p.minb, &p.SL);
+    if (b128 * p.nseg < 120) {  // too few blocks even so: 64-wide blocks (two per SM at v4's registers)
+        p.ch = 64, p.minb = 1;
+        p.nseg = scan_pick_seg(rows, (Cd + 63) / 64, T, 2, &p.SL);
+    }
+    return p;
+}
+
+// Workspace layout, sized for the narrowest blocks and the most segments so any path fits: checkpoints
+// (rows, nchunk, N, Cd) f32 | dB/dC partials (M, ceil(Cd/64), 2N) f32 | parameter partials (rows, 2 + N, Cd) f32 |
+// segment summaries (rows, SCAN_SEG_MAX - 1, 2, Cd, N) f32.
+static void scan_ws_layout(int M, int T, int Cd, int N, size_t *bc_off, size_t *par_off, size_t *seg_off,
+                           size_t *total) {
     int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk_max = (Cd + 63) / 64;
     *bc_off = align256((size_t)rows * nchunk * N * Cd * 4);
     *par_off = *bc_off + align256((size_t)M * nblk_max * 2 * N * 4);
-    *total = *par_off + align256((size_t)rows * (2 + N) * Cd * 4);
+    *seg_off = *par_off + align256((size_t)rows * (2 + N) * Cd * 4);
+    *total = *seg_off + align256((size_t)rows * (SCAN_SEG_MAX - 1) * 2 * Cd * N * 4);
 }
 size_t cuda_scan_workspace_bytes(int M, int T, int Cd, int N) {
-    size_t bc_off, par_off, total;
-    scan_ws_layout(M, T, Cd, N, &bc_off, &par_off, &total);
+    size_t bc_off, par_off, seg_off, total;
+    scan_ws_layout(M, T, Cd, N, &bc_off, &par_off, &seg_off, &total);
     return total;
 }
 
-template <int CH>
-static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u,
-                                   const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
-                                   const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
-                                   const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows, int T, int Cd,
-                                   int nck, cudaStream_t stream) {
-    static int optin_f = 0, optin_c = 0;
-    dim3 grid((Cd + CH - 1) / CH, rows);
+// The forward has no workspace in the interface; its segment summaries go to a buffer of this file, grown when
+// a bigger one is needed (cudaFree/cudaMalloc synchronize the device, so no queued kernel still uses the old
+// one). All of the backend's work is on one stream, so one buffer is enough.
+static float *scan_fwd_summ(size_t bytes) {
+    static float *buf = NULL;
+    static size_t have = 0;
+    if (bytes > have) {
+        if (buf) cudaFree(buf);
+        if (cudaMalloc((void **)&buf, bytes) != cudaSuccess) scan_die("cannot allocate %zu bytes of segment summaries", bytes);
+        have = bytes;
+    }
+    return buf;
+}
+
+// Segment summaries (when there is more than one segment), then the forward (ckpt_pass = false) or the
+// checkpoint pass over all segments.
+template <int CH, int MINB>
+static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ckpt, float *summ,
+                                   const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                                   const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                                   const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows,
+                                   int T, int Cd, int nck, int SL, int nseg, cudaStream_t stream) {
+    static int optin_f = 0, optin_c = 0, optin_s = 0;
+    const int nblk = (Cd + CH - 1) / CH;
     size_t smem = fwd_smem(CH);
+    if (nseg > 1) {
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_SUMM, MINB>, smem, &optin_s, "scan_summ_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_SUMM, MINB><<<dim3(nblk, rows, nseg - 1), CH * FG, smem, stream>>>(
+            NULL, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
+        scan_check_launch("scan_summ_staged_kernel");
+    }
+    dim3 grid(nblk, rows, nseg);
     if (ckpt_pass) {
-        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, true>, smem, &optin_c, "scan_ckpt_staged_kernel");
-        scan_fwd_staged_kernel<CH, true><<<grid, CH * FG, smem, stream>>>(NULL, ckpt, u, dpre, dt_bias, A_log, Bm,
-                                                                        Cm, ldbc, D, z, ldz, pos, T, Cd, nck);
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_CKPT, MINB>, smem, &optin_c, "scan_ckpt_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_CKPT, MINB><<<grid, CH * FG, smem, stream>>>(
+            NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
         scan_check_launch("scan_ckpt_staged_kernel");
     } else {
-        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, false>, smem, &optin_f, "scan_fwd_staged_kernel");
-        scan_fwd_staged_kernel<CH, false><<<grid, CH * FG, smem, stream>>>(out, NULL, u, dpre, dt_bias, A_log, Bm,
-                                                                         Cm, ldbc, D, z, ldz, pos, T, Cd, 0);
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_FWD, MINB>, smem, &optin_f, "scan_fwd_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_FWD, MINB><<<grid, CH * FG, smem, stream>>>(
+            out, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, 0, SL, nseg);
         scan_check_launch("scan_fwd_staged_kernel");
     }
+}
+
+static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *out, float *ckpt, float *summ,
+                              const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                              const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                              const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows, int T,
+                              int Cd, int nck, cudaStream_t stream) {
+    if (pl.ch == 64)
+        scan_fwd_staged_launch<64, 1>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+    else if (pl.minb == 2)
+        scan_fwd_staged_launch<128, 2>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+    else
+        scan_fwd_staged_launch<128, 1>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
 }
 
 template <int CH>
@@ -836,12 +992,10 @@ void cuda_scan_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat
     scan_check_shape(M, T, Cd, N);
     int rows = M / T;
     if (scan_staged_ok(u, dpre, z, ldz, NULL, Cd)) {
-        if (scan_pick_ch(rows, Cd) == 128)
-            scan_fwd_staged_launch<128>(false, out, NULL, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows,
-                                        T, Cd, 0, stream);
-        else
-            scan_fwd_staged_launch<64>(false, out, NULL, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows,
-                                       T, Cd, 0, stream);
+        const FwdPlan pl = scan_fwd_plan(rows, Cd, T);
+        float *summ = pl.nseg > 1 ? scan_fwd_summ((size_t)rows * (pl.nseg - 1) * 2 * Cd * SCAN_N * 4) : NULL;
+        scan_fwd_dispatch(pl, false, out, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T,
+                          Cd, 0, stream);
     } else {
         dim3 grid((Cd + SCAN_THREADS - 1) / SCAN_THREADS, rows);
         scan_fwd_generic_kernel<<<grid, SCAN_THREADS, 0, stream>>>(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z,
@@ -858,26 +1012,26 @@ void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, _
                    void *workspace, size_t workspace_bytes, int deterministic, cudaStream_t stream) {
     (void)deterministic;  // always deterministic: no atomics are used
     scan_check_shape(M, T, Cd, N);
-    size_t bc_off, par_off, need;
-    scan_ws_layout(M, T, Cd, N, &bc_off, &par_off, &need);
+    size_t bc_off, par_off, seg_off, need;
+    scan_ws_layout(M, T, Cd, N, &bc_off, &par_off, &seg_off, &need);
     if (workspace_bytes < need) scan_die("workspace of %zu bytes, %zu needed", workspace_bytes, need);
     int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk;
     float *ckpt = (float *)workspace;
     float *bc_part = (float *)((char *)workspace + bc_off);
     float *par_part = (float *)((char *)workspace + par_off);
+    float *summ = (float *)((char *)workspace + seg_off);
 
     if (scan_staged_ok(u, dpre, z, ldz, dout, Cd)) {
         // the staged checkpoints are (rows, nchunk, Cd, N): each thread's states are contiguous
+        scan_fwd_dispatch(scan_fwd_plan(rows, Cd, T), true, NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D,
+                          z, ldz, pos, rows, T, Cd, nchunk, stream);
+        // the main pass has no segments (yet): its own block width
         if (scan_pick_ch(rows, Cd) == 128) {
             nblk = (Cd + 127) / 128;
-            scan_fwd_staged_launch<128>(true, NULL, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows,
-                                        T, Cd, nchunk, stream);
             scan_bwd_staged_launch<128>(du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm,
                                         ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, stream);
         } else {
             nblk = (Cd + 63) / 64;
-            scan_fwd_staged_launch<64>(true, NULL, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows,
-                                       T, Cd, nchunk, stream);
             scan_bwd_staged_launch<64>(du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm,
                                        ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, stream);
         }
