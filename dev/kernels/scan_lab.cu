@@ -28,14 +28,7 @@
 #include "scan_v1.cuh"
 #include "scan_v2.cuh"
 #include "scan_v3.cuh"
-#include "scan_v3b.cuh"
 #include "scan_v4.cuh"
-#include "scan_v5.cuh"
-#include "scan_v6.cuh"
-#include "scan_v7.cuh"
-#include "scan_v8.cuh"
-#include "scan_v8b.cuh"
-#include "scan_v8s.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -68,14 +61,7 @@ static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
     {"v2", scan_v2::cuda_scan_workspace_bytes, scan_v2::cuda_scan_fwd, scan_v2::cuda_scan_bwd},
     {"v3", scan_v3::cuda_scan_workspace_bytes, scan_v3::cuda_scan_fwd, scan_v3::cuda_scan_bwd},
-    {"v3b", scan_v3b::cuda_scan_workspace_bytes, scan_v3b::cuda_scan_fwd, scan_v3b::cuda_scan_bwd},
-    {"v5", scan_v5::cuda_scan_workspace_bytes, scan_v5::cuda_scan_fwd, scan_v5::cuda_scan_bwd},
-    {"v6", scan_v6::cuda_scan_workspace_bytes, scan_v6::cuda_scan_fwd, scan_v6::cuda_scan_bwd},
     {"v4", scan_v4::cuda_scan_workspace_bytes, scan_v4::cuda_scan_fwd, scan_v4::cuda_scan_bwd},
-    {"v7", scan_v7::cuda_scan_workspace_bytes, scan_v7::cuda_scan_fwd, scan_v7::cuda_scan_bwd},
-    {"v8", scan_v8::cuda_scan_workspace_bytes, scan_v8::cuda_scan_fwd, scan_v8::cuda_scan_bwd},
-    {"v8s", scan_v8s::cuda_scan_workspace_bytes, scan_v8s::cuda_scan_fwd, scan_v8s::cuda_scan_bwd},
-    {"v8b", scan_v8b::cuda_scan_workspace_bytes, scan_v8b::cuda_scan_fwd, scan_v8b::cuda_scan_bwd},
     {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v9 since 2026-11-29)
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);
