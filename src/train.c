@@ -151,7 +151,7 @@ int cmd_train(int argc, char **argv) {
         {"--beta1", ARG_FLOAT, &a.beta1, "AdamW beta1"},
         {"--beta2", ARG_FLOAT, &a.beta2, "AdamW beta2"},
         {"--grad-clip", ARG_FLOAT, &a.grad_clip, "global gradient-norm clip (0: off)"},
-        {"--window", ARG_INT, &a.window, "pack: best-fit window in documents (0: default, 1: greedy in order)"},
+        {"--window", ARG_INT, &a.window, "pack: best-fit window in document pieces (0: default 512, 1: greedy in order)"},
         {"--save-every", ARG_INT, &a.save_every, "checkpoint every N steps (0: only at the end)"},
         {"--keep", ARG_INT, &a.keep, "keep the newest K step checkpoints (plus the best by validation loss)"},
         {"--log-every", ARG_INT, &a.log_every, "print a progress line every N steps"},
