@@ -29,6 +29,7 @@
 #include "scan_v2.cuh"
 #include "scan_v3.cuh"
 #include "scan_v4.cuh"
+#include "scan_v9.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -62,7 +63,8 @@ static const Version versions[] = {
     {"v2", scan_v2::cuda_scan_workspace_bytes, scan_v2::cuda_scan_fwd, scan_v2::cuda_scan_bwd},
     {"v3", scan_v3::cuda_scan_workspace_bytes, scan_v3::cuda_scan_fwd, scan_v3::cuda_scan_bwd},
     {"v4", scan_v4::cuda_scan_workspace_bytes, scan_v4::cuda_scan_fwd, scan_v4::cuda_scan_bwd},
-    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v9 since 2026-11-29)
+    {"v9", scan_v9::cuda_scan_workspace_bytes, scan_v9::cuda_scan_fwd, scan_v9::cuda_scan_bwd},
+    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v10 since 2026-11-29)
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);
 static_assert(sizeof(versions) / sizeof(versions[0]) <= 16, "the timing table holds 16 versions");
