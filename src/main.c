@@ -1,6 +1,8 @@
 // main.c — the `packmamba` command: dispatches to the subcommands.
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "cmd_data.h"
@@ -28,6 +30,14 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    // The CPU backend mixes OpenMP regions (conv, scan, norms) with OpenBLAS's own threads (GEMMs). With OpenMP's
+    // default active waiting, idle OpenMP threads spin on the cores the GEMM threads need: on 2 cores a tiny-model
+    // step ran 1.6x slower with 2 threads than with PASSIVE waiting (docs/cpu_perf.md). libgomp reads the policy
+    // before main(), so when the user has not chosen one, set it and re-execute once.
+    if (!getenv("OMP_WAIT_POLICY")) {
+        setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+        execv("/proc/self/exe", argv);  // returns only on failure: then carry on with the default policy
+    }
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
