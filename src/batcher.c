@@ -29,6 +29,7 @@ struct Batcher {
     int64_t *row_start;  // pack: (n_rows + 1) offsets into row_piece
     int64_t *row_piece;  // pack: (n_pieces) piece indices, row by row
     int32_t *piece_rank;  // single/pad: (n_pieces) the rank that serves each piece
+    int32_t *row_rank;    // pack: (n_rows) the rank that serves each row
     int64_t n_rows;
     int64_t n_batches;  // per rank, per epoch
     // Position of the next batch.
@@ -123,6 +124,27 @@ static int cmp_len_desc(const void *a, const void *b) {
     return x->doc < y->doc ? -1 : x->doc > y->doc;  // ties by document: a total, deterministic order
 }
 
+// Deals the items [first, first + cnt) of a global batch (already in the order to deal them: heaviest first) to
+// `world` ranks, at most per_rank each, each item to the rank with the least weight so far this epoch
+// (cumulative longest-processing-time), so ranks stay within about one item's weight of each other.
+static void deal_to_ranks(const int64_t *weight, int64_t first, int64_t cnt, int world, int per_rank, int64_t *load,
+                          int *slots, int32_t *rank_of) {
+    for (int r = 0; r < world; r++) slots[r] = 0;
+    for (int64_t j = first; j < first + cnt; j++) {
+        int best = -1;
+        for (int r = 0; r < world; r++)
+            if (slots[r] < per_rank && (best < 0 || load[r] < load[best])) best = r;
+        rank_of[j] = best;
+        slots[best]++;
+        load[best] += weight[j - first];
+    }
+}
+
+static int cmp_i64_pair_desc(const void *a, const void *b) {  // (weight, index) by weight desc, then index
+    const int64_t *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] < y[0] ? 1 : -1) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
 static void plan_epoch(Batcher *bt, int64_t epoch) {
     // Document order: Fisher-Yates with an RNG seeded from (seed, epoch).
     int64_t *order = pm_malloc((bt->n_docs ? bt->n_docs : 1) * sizeof(int64_t));
@@ -156,6 +178,30 @@ static void plan_epoch(Batcher *bt, int64_t epoch) {
                                      : pack_best_fit(bt->pieces, n, bt->T, bt->window, bt->row_start, bt->row_piece);
         per_batch = (int64_t)bt->B * bt->world;
         bt->n_batches = (bt->n_rows + per_batch - 1) / per_batch;
+        if (bt->world > 1) {
+            // Data parallel: the rows of each global batch are dealt to ranks by real tokens (heaviest row first,
+            // to the rank with the fewest tokens so far this epoch, B rows each), not by position, so a rank
+            // never gets all the short rows of an epoch's tail.
+            bt->row_rank = pm_realloc(bt->row_rank, (bt->n_rows ? bt->n_rows : 1) * sizeof(int32_t));
+            int64_t *load = pm_calloc(bt->world, sizeof(int64_t)), *pair = pm_malloc(2 * per_batch * sizeof(int64_t));
+            int64_t *weight = pm_malloc(per_batch * sizeof(int64_t));
+            int32_t *dealt = pm_malloc(per_batch * sizeof(int32_t));
+            int *slots = pm_malloc(bt->world * sizeof(int));
+            for (int64_t first = 0; first < bt->n_rows; first += per_batch) {
+                int64_t cnt = bt->n_rows - first < per_batch ? bt->n_rows - first : per_batch;
+                for (int64_t j = 0; j < cnt; j++) {
+                    int64_t tok = 0;
+                    for (int64_t k = bt->row_start[first + j]; k < bt->row_start[first + j + 1]; k++)
+                        tok += bt->pieces[bt->row_piece[k]].len;
+                    pair[2 * j] = tok, pair[2 * j + 1] = j;
+                }
+                qsort(pair, cnt, 2 * sizeof(int64_t), cmp_i64_pair_desc);
+                for (int64_t j = 0; j < cnt; j++) weight[j] = pair[2 * j];
+                deal_to_ranks(weight, 0, cnt, bt->world, bt->B, load, slots, dealt);
+                for (int64_t j = 0; j < cnt; j++) bt->row_rank[first + pair[2 * j + 1]] = dealt[j];
+            }
+            free(load), free(pair), free(weight), free(dealt), free(slots);
+        }
     } else {
         // single/pad: a global batch is `world * per_rank` consecutive pieces. Within it, pieces are sorted by
         // length (longest first) and each goes to the rank with the fewest tokens so far this epoch among those
@@ -166,22 +212,15 @@ static void plan_epoch(Batcher *bt, int64_t epoch) {
         bt->n_rows = n;
         bt->n_batches = (n + per_batch - 1) / per_batch;
         bt->piece_rank = pm_realloc(bt->piece_rank, (n ? n : 1) * sizeof(int32_t));
-        int64_t *load = pm_calloc(bt->world, sizeof(int64_t));
+        int64_t *load = pm_calloc(bt->world, sizeof(int64_t)), *weight = pm_malloc(per_batch * sizeof(int64_t));
         int *slots = pm_malloc(bt->world * sizeof(int));
         for (int64_t first = 0; first < n; first += per_batch) {
             int64_t cnt = n - first < per_batch ? n - first : per_batch;
             qsort(bt->pieces + first, cnt, sizeof(Piece), cmp_len_desc);
-            for (int r = 0; r < bt->world; r++) slots[r] = 0;
-            for (int64_t j = first; j < first + cnt; j++) {
-                int best = -1;
-                for (int r = 0; r < bt->world; r++)
-                    if (slots[r] < per_rank && (best < 0 || load[r] < load[best])) best = r;
-                bt->piece_rank[j] = best;
-                slots[best]++;
-                load[best] += bt->pieces[j].len;
-            }
+            for (int64_t j = 0; j < cnt; j++) weight[j] = bt->pieces[first + j].len;
+            deal_to_ranks(weight, first, cnt, bt->world, per_rank, load, slots, bt->piece_rank);
         }
-        free(load), free(slots);
+        free(load), free(weight), free(slots);
     }
     bt->plan_epoch = epoch;
 }
@@ -222,7 +261,8 @@ Batcher *batcher_open(const char *data_dir, int split, int policy, int B, int T,
 void batcher_close(Batcher *bt) {
     if (!bt) return;
     shard_close(&bt->shard);
-    free(bt->docs), free(bt->pieces), free(bt->row_start), free(bt->row_piece), free(bt->piece_rank);
+    free(bt->docs), free(bt->pieces), free(bt->row_start), free(bt->row_piece), free(bt->piece_rank),
+        free(bt->row_rank);
     free(bt);
 }
 
@@ -273,19 +313,25 @@ int batcher_next(Batcher *bt, Batch *b) {
                 if (bt->piece_rank[j] == bt->rank) put_piece(bt, b, r++, 0, &bt->pieces[j]);
         }
     } else {
-        int64_t r0 = (g * bt->world + bt->rank) * bt->B, nr = bt->n_rows - r0;
-        if (nr > bt->B) nr = bt->B;
-        if (nr <= 0) {
-            clear_batch(b, 1, 1);
+        // This rank's rows of global batch g: all of them with one rank, else those dealt to it (in row order).
+        int64_t first = g * bt->B * bt->world, last = first + (int64_t)bt->B * bt->world;
+        if (last > bt->n_rows) last = bt->n_rows;
+        int nr = 0;
+        for (int64_t j = first; j < last; j++) nr += bt->world == 1 || bt->row_rank[j] == bt->rank;
+        if (nr == 0) {
+            clear_batch(b, 1, 1);  // nothing left for this rank in the epoch's last global batch
         } else {
-            clear_batch(b, (int)nr, bt->T);
-            for (int r = 0; r < nr; r++) {
+            clear_batch(b, nr, bt->T);
+            int r = 0;
+            for (int64_t j = first; j < last; j++) {
+                if (bt->world > 1 && bt->row_rank[j] != bt->rank) continue;
                 int c = 0;
-                for (int64_t k = bt->row_start[r0 + r]; k < bt->row_start[r0 + r + 1]; k++) {
+                for (int64_t k = bt->row_start[j]; k < bt->row_start[j + 1]; k++) {
                     const Piece *p = &bt->pieces[bt->row_piece[k]];
                     put_piece(bt, b, r, c, p);
                     c += p->len;
                 }
+                r++;
             }
         }
     }

@@ -25,7 +25,8 @@
 // Data parallel: all ranks compute the same epoch plan, then rank r takes its share of each global batch:
 //   single / pad: a global batch is `world` (single) or `B*world` (pad) consecutive pieces, handed out longest
 //   first to the rank with the fewest tokens so far this epoch (ranks stay within about T tokens of each other);
-//   pack: a global batch is `B*world` rows, rank r gets rows [r*B, r*B+B) (rows are ~full, so tokens balance).
+//   pack: a global batch is `B*world` rows, dealt the same way by real tokens (heaviest row first, B rows per
+//   rank); each rank serves its rows in row order. With one rank, the batch is simply the B rows.
 //   Every rank gets the same number of batches per epoch; a rank with nothing left in the final global batch
 //   gets an all-padding batch (b->B = 1, b->T = 1, n_valid = 0) so that ranks stay in lock step.
 //
