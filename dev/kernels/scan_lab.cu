@@ -26,9 +26,6 @@
 
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
-#include "scan_v2.cuh"
-#include "scan_v3.cuh"
-#include "scan_v4.cuh"
 #include "scan_v9.cuh"
 
 #define CK(x)                                                                                          \
@@ -60,9 +57,6 @@ struct Version {
 };
 static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
-    {"v2", scan_v2::cuda_scan_workspace_bytes, scan_v2::cuda_scan_fwd, scan_v2::cuda_scan_bwd},
-    {"v3", scan_v3::cuda_scan_workspace_bytes, scan_v3::cuda_scan_fwd, scan_v3::cuda_scan_bwd},
-    {"v4", scan_v4::cuda_scan_workspace_bytes, scan_v4::cuda_scan_fwd, scan_v4::cuda_scan_bwd},
     {"v9", scan_v9::cuda_scan_workspace_bytes, scan_v9::cuda_scan_fwd, scan_v9::cuda_scan_bwd},
     {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v10 since 2026-11-29)
 };
