@@ -134,6 +134,9 @@ typedef struct Backend {
     void (*event_release)(void *e);
     // Device-to-device copy of `bytes` (bench's bandwidth ceiling); NULL: bench times f32_to_act instead.
     void (*copy)(void *dst, const void *src, size_t bytes);
+    // Free and total device memory in bytes (bench's peak and fit checks); 0 or -1. NULL on the CPU, where bench
+    // reads /proc instead.
+    int (*mem_info)(size_t *free_bytes, size_t *total_bytes);
 } Backend;
 
 const Backend *backend_cpu(void);

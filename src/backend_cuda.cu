@@ -158,6 +158,10 @@ static void cu_copy(void *dst, const void *src, size_t bytes) {
     if (bytes) cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g_stream));
 }
 
+static int cu_mem_info(size_t *free_bytes, size_t *total_bytes) {
+    return cudaMemGetInfo(free_bytes, total_bytes) == cudaSuccess ? 0 : -1;
+}
+
 __global__ void f32_to_bf16_kernel(bf16 *dst, const float *src, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         dst[i] = f2bf(src[i]);
@@ -1113,6 +1117,7 @@ static int cuda_init(void) {
         b->event_elapsed_ms = cu_event_elapsed_ms;
         b->event_release = cu_event_release;
         b->copy = cu_copy;
+        b->mem_info = cu_mem_info;
     }
     g_inited = 1;
     return 1;

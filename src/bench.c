@@ -26,12 +26,6 @@
 #include "report.h"
 #include "tokenizer.h"
 
-#ifdef PM_HAVE_CUDA
-// From the CUDA runtime that pmcore links in CUDA builds (cudaError_t is an int-sized enum, 0 = success). Declared
-// here rather than including cuda_runtime.h so that this file stays plain C for gcc.
-extern int cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
-#endif
-
 // A JSON number, or null where the value is not finite (jansson has no NaN).
 static json_t *jr(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -422,13 +416,10 @@ static int g_is_cuda;
 
 // Memory in use now: device memory (CUDA) or the process's resident set (CPU). 0 if unknown.
 static size_t mem_in_use(void) {
-#ifdef PM_HAVE_CUDA
-    if (g_is_cuda) {
+    if (g_real && g_real->mem_info) {  // device memory
         size_t fr = 0, tot = 0;
-        if (cudaMemGetInfo(&fr, &tot) == 0) return tot - fr;
-        return 0;
+        return g_real->mem_info(&fr, &tot) == 0 ? tot - fr : 0;
     }
-#endif
     FILE *f = fopen("/proc/self/statm", "r");
     if (!f) return 0;
     unsigned long size = 0, rss = 0;
@@ -439,12 +430,10 @@ static size_t mem_in_use(void) {
 
 // Memory a new allocation could still get: free device memory, or MemAvailable. 0 if unknown.
 static size_t mem_available(void) {
-#ifdef PM_HAVE_CUDA
-    if (g_is_cuda) {
+    if (g_real && g_real->mem_info) {
         size_t fr = 0, tot = 0;
-        return cudaMemGetInfo(&fr, &tot) == 0 ? fr : 0;
+        return g_real->mem_info(&fr, &tot) == 0 ? fr : 0;
     }
-#endif
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) return 0;
     char line[256];
@@ -930,7 +919,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
                                   "gradients", (json_int_t)grads, "optimizer", (json_int_t)opt, "activations",
                                   (json_int_t)acts, "activation_grads", (json_int_t)agrad, "workspace", (json_int_t)work,
                                   "peak", (json_int_t)(peak > counted ? peak : counted), "peak_method",
-                                  g_is_cuda ? "device memory in use (cudaMemGetInfo) minus before the first model"
+                                  g_is_cuda ? "device memory in use (the backend's mem_info) minus before the first model"
                                             : "resident set size minus before the first model"));
     if (bn->nvml) {
         NvmlSummary s;

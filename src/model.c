@@ -137,6 +137,11 @@ void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t se
     model_init_weights(m, seed);
 }
 
+// x[i] ~ U(-bound, bound), in order from rng.
+static void fill_uniform(float *x, size_t n, float bound, PmRng *rng) {
+    for (size_t i = 0; i < n; i++) x[i] = -bound + 2.0f * bound * pm_rng_uniform(rng);
+}
+
 void model_init_weights(Model *m, uint64_t seed) {
     const ModelConfig *c = &m->cfg;
     const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv;
@@ -148,7 +153,6 @@ void model_init_weights(Model *m, uint64_t seed) {
         const ParamInfo *p = &m->tensors[t];
         float *x = w + p->offset;
         int which = t == 0 ? -1 : t == m->n_tensors - 1 ? -2 : (t - 1) % P_PER_LAYER;
-        float bound;
         switch (which) {
             case -1:  // embedding N(0, 0.02)
                 for (size_t i = 0; i < p->size; i++) x[i] = 0.02f * pm_rng_normal(&rng);
@@ -165,21 +169,17 @@ void model_init_weights(Model *m, uint64_t seed) {
                 for (size_t i = 0; i < p->size; i++) x[i] = 1.0f;
                 break;
             case P_IN_PROJ:
-                bound = 1.0f / sqrtf((float)d);
-                for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
+                fill_uniform(x, p->size, 1.0f / sqrtf((float)d), &rng);
                 break;
             case P_X_PROJ:
-                bound = 1.0f / sqrtf((float)di);
-                for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
+                fill_uniform(x, p->size, 1.0f / sqrtf((float)di), &rng);
                 break;
             case P_CONV_W:
             case P_CONV_B:
-                bound = 1.0f / sqrtf((float)K);
-                for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
+                fill_uniform(x, p->size, 1.0f / sqrtf((float)K), &rng);
                 break;
             case P_DT_W:
-                bound = 1.0f / sqrtf((float)R);
-                for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound);
+                fill_uniform(x, p->size, 1.0f / sqrtf((float)R), &rng);
                 break;
             case P_DT_B:  // softplus(b) = dt, dt log-uniform in [1e-3, 0.1]
                 for (size_t i = 0; i < p->size; i++) {
@@ -189,8 +189,8 @@ void model_init_weights(Model *m, uint64_t seed) {
                 }
                 break;
             case P_OUT_PROJ:  // scaled by 1/sqrt(n_layer) so the residual stream's variance does not grow with depth
-                bound = 1.0f / sqrtf((float)di);
-                for (size_t i = 0; i < p->size; i++) x[i] = UNIFORM(-bound, bound) / sqrtf((float)c->n_layer);
+                fill_uniform(x, p->size, 1.0f / sqrtf((float)di), &rng);
+                for (size_t i = 0; i < p->size; i++) x[i] /= sqrtf((float)c->n_layer);
                 break;
         }
     }
