@@ -940,18 +940,6 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
 // ---------------------------------------------------------------------------------------------------------------
 // the command
 
-static int mkdir_p(const char *dir) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return pm_error("%s: cannot create: %s", buf, strerror(errno));
-            *p = '/';
-        }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return pm_error("%s: cannot create: %s", buf, strerror(errno));
-    return 0;
-}
 
 static void write_json(const char *dir, const char *name, json_t *j) {
     char path[4200];
@@ -1122,7 +1110,7 @@ int cmd_bench(int argc, char **argv) {
         free(missing);
         return 0;
     }
-    if (mkdir_p(out) != 0) pm_die("%s", pm_last_error());
+    if (pm_mkdir_p(out) != 0) pm_die("%s", pm_last_error());
 
     // the backend, wrapped so every allocation is counted by category
     g_real = backend_get(device, deterministic);

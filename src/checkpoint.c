@@ -205,23 +205,6 @@ static void fsync_parent(const char *path) {
     fsync_dir(dirname(buf));
 }
 
-// mkdir -p
-static int make_dirs(const char *path) {
-    char buf[PATH_BUF];
-    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf) return pm_error("%s: path too long", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || *p == 0) {
-            char save = *p;
-            *p = 0;
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return pm_error("%s: cannot create: %s", buf, strerror(errno));
-            struct stat st;
-            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) return pm_error("%s: not a directory", buf);
-            *p = save;
-            if (save == 0) break;
-        }
-    }
-    return 0;
-}
 
 // rm -r (files and subdirectories; symlinks are removed, not followed).
 static int remove_tree(const char *path) {
@@ -285,7 +268,7 @@ int checkpoint_save(const char *dir_in, const Model *m, const TrainerState *ts) 
     {
         char parent[PATH_BUF];
         snprintf(parent, sizeof parent, "%s", dir);
-        if (make_dirs(dirname(parent)) != 0) return -1;
+        if (pm_mkdir_p(dirname(parent)) != 0) return -1;
     }
     if (remove_tree(tmp) != 0) return -1;  // a leftover of an earlier crashed save by a process with our pid
     if (mkdir(tmp, 0755) != 0) return pm_error("%s: cannot create: %s", tmp, strerror(errno));

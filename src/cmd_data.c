@@ -27,18 +27,6 @@ static int need_value(int i, int argc, char **argv) {
     return 1;
 }
 
-static int mkdir_p(const char *dir) {
-    char p[4096];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) return pm_error("%s: cannot create directory: %s", p, strerror(errno));
-        *s = '/';
-    }
-    if (mkdir(p, 0755) != 0 && errno != EEXIST) return pm_error("%s: cannot create directory: %s", p, strerror(errno));
-    return 0;
-}
 
 static uint64_t splitmix(uint64_t x) {
     x += 0x9e3779b97f4a7c15ull;
@@ -203,7 +191,7 @@ int cmd_prepare(int argc, char **argv) {
         fprintf(stderr, "packmamba: %s: already exists (use --force to replace it)\n", shard_path);
         goto done;
     }
-    if (!(pp->tk = tokenizer_load(tok_path)) || mkdir_p(out) != 0 ||
+    if (!(pp->tk = tokenizer_load(tok_path)) || pm_mkdir_p(out) != 0 ||
         !(pp->w = shard_writer_open(shard_path, tokenizer_vocab_size(pp->tk), tokenizer_eod_id(pp->tk)))) {
         fprintf(stderr, "packmamba: %s\n", pm_last_error());
         goto done;

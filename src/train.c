@@ -25,17 +25,6 @@
 static volatile sig_atomic_t stop_requested = 0;
 static void on_signal(int sig) { stop_requested = sig; }
 
-static void mkdir_p(const char *path) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        mkdir(buf, 0755);
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) pm_die("%s: cannot create directory: %s", path, strerror(errno));
-}
 
 // Keep only the metrics lines of steps <= last_step (after a resume the steps past the checkpoint are redone).
 // Returns the "tokens" count of the last line kept, so the resumed run's count continues from it.
@@ -213,7 +202,7 @@ int cmd_train(int argc, char **argv) {
         if (!val) pm_die("%s (needed by --val-every)", pm_last_error());
     }
 
-    mkdir_p(a.out);
+    if (pm_mkdir_p(a.out) != 0) pm_die("%s", pm_last_error());
     char path[4352], metrics_path[4352];
     snprintf(metrics_path, sizeof metrics_path, "%s/metrics.jsonl", a.out);
     char *run_json = train_args_json(&a);

@@ -96,6 +96,21 @@ int pm_write_file_atomic(const char *path, const void *data, size_t bytes) {
     return pm_rename_durable(tmp, path);
 }
 
+int pm_mkdir_p(const char *path) {
+    char buf[4096];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf) return pm_error("%s: path too long", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != 0) continue;
+        char save = *p;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return pm_error("%s: cannot create: %s", buf, strerror(errno));
+        struct stat st;
+        if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) return pm_error("%s: not a directory", buf);
+        *p = save;
+        if (save == 0) return 0;
+    }
+}
+
 int pm_rename_durable(const char *tmp, const char *path) {
     if (rename(tmp, path) != 0) {
         int e = errno;
