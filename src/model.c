@@ -287,17 +287,22 @@ size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, in
     return a.bytes + f.bytes + 3 * (size_t)B * T * sizeof(int32_t);
 }
 
+static void free_activations(Model *m) {
+    if (!m->layers) return;
+    const Backend *bk = m->bk;
+    bk->free(m->arena_act);
+    bk->free(m->arena_f32);
+    bk->free(m->tokens);
+    bk->free(m->pos);
+    bk->free(m->targets);
+    free(m->layers);
+    free(m->host_losses);
+    m->layers = NULL;
+}
+
 void model_alloc_activations(Model *m, int B, int T) {
     const Backend *bk = m->bk;
-    if (m->layers) {  // re-allocation for a new shape
-        bk->free(m->arena_act);
-        bk->free(m->arena_f32);
-        bk->free(m->tokens);
-        bk->free(m->pos);
-        bk->free(m->targets);
-        free(m->layers);
-        free(m->host_losses);
-    }
+    free_activations(m);  // re-allocation for a new shape
     m->B = B, m->T = T;
     m->layers = pm_calloc(m->cfg.n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
@@ -316,15 +321,7 @@ void model_alloc_activations(Model *m, int B, int T) {
 
 void model_destroy(Model *m) {
     const Backend *bk = m->bk;
-    if (m->layers) {
-        bk->free(m->arena_act);
-        bk->free(m->arena_f32);
-        bk->free(m->tokens);
-        bk->free(m->pos);
-        bk->free(m->targets);
-        free(m->layers);
-        free(m->host_losses);
-    }
+    free_activations(m);
     if (m->params_act != m->params) bk->free(m->params_act);
     bk->free(m->params);
     bk->free(m->grads);
