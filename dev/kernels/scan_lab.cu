@@ -26,7 +26,7 @@
 
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
-#include "scan_v9.cuh"
+#include "scan_v10.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -57,8 +57,8 @@ struct Version {
 };
 static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
-    {"v9", scan_v9::cuda_scan_workspace_bytes, scan_v9::cuda_scan_fwd, scan_v9::cuda_scan_bwd},
-    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v10 since 2026-11-29)
+    {"v10", scan_v10::cuda_scan_workspace_bytes, scan_v10::cuda_scan_fwd, scan_v10::cuda_scan_bwd},
+    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v11 since 2026-11-29)
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);
 static_assert(sizeof(versions) / sizeof(versions[0]) <= 16, "the timing table holds 16 versions");

@@ -1,10 +1,12 @@
-// scan_v9.cuh — frozen copy of src/cuda_scan.cu as version v9 (made by dev/kernels/mkver.sh).
-namespace scan_v9 {
+// scan_v10.cuh — frozen copy of .gpu/scan/cuda_scan_v10.cu as version v10 (made by dev/kernels/mkver.sh).
+namespace scan_v10 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v9 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v8's
-// kernels with v8's time segments used only where the rows leave most of the GPU idle (long rows, small B); the
-// shapes that already fill the GPU run v4's plan. v8:
+// Version v10 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v9 plus
+// time segments in the backward main pass too (the state adjoint carried backwards across segments), again only
+// where the rows leave most of the GPU idle; the kernel's segment mode is a template parameter, so the shapes that
+// fill the GPU compile to v9's code. v9: v8's kernels with v8's time segments used only where the rows leave most
+// of the GPU idle (long rows, small B); the shapes that already fill the GPU run v4's plan. v8:
 // v4 (branch-free token loops: document starts force a_t = 0 instead of branching; tokens past the end of a
 // chunk run on zeroed pass arrays and are not stored) with time segments in the forward and the checkpoint
 // pass: each row is cut into up to 16 segments scanned by different blocks, after a summary pass gives each
@@ -609,13 +611,25 @@ static constexpr size_t bwd_smem(int CH) {
            + (size_t)SCAN_K * (CH * BG / 32) * 2 * SCAN_N * 4;     // R
 }
 
-template <int CH>
+// Time segments (v10): grid z cuts a row into nseg segments of SLK chunks, walked by different blocks. The
+// adjoint recurrence is linear: with carry_t = a_{t+1} ds_{t+1} (the adjoint reaching s_t from later tokens),
+// carry_{t-1} = a_t (gy_t C_t + carry_t), so over a segment h the carry leaving its first token is
+// P_h * (carry entering its last token) + G_h, where G_h is the carry walked from zero and P_h the product of
+// its a_t (0 when a document starts in it). BSUMM = true walks every segment but the first from a zero carry
+// and stores (G_h, P_h) in bsum (rows, nseg - 1, 2 = {G, P}, Cd, N) f32 (nothing else: no states, no outputs);
+// the main pass (BSUMM = false) then starts segment g from the carry folded from the summaries of the segments
+// after it (c = P_h c + G_h, h = nseg-1 .. g+1) and writes its parameter partials as row * nseg + g. Each token
+// belongs to one segment, so dB/dC partials and outputs are written once; nothing is summed across blocks.
+// SMODE: 0 = no segments (v9's code: compile-time bounds, no fold), 1 = a segment of the main pass, 2 = BSUMM.
+template <int CH, int SMODE>
 __global__ void __launch_bounds__(CH *BG, 1)
     scan_bwd_staged_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out, float *bc_part,
                            float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
                            const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
                            const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
-                           const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck) {
+                           const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck, int SLK,
+                           int nseg, float *bsum) {
+    constexpr bool BSUMM = SMODE == 2;
     constexpr int NT = CH * BG, BWARPS = NT / 32, NS = SCAN_N / BG, TILE = SCAN_K * CH;
     constexpr size_t BWD_S = (size_t)SCAN_K * SCAN_N * CH * 4, BWD_TILES = (size_t)2 * 4 * TILE * 2,
                      BWD_BC = (size_t)2 * SCAN_K * 2 * SCAN_N * 4, BWD_PA = (size_t)4 * TILE * 4;
@@ -646,6 +660,26 @@ __global__ void __launch_bounds__(CH *BG, 1)
 #pragma unroll
     for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
     float dbias = 0.f, dDacc = 0.f;
+    float pa[NS];  // BSUMM: product of this segment's a_t
+#pragma unroll
+    for (int i = 0; i < NS; i++) pa[i] = 1.f;
+    const int seg = BSUMM ? blockIdx.z + 1 : SMODE == 1 ? blockIdx.z : 0;
+    const int kbeg = SMODE ? seg * SLK : 0, kend = SMODE ? min(nck, kbeg + SLK) : nck;
+    // (G, P) of segment h: this thread's states at lo.. and hi..
+    auto sum_at = [&](int h, int which) {
+        return bsum + ((((size_t)row * (nseg - 1) + (h - 1)) * 2 + which) * Cd + c) * SCAN_N;
+    };
+    if (SMODE == 1 && active) {
+        for (int h = nseg - 1; h > seg; h--) {
+            const float *Gp = sum_at(h, 0), *Pp = sum_at(h, 1);
+            const float4 g0 = *(const float4 *)(Gp + lo), g1 = *(const float4 *)(Gp + hi);
+            const float4 p0 = *(const float4 *)(Pp + lo), p1 = *(const float4 *)(Pp + hi);
+            const float gg[NS] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+            const float pp[NS] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
+#pragma unroll
+            for (int i = 0; i < NS; i++) carry[i] = fmaf(pp[i], carry[i], gg[i]);
+        }
+    }
 
     auto issue = [&](int k) {  // tiles of chunk k into stage k & 1
         int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
@@ -656,36 +690,36 @@ __global__ void __launch_bounds__(CH *BG, 1)
         load_tile<SCAN_K, NT, CH>(st + 3 * TILE, dout, Cd, mrow + t0, len, c0, Cd);
     };
     auto load_ck = [&](int k, float4 (&r)[2]) {  // this thread's half of chunk k's checkpoint, (rows, nck, Cd, N)
-        if (active) {
+        if (active && !BSUMM) {
             const float *p = ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N;
             r[0] = *(const float4 *)(p + lo), r[1] = *(const float4 *)(p + hi);
         } else {
             r[0] = r[1] = make_float4(0.f, 0.f, 0.f, 0.f);
         }
     };
-    const int nch = nck;
     BCFetch<SCAN_K, NT> bc;
     float4 ck_next[2];
     {
-        const int k = nch - 1, t0 = k * SCAN_K, len = T - t0;
+        const int k = kend - 1, t0 = k * SCAN_K, len = SMODE ? min(SCAN_K, T - t0) : T - t0;
         issue(k);
         cp_async_commit();
         bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
         bc.store(bcf + (k & 1) * SCAN_K * 2 * SCAN_N);
         load_ck(k, ck_next);
     }
-    unsigned mask_next = start_mask(pos, mrow + (nch - 1) * SCAN_K, (nch - 1) * SCAN_K, T - (nch - 1) * SCAN_K);
+    unsigned mask_next = start_mask(pos, mrow + (kend - 1) * SCAN_K, (kend - 1) * SCAN_K,
+                                    SMODE ? min(SCAN_K, T - (kend - 1) * SCAN_K) : T - (kend - 1) * SCAN_K);
 
-    for (int k = nch - 1; k >= 0; k--) {
+    for (int k = kend - 1; k >= kbeg; k--) {
         const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
         const unsigned mask = mask_next;
         float s[NS] = {ck_next[0].x, ck_next[0].y, ck_next[0].z, ck_next[0].w,
                        ck_next[1].x, ck_next[1].y, ck_next[1].z, ck_next[1].w};
-        if (k > 0) issue(k - 1);
+        if (k > kbeg) issue(k - 1);
         cp_async_commit();
         cp_async_wait1();
         __syncthreads();
-        if (k > 0) {
+        if (k > kbeg) {
             bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
             load_ck(k - 1, ck_next);
         }
@@ -708,95 +742,123 @@ __global__ void __launch_bounds__(CH *BG, 1)
             }
         }
         __syncthreads();
-        // recompute the chunk's states from its checkpoint
-        // (all SCAN_K tokens: those past the row's end have delta = 0, so a = 1 and the input is 0)
-#pragma unroll 4
-        for (int j = 0; j < SCAN_K; j++) {
-            const int i = j * CH + cl;
-            const float dl = pdl[i], dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
-            const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;  // document start: a_t = 0
-            const float4 b0 = *(const float4 *)(bck + j * 2 * SCAN_N + lo);
-            const float4 b1 = *(const float4 *)(bck + j * 2 * SCAN_N + hi);
-            float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-            for (int n = 0; n < NS; n++) s[n] = fmaf(ex2_approx(fmaf(dlL, A[n], off)), s[n], dlu * bb[n]);
-            S[(j * 2 + 0) * NT + tid] = make_float4(s[0], s[1], s[2], s[3]);
-            S[(j * 2 + 1) * NT + tid] = make_float4(s[4], s[5], s[6], s[7]);
-        }
-        // walk the chunk backwards
+        if (BSUMM) {  // the carry alone, from zero at the segment's end (see above)
 #pragma unroll 2
-        for (int j = len - 1; j >= 0; j--) {
-            const int i = j * CH + cl;
-            const float uu = bf2f(tu[i]), dl = pdl[i], gy = pgy[i], dlL = dl * LOG2E, dlu = dl * uu;
-            // at a document start a_t is taken as 0 (2^-huge) so nothing flows to the previous token
-            const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
-            const float *bcj = bck + j * 2 * SCAN_N;
-            const float4 b0 = *(const float4 *)(bcj + lo), b1 = *(const float4 *)(bcj + hi);
-            const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo), cv1 = *(const float4 *)(bcj + SCAN_N + hi);
-            float4 s0 = S[(j * 2 + 0) * NT + tid], s1 = S[(j * 2 + 1) * NT + tid];
-            float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-            float cc[NS] = {cv0.x, cv0.y, cv0.z, cv0.w, cv1.x, cv1.y, cv1.z, cv1.w};
-            float st[NS] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
-            // y = sum s C, P = sum ds B, Q = sum A ds a s_{t-1}; then du = dy D + delta P, ddelta = Q + u P
-            float y = 0.f, P = 0.f, Q = 0.f;
-            // this thread's dB (delta u ds) and dC (dy s) terms, summed over channels below;
-            // v = [dB slots 0-3, dC slots 0-3, dB slots 4-7, dC slots 4-7]
-            float v[2 * NS];
+            for (int j = len - 1; j >= 0; j--) {
+                const int i = j * CH + cl;
+                const float dlL = pdl[i] * LOG2E, gy = pgy[i];
+                const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+                const float *bcj = bck + j * 2 * SCAN_N;
+                const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo), cv1 = *(const float4 *)(bcj + SCAN_N + hi);
+                const float cc[NS] = {cv0.x, cv0.y, cv0.z, cv0.w, cv1.x, cv1.y, cv1.z, cv1.w};
 #pragma unroll
-            for (int n = 0; n < NS; n++) {
-                const float a = ex2_approx(fmaf(dlL, A[n], off));
-                const float ds = fmaf(gy, cc[n], carry[n]);   // total adjoint of s_t
-                const float as = fmaf(-dlu, bb[n], st[n]);     // a_t s_{t-1} (0 up to rounding at a start)
-                const float r = ds * as;
-                y = fmaf(st[n], cc[n], y);
-                P = fmaf(ds, bb[n], P);
-                Q = fmaf(A[n], r, Q);
-                dA[n] = fmaf(r, dl, dA[n]);
-                v[(n & 4) * 2 + (n & 3)] = ds * dlu;
-                v[(n & 4) * 2 + 4 + (n & 3)] = gy * st[n];
-                carry[n] = a * ds;
-            }
-            y += __shfl_xor_sync(0xffffffffu, y, 1);
-            P += __shfl_xor_sync(0xffffffffu, P, 1);
-            Q += __shfl_xor_sync(0xffffffffu, Q, 1);
-            const float ddp = fmaf(uu, P, Q) * psig[i];
-            if (q == 0) {
-                dbias += ddp;
-                dDacc = fmaf(gy, uu, dDacc);
-                if (active) {
-                    const size_t m = mrow + t0 + j;
-                    du_out[m * Cd + c] = __float2bfloat16(fmaf(gy, Dc, dl * P));
-                    ddpre_out[m * Cd + c] = __float2bfloat16(ddp);
-                    dz_out[m * ldz + c] = __float2bfloat16(pdz[i] * fmaf(Dc, uu, y));
+                for (int n = 0; n < NS; n++) {
+                    const float a = ex2_approx(fmaf(dlL, A[n], off));
+                    carry[n] = a * fmaf(gy, cc[n], carry[n]);
+                    pa[n] *= a;
                 }
             }
-            // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects (see lo/hi);
-            // then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
+        } else {  // the main pass
+            // recompute the chunk's states from its checkpoint
+            // (all SCAN_K tokens: those past the row's end have delta = 0, so a = 1 and the input is 0)
+#pragma unroll 4
+            for (int j = 0; j < SCAN_K; j++) {
+                const int i = j * CH + cl;
+                const float dl = pdl[i], dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
+                const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;  // document start: a_t = 0
+                const float4 b0 = *(const float4 *)(bck + j * 2 * SCAN_N + lo);
+                const float4 b1 = *(const float4 *)(bck + j * 2 * SCAN_N + hi);
+                float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
-            for (int e = 0; e < NS; e++) v[e] += __shfl_xor_sync(0xffffffffu, v[e + NS], 16);
-            tr_level<4, 8, 2 * NS>(v);
-            tr_level<2, 4, 2 * NS>(v);
-            tr_level<1, 2, 2 * NS>(v);
-            // lane holds (bit 3 ? dC : dB) of state lo + 2*bit2 + bit1
-            const int idx = ((lane >> 3) & 1) * SCAN_N + lo + ((lane >> 1) & 3);
-            R[(j * BWARPS + warp) * 2 * SCAN_N + idx] = v[0];
-        }
-        __syncthreads();
-        for (int idx = tid; idx < len * 2 * SCAN_N; idx += NT) {
-            const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
-            float acc = 0.f;
+                for (int n = 0; n < NS; n++) s[n] = fmaf(ex2_approx(fmaf(dlL, A[n], off)), s[n], dlu * bb[n]);
+                S[(j * 2 + 0) * NT + tid] = make_float4(s[0], s[1], s[2], s[3]);
+                S[(j * 2 + 1) * NT + tid] = make_float4(s[4], s[5], s[6], s[7]);
+            }
+            // walk the chunk backwards
+#pragma unroll 2
+            for (int j = len - 1; j >= 0; j--) {
+                const int i = j * CH + cl;
+                const float uu = bf2f(tu[i]), dl = pdl[i], gy = pgy[i], dlL = dl * LOG2E, dlu = dl * uu;
+                // at a document start a_t is taken as 0 (2^-huge) so nothing flows to the previous token
+                const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+                const float *bcj = bck + j * 2 * SCAN_N;
+                const float4 b0 = *(const float4 *)(bcj + lo), b1 = *(const float4 *)(bcj + hi);
+                const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo), cv1 = *(const float4 *)(bcj + SCAN_N + hi);
+                float4 s0 = S[(j * 2 + 0) * NT + tid], s1 = S[(j * 2 + 1) * NT + tid];
+                float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+                float cc[NS] = {cv0.x, cv0.y, cv0.z, cv0.w, cv1.x, cv1.y, cv1.z, cv1.w};
+                float st[NS] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+                // y = sum s C, P = sum ds B, Q = sum A ds a s_{t-1}; then du = dy D + delta P, ddelta = Q + u P
+                float y = 0.f, P = 0.f, Q = 0.f;
+                // this thread's dB (delta u ds) and dC (dy s) terms, summed over channels below;
+                // v = [dB slots 0-3, dC slots 0-3, dB slots 4-7, dC slots 4-7]
+                float v[2 * NS];
 #pragma unroll
-            for (int w = 0; w < BWARPS; w++) acc += R[(j * BWARPS + w) * 2 * SCAN_N + e];
-            bc_part[((mrow + t0 + j) * nblk + blockIdx.x) * 2 * SCAN_N + e] = acc;
+                for (int n = 0; n < NS; n++) {
+                    const float a = ex2_approx(fmaf(dlL, A[n], off));
+                    const float ds = fmaf(gy, cc[n], carry[n]);   // total adjoint of s_t
+                    const float as = fmaf(-dlu, bb[n], st[n]);     // a_t s_{t-1} (0 up to rounding at a start)
+                    const float r = ds * as;
+                    y = fmaf(st[n], cc[n], y);
+                    P = fmaf(ds, bb[n], P);
+                    Q = fmaf(A[n], r, Q);
+                    dA[n] = fmaf(r, dl, dA[n]);
+                    v[(n & 4) * 2 + (n & 3)] = ds * dlu;
+                    v[(n & 4) * 2 + 4 + (n & 3)] = gy * st[n];
+                    carry[n] = a * ds;
+                }
+                y += __shfl_xor_sync(0xffffffffu, y, 1);
+                P += __shfl_xor_sync(0xffffffffu, P, 1);
+                Q += __shfl_xor_sync(0xffffffffu, Q, 1);
+                const float ddp = fmaf(uu, P, Q) * psig[i];
+                if (q == 0) {
+                    dbias += ddp;
+                    dDacc = fmaf(gy, uu, dDacc);
+                    if (active) {
+                        const size_t m = mrow + t0 + j;
+                        du_out[m * Cd + c] = __float2bfloat16(fmaf(gy, Dc, dl * P));
+                        ddpre_out[m * Cd + c] = __float2bfloat16(ddp);
+                        dz_out[m * ldz + c] = __float2bfloat16(pdz[i] * fmaf(Dc, uu, y));
+                    }
+                }
+                // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects (see lo/hi);
+                // then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
+#pragma unroll
+                for (int e = 0; e < NS; e++) v[e] += __shfl_xor_sync(0xffffffffu, v[e + NS], 16);
+                tr_level<4, 8, 2 * NS>(v);
+                tr_level<2, 4, 2 * NS>(v);
+                tr_level<1, 2, 2 * NS>(v);
+                // lane holds (bit 3 ? dC : dB) of state lo + 2*bit2 + bit1
+                const int idx = ((lane >> 3) & 1) * SCAN_N + lo + ((lane >> 1) & 3);
+                R[(j * BWARPS + warp) * 2 * SCAN_N + idx] = v[0];
+            }
+            __syncthreads();
+            for (int idx = tid; idx < len * 2 * SCAN_N; idx += NT) {
+                const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
+                float acc = 0.f;
+#pragma unroll
+                for (int w = 0; w < BWARPS; w++) acc += R[(j * BWARPS + w) * 2 * SCAN_N + e];
+                bc_part[((mrow + t0 + j) * nblk + blockIdx.x) * 2 * SCAN_N + e] = acc;
+            }
         }
-        if (k > 0) {
+        if (k > kbeg) {
             bc.store(bcf + ((k - 1) & 1) * SCAN_K * 2 * SCAN_N);
             mask_next = start_mask(pos, mrow + t0 - SCAN_K, t0 - SCAN_K, SCAN_K);
         }
         __syncthreads();  // S, R, pass arrays and stage k & 1 are rewritten next chunk; bcf[(k-1) & 1] published
     }
+    if (BSUMM) {
+        if (active) {
+            float *Gp = sum_at(seg, 0), *Pp = sum_at(seg, 1);
+            *(float4 *)(Gp + lo) = make_float4(carry[0], carry[1], carry[2], carry[3]);
+            *(float4 *)(Gp + hi) = make_float4(carry[4], carry[5], carry[6], carry[7]);
+            *(float4 *)(Pp + lo) = make_float4(pa[0], pa[1], pa[2], pa[3]);
+            *(float4 *)(Pp + hi) = make_float4(pa[4], pa[5], pa[6], pa[7]);
+        }
+        return;
+    }
     if (active) {
-        float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
+        float *pp = par_part + ((size_t)row * (SMODE ? nseg : 1) + seg) * (2 + SCAN_N) * Cd + c;
         if (q == 0) {
             pp[0] = dbias;
             pp[(size_t)Cd] = dDacc;
@@ -888,15 +950,43 @@ static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
     return p;
 }
 
+// Plan of the backward main pass (v10): block width, chunks (SCAN_K tokens) per time segment, segments.
+// v9's plan (no segments) where a quarter of the SMs or more get a 128-wide block, as for the forward; else
+// 64-wide blocks (two per SM) and the segment count with the least cost in chunk-steps of the busiest SM:
+// waves of blocks times chunks per segment, times 1 + BSEG_R (nseg-1)/nseg for the summary pass. BSEG_R =
+// the summary walk's cost per chunk over the main pass's (a guess: ~1/8 of the instructions, but the same
+// tile loads and cooperative pass).
+static constexpr float BSEG_R = 0.35f;
+static constexpr int BSEG_MIN_CHUNKS = 8;  // fewest chunks per backward segment
+struct BwdPlan {
+    int ch, SLK, nseg;
+};
+static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
+    const int sms = scan_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K, b128 = rows * ((Cd + 127) / 128);
+    BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1};
+    if (4 * b128 > sms) return p;
+    const int nb = rows * ((Cd + 63) / 64), slots = 2 * sms;
+    float best = (float)((nb + slots - 1) / slots) * nch;
+    p = {64, nch, 1};
+    for (int S = 2; S <= SCAN_SEG_MAX && S <= nch / BSEG_MIN_CHUNKS; S++) {
+        const int slk = (nch + S - 1) / S, ns = (nch + slk - 1) / slk;
+        const float cost = (1.f + BSEG_R * (ns - 1) / ns) * (float)((nb * ns + slots - 1) / slots) * slk;
+        if (cost < best) best = cost, p = {64, slk, ns};
+    }
+    return p;
+}
+
 // Workspace layout, sized for the narrowest blocks and the most segments so any path fits: checkpoints
-// (rows, nchunk, N, Cd) f32 | dB/dC partials (M, ceil(Cd/64), 2N) f32 | parameter partials (rows, 2 + N, Cd) f32 |
-// segment summaries (rows, SCAN_SEG_MAX - 1, 2, Cd, N) f32.
+// (rows, nchunk, N, Cd) f32 | dB/dC partials (M, ceil(Cd/64), 2N) f32 | parameter partials (rows * bwd
+// segments, 2 + N, Cd) f32 | segment summaries (rows, SCAN_SEG_MAX - 1, 2, Cd, N) f32 (the checkpoint pass's,
+// then the backward main pass's: the main pass's summary kernel runs after the checkpoint pass is done).
 static void scan_ws_layout(int M, int T, int Cd, int N, size_t *bc_off, size_t *par_off, size_t *seg_off,
                            size_t *total) {
     int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk_max = (Cd + 63) / 64;
+    int nsegb = scan_bwd_plan(rows, Cd, T).nseg;
     *bc_off = align256((size_t)rows * nchunk * N * Cd * 4);
     *par_off = *bc_off + align256((size_t)M * nblk_max * 2 * N * 4);
-    *seg_off = *par_off + align256((size_t)rows * (2 + N) * Cd * 4);
+    *seg_off = *par_off + align256((size_t)rows * nsegb * (2 + N) * Cd * 4);
     *total = *seg_off + align256((size_t)rows * (SCAN_SEG_MAX - 1) * 2 * Cd * N * 4);
 }
 size_t cuda_scan_workspace_bytes(int M, int T, int Cd, int N) {
@@ -966,21 +1056,35 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
                                        pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
 }
 
+// The backward's segment summaries (when there is more than one segment), then the main pass.
 template <int CH>
 static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dz, float *bc_part,
                                    float *par_part, const float *ckpt, const __nv_bfloat16 *dout,
                                    const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                                    const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                                    const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows,
-                                   int T, int Cd, int nck, cudaStream_t stream) {
-    static int optin = 0;
-    dim3 grid((Cd + CH - 1) / CH, rows);
+                                   int T, int Cd, int nck, int SLK, int nseg, float *bsum, cudaStream_t stream) {
+    static int optin = 0, optin_s = 0, optin_g = 0;
+    const int nblk = (Cd + CH - 1) / CH;
     size_t smem = bwd_smem(CH);
-    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH>, smem, &optin, "scan_bwd_staged_kernel");
-    scan_bwd_staged_kernel<CH><<<grid, CH * BG, smem, stream>>>(du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre,
-                                                               dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
-                                                               nck);
-    scan_check_launch("scan_bwd_staged_kernel");
+    if (nseg == 1) {  // v9's kernel
+        scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 0>, smem, &optin, "scan_bwd_staged_kernel");
+        scan_bwd_staged_kernel<CH, 0><<<dim3(nblk, rows), CH * BG, smem, stream>>>(
+            du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
+            Cd, nck, nck, 1, bsum);
+        scan_check_launch("scan_bwd_staged_kernel");
+        return;
+    }
+    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 2>, smem, &optin_s, "scan_bsumm_staged_kernel");
+    scan_bwd_staged_kernel<CH, 2><<<dim3(nblk, rows, nseg - 1), CH * BG, smem, stream>>>(
+        du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
+        nck, SLK, nseg, bsum);
+    scan_check_launch("scan_bsumm_staged_kernel");
+    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 1>, smem, &optin_g, "scan_bwd_seg_staged_kernel");
+    scan_bwd_staged_kernel<CH, 1><<<dim3(nblk, rows, nseg), CH * BG, smem, stream>>>(
+        du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
+        nck, SLK, nseg, bsum);
+    scan_check_launch("scan_bwd_seg_staged_kernel");
 }
 
 void cuda_scan_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
@@ -1013,7 +1117,7 @@ void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, _
     size_t bc_off, par_off, seg_off, need;
     scan_ws_layout(M, T, Cd, N, &bc_off, &par_off, &seg_off, &need);
     if (workspace_bytes < need) scan_die("workspace of %zu bytes, %zu needed", workspace_bytes, need);
-    int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk;
+    int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk, par_rows = rows;
     float *ckpt = (float *)workspace;
     float *bc_part = (float *)((char *)workspace + bc_off);
     float *par_part = (float *)((char *)workspace + par_off);
@@ -1023,15 +1127,17 @@ void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, _
         // the staged checkpoints are (rows, nchunk, Cd, N): each thread's states are contiguous
         scan_fwd_dispatch(scan_fwd_plan(rows, Cd, T), true, NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D,
                           z, ldz, pos, rows, T, Cd, nchunk, stream);
-        // the main pass has no segments (yet): its own block width
-        if (scan_pick_ch(rows, Cd) == 128) {
+        // the main pass: its own block width and time segments (v10)
+        const BwdPlan bp = scan_bwd_plan(rows, Cd, T);
+        par_rows = rows * bp.nseg;
+        if (bp.ch == 128) {
             nblk = (Cd + 127) / 128;
             scan_bwd_staged_launch<128>(du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm,
-                                        ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, stream);
+                                        ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, bp.SLK, bp.nseg, summ, stream);
         } else {
             nblk = (Cd + 63) / 64;
             scan_bwd_staged_launch<64>(du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm,
-                                       ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, stream);
+                                       ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, bp.SLK, bp.nseg, summ, stream);
         }
     } else {
         nblk = (Cd + SCAN_THREADS - 1) / SCAN_THREADS;
@@ -1052,7 +1158,7 @@ void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, _
     scan_bc_reduce_kernel<<<(unsigned)((nbc + 255) / 256), 256, 0, stream>>>(dB, dC, bc_part, ldbc, M, nblk);
     scan_check_launch("scan_bc_reduce_kernel");
     int npar = (2 + N) * Cd;
-    scan_param_reduce_kernel<<<(npar + 255) / 256, 256, 0, stream>>>(ddt_bias, dA_log, dD, par_part, rows, Cd);
+    scan_param_reduce_kernel<<<(npar + 255) / 256, 256, 0, stream>>>(ddt_bias, dA_log, dD, par_part, par_rows, Cd);
     scan_check_launch("scan_param_reduce_kernel");
 }
-}  // namespace scan_v9
+}  // namespace scan_v10

@@ -1,0 +1,22 @@
+#!/bin/bash
+# scan_prof.sh [VERSION] — one device call: ncu's warp-state, scheduler, instruction and source (SASS) views of
+# one scan version's kernels at B8·D2048·L2048 (scan_lab profile VERSION; default prod). Build the lab with
+# -lineinfo first and carry .gpu/scan. Writes $OUT/prof_<kernel>.txt (details) and $OUT/sass_bwd.csv.
+set -o pipefail
+v=${1:-prod}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+S="--metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats --section InstructionStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis"
+for k in ${PROF_KERNELS:-scan_fwd_staged scan_bwd_staged}; do
+    timeout ${PROF_S:-90} $NCU --clock-control none -k regex:$k --launch-skip 1 --launch-count 1 $S \
+        .gpu/scan/scan_lab profile $v >$OUT/prof_$k.txt 2>&1
+    echo "== ncu $k rc $?"
+    grep -E "Duration|Issue Slots Busy|Achieved Active Warps|Registers Per|Stall|No Eligible|Eligible Warps|Executed Ipc A|Warp Cycles Per Issued|issue_stalled" $OUT/prof_$k.txt | sed -E 's/ +/ /g' | head -40
+done
+# per-SASS-instruction stall samples of the backward main pass
+timeout ${PROF_S:-90} $NCU --clock-control none -k regex:scan_bwd_staged --launch-skip 1 --launch-count 1 \
+    --section SourceCounters --section WarpStateStats --import-source no -o $OUT/bwd .gpu/scan/scan_lab profile $v >/dev/null 2>&1
+echo "== ncu source rc $?"
+timeout 60 $NCU -i $OUT/bwd.ncu-rep --page source --print-source sass --csv >$OUT/sass_bwd.csv 2>&1
+echo "== sass rc $? $(wc -l <$OUT/sass_bwd.csv) lines"
+rm -f $OUT/bwd.ncu-rep
