@@ -98,15 +98,20 @@ typedef struct Backend {
     // out[t, c] = (sum_n s_t[c, n] C_t[n] + D[c] u[t, c]) * silu(z[t, c])
     // u, dpre (M, Cd) ACT contiguous; Bm, Cm (M, N) ACT with row stride ldbc; z ACT (ldz);
     // dt_bias, D (Cd) F32; A_log (Cd, N) F32; out (M, Cd) ACT.
+    // states: NULL, or a buffer of scan_states_bytes(M, T, Cd, N) bytes where the forward leaves what the
+    // backward would otherwise recompute (backends without scan_states_bytes ignore it).
     void (*scan_fwd)(void *out, const void *u, const void *dpre, const void *dt_bias, const void *A_log,
                      const void *Bm, const void *Cm, int ldbc, const void *D, const void *z, int ldz,
-                     const int32_t *pos, int M, int T, int Cd, int N);
+                     const int32_t *pos, int M, int T, int Cd, int N, void *states);
     // Backward of scan_fwd given dout (M, Cd) ACT. Overwrites du, ddpre (M, Cd) ACT, dB, dC (ldbc) ACT,
-    // dz (ldz) ACT; accumulates ddt_bias, dD (Cd) and dA_log (Cd, N) F32. Recomputes what it needs.
+    // dz (ldz) ACT; accumulates ddt_bias, dD (Cd) and dA_log (Cd, N) F32. states: NULL (recompute what it needs)
+    // or what scan_fwd left there for these same inputs; the results are the same either way.
     void (*scan_bwd)(void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log,
                      void *dD, const void *dout, const void *u, const void *dpre, const void *dt_bias,
                      const void *A_log, const void *Bm, const void *Cm, int ldbc, const void *D,
-                     const void *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N);
+                     const void *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N, const void *states);
+    // Optional (NULL: the backend cannot keep scan states): bytes of the states buffer above.
+    size_t (*scan_states_bytes)(int M, int T, int Cd, int N);
 
     // Tied LM head + cross-entropy over all Vp logits, in chunks of tokens (no (M, Vp) buffer needed):
     // logits = x @ wte^T; loss[m] = logsumexp(logits[m]) - logits[m, targets[m]] (0 where ignored).

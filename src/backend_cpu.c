@@ -475,7 +475,8 @@ PM_CLONES static void scan_fwd_unit(real *out, const real *u, const real *dpre, 
 
 static void scan_fwd(void *out_, const void *u_, const void *dpre_, const void *dt_bias_, const void *A_log_,
                      const void *Bm_, const void *Cm_, int ldbc, const void *D_, const void *z_, int ldz,
-                     const int32_t *pos, int M, int T, int Cd, int N) {
+                     const int32_t *pos, int M, int T, int Cd, int N, void *states) {
+    (void)states;  // the CPU backend keeps no scan states (scan_states_bytes is NULL): its backward recomputes
     real *out = out_;                                                // (M, Cd)
     const real *u = u_, *dpre = dpre_, *z = z_;                      // (M, Cd), (M, Cd), (M, Cd) ldz
     const real *dt_bias = dt_bias_, *A_log = A_log_, *D = D_;        // (Cd), (Cd, N), (Cd)
@@ -627,7 +628,9 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
 static void scan_bwd(void *du_, void *ddpre_, void *dB_, void *dC_, void *dz_, void *ddt_bias_, void *dA_log_,
                      void *dD_, const void *dout_, const void *u_, const void *dpre_, const void *dt_bias_,
                      const void *A_log_, const void *Bm_, const void *Cm_, int ldbc, const void *D_,
-                     const void *z_, int ldz, const int32_t *pos, int M, int T, int Cd, int N) {
+                     const void *z_, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                     const void *states) {
+    (void)states;
     real *du = du_, *ddpre = ddpre_, *dz = dz_;                      // (M, Cd), (M, Cd), (M, Cd) ldz
     real *dB = dB_, *dC = dC_;                                       // (M, N) ldbc
     real *ddt_bias = ddt_bias_, *dA_log = dA_log_, *dD = dD_;        // (Cd), (Cd, N), (Cd)

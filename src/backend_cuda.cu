@@ -741,34 +741,38 @@ static void cu_conv_silu_bwd(void *dxi, int ldx, void *dw, void *db, const void 
 
 static void cu_scan_fwd(void *out, const void *u, const void *dpre, const void *dt_bias, const void *A_log,
                         const void *Bm, const void *Cm, int ldbc, const void *D, const void *z, int ldz,
-                        const int32_t *pos, int M, int T, int Cd, int N) {
+                        const int32_t *pos, int M, int T, int Cd, int N, void *states) {
     if (M == 0) return;
-    cuda_scan_fwd((bf16 *)out, (const bf16 *)u, (const bf16 *)dpre, (const float *)dt_bias, (const float *)A_log,
-                  (const bf16 *)Bm, (const bf16 *)Cm, ldbc, (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd,
-                  N, g_stream);
+    cuda_scan_fwd_ex((bf16 *)out, (const bf16 *)u, (const bf16 *)dpre, (const float *)dt_bias,
+                     (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc, (const float *)D, (const bf16 *)z,
+                     ldz, pos, M, T, Cd, N, (float *)states, g_stream);
     cudaLaunchCheck();
 }
+static size_t cu_scan_states_bytes(int M, int T, int Cd, int N) { return cuda_scan_states_bytes(M, T, Cd, N); }
 
 static void scan_bwd_impl(void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log,
                           void *dD, const void *dout, const void *u, const void *dpre, const void *dt_bias,
                           const void *A_log, const void *Bm, const void *Cm, int ldbc, const void *D,
-                          const void *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N, int det) {
+                          const void *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                          const void *states, int det) {
     if (M == 0) return;
     size_t wsb = cuda_scan_workspace_bytes(M, T, Cd, N);
     void *ws = wsb ? scratch_get(&s_big, wsb) : NULL;
-    cuda_scan_bwd((bf16 *)du, (bf16 *)ddpre, (bf16 *)dB, (bf16 *)dC, (bf16 *)dz, (float *)ddt_bias,
-                  (float *)dA_log, (float *)dD, (const bf16 *)dout, (const bf16 *)u, (const bf16 *)dpre,
-                  (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc,
-                  (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, ws, wsb ? s_big.bytes : 0, det, g_stream);
+    cuda_scan_bwd_ex((bf16 *)du, (bf16 *)ddpre, (bf16 *)dB, (bf16 *)dC, (bf16 *)dz, (float *)ddt_bias,
+                     (float *)dA_log, (float *)dD, (const bf16 *)dout, (const bf16 *)u, (const bf16 *)dpre,
+                     (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc,
+                     (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, (const float *)states, ws,
+                     wsb ? s_big.bytes : 0, det, g_stream);
     cudaLaunchCheck();
 }
 #define SCAN_BWD_ARGS                                                                                       \
     void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log, void *dD,             \
         const void *dout, const void *u, const void *dpre, const void *dt_bias, const void *A_log,           \
         const void *Bm, const void *Cm, int ldbc, const void *D, const void *z, int ldz, const int32_t *pos, \
-        int M, int T, int Cd, int N
-#define SCAN_BWD_PASS \
-    du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N
+        int M, int T, int Cd, int N, const void *states
+#define SCAN_BWD_PASS                                                                                             \
+    du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, \
+        Cd, N, states
 static void cu_scan_bwd_det(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 1); }
 static void cu_scan_bwd_fast(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 0); }
 
@@ -1109,6 +1113,7 @@ static int cuda_init(void) {
         b->conv_silu_fwd = cu_conv_silu_fwd;
         b->conv_silu_bwd = cu_conv_silu_bwd;
         b->scan_fwd = cu_scan_fwd;
+        b->scan_states_bytes = cu_scan_states_bytes;
         b->scan_bwd = d ? cu_scan_bwd_det : cu_scan_bwd_fast;
         b->classifier = cu_classifier;
         b->sumsq = cu_sumsq;

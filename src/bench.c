@@ -566,6 +566,7 @@ typedef struct {
     const Backend *bk;  // the counting wrapper
     const char *device, *out;
     int steps, warmup, profile_steps, seed, window, vocab, use_events;
+    int keep_scan_states;  // Model.keep_scan_states (0 with --recompute-scan)
     double copy_bps, gemm_fps;
     size_t mem_base;  // memory in use before any model
     Profiler prof;
@@ -707,7 +708,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     char label[256];
     config_label(c, label, sizeof label);
     // Will the activations fit? (bk->alloc dies when memory runs out, losing the sweep.)
-    double need = (double)model_activation_bytes(&m->cfg, bk, c->B, c->T);
+    double need = (double)model_activation_bytes(&m->cfg, bk, c->B, c->T, bn->keep_scan_states);
     size_t avail = mem_available();
     if (avail) avail += cat_bytes(MEM_ACTS);  // the previous configuration's activations are freed first
     if (avail && need > 0.9 * (double)avail) {
@@ -717,6 +718,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
         return skipped(c, ci, label, why);
     }
     g_cat = MEM_ACTS;
+    m->keep_scan_states = bn->keep_scan_states;
     model_alloc_activations(m, c->B, c->T);
     g_cat = MEM_BENCH;
 
@@ -913,8 +915,9 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     json_object_set_new(r, "memory",
-                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "activations_estimate",
-                                  (json_int_t)need, "process_max_rss",
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "activations_estimate",
+                                  (json_int_t)need, "scan_states", (json_int_t)(m->arena_states ? rec_bytes(m->arena_states) : 0),
+                                  "process_max_rss",
                                   (json_int_t)ru.ru_maxrss * 1024, "parameters", (json_int_t)params,
                                   "gradients", (json_int_t)grads, "optimizer", (json_int_t)opt, "activations",
                                   (json_int_t)acts, "activation_grads", (json_int_t)agrad, "workspace", (json_int_t)work,
@@ -990,7 +993,7 @@ int cmd_bench(int argc, char **argv) {
     const char *seq_len = "512", *batch = "1", *policy = NULL, *out = NULL, *data = NULL, *sweep = NULL;
     const char *report_dir = NULL;
     int steps = 10, warmup = 2, profile_steps = 3, seed = 1, window = 0, vocab = 0, sample_ms = 50, tokens = 0;
-    int deterministic = 0, no_events = 0, no_plots = 0, list = 0;
+    int deterministic = 0, no_events = 0, no_plots = 0, list = 0, recompute_scan = 0;
     float time_limit = 0;
     ArgSpec specs[] = {
         {"--device", ARG_STR, &device, "cpu or cuda"},
@@ -1020,6 +1023,8 @@ int cmd_bench(int argc, char **argv) {
         {"--no-events", ARG_BOOL, &no_events, "time ops with synchronize + host clock even if GPU events exist"},
         {"--no-plots", ARG_BOOL, &no_plots, "do not run gnuplot (the .gp scripts are still written)"},
         {"--deterministic", ARG_BOOL, &deterministic, "the backend's deterministic kernels"},
+        {"--recompute-scan", ARG_BOOL, &recompute_scan,
+         "the backward recomputes the scan states instead of keeping them from the forward (less memory, slower)"},
         {"--list", ARG_BOOL, &list, "print the configurations in the order they would run, then exit"},
     };
     args_parse(argc, argv, "packmamba bench --out DIR [--device cpu|cuda] [--preset P] [--seq-len 512,1024] "
@@ -1123,6 +1128,7 @@ int cmd_bench(int argc, char **argv) {
     memset(&bn, 0, sizeof bn);
     bn.bk = &wrapped;
     bn.device = device, bn.out = out;
+    bn.keep_scan_states = !recompute_scan;
     bn.steps = steps, bn.warmup = warmup, bn.profile_steps = profile_steps, bn.seed = seed, bn.window = window;
     bn.vocab = vocab;
     prof_init(&bn.prof, bn.bk, !no_events);

@@ -122,6 +122,7 @@ void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t se
     m->cfg = *c;
     config_derive(&m->cfg);
     m->bk = bk;
+    m->keep_scan_states = 1;
     m->n_tensors = model_param_infos(&m->cfg, NULL);
     m->tensors = pm_malloc(sizeof(ParamInfo) * m->n_tensors);
     model_param_infos(&m->cfg, m->tensors);
@@ -278,13 +279,24 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, Car
     m->dy = carve(a, M * di);
 }
 
-size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T) {
+// Bytes of one layer's scan states at (B, T), 256-aligned; 0 when not kept.
+static size_t states_per_layer(const ModelConfig *c, const Backend *bk, int B, int T, int keep) {
+    if (!keep || !bk->scan_states_bytes) return 0;
+    return (bk->scan_states_bytes(B * T, T, c->d_inner, c->d_state) + 255) / 256 * 256;
+}
+
+size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states) {
+    return (size_t)c->n_layer * states_per_layer(c, bk, B, T, keep_scan_states);
+}
+
+size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states) {
     Model tmp = {0};
     tmp.layers = pm_calloc(c->n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
     layout_activations(c, &tmp, B, T, &a, &f);
     free(tmp.layers);
-    return a.bytes + f.bytes + 3 * (size_t)B * T * sizeof(int32_t);
+    return a.bytes + f.bytes + 3 * (size_t)B * T * sizeof(int32_t) +
+           model_scan_states_bytes(c, bk, B, T, keep_scan_states);
 }
 
 static void free_activations(Model *m) {
@@ -295,6 +307,8 @@ static void free_activations(Model *m) {
     bk->free(m->tokens);
     bk->free(m->pos);
     bk->free(m->targets);
+    if (m->arena_states) bk->free(m->arena_states);
+    m->arena_states = NULL, m->states_cap = 0, m->states_valid = 0;
     free(m->layers);
     free(m->host_losses);
     m->layers = NULL;
@@ -317,6 +331,11 @@ void model_alloc_activations(Model *m, int B, int T) {
     m->pos = bk->alloc(M * sizeof(int32_t));
     m->targets = bk->alloc(M * sizeof(int32_t));
     m->host_losses = pm_calloc(M, sizeof(double));
+    m->states_cap = states_per_layer(&m->cfg, bk, B, T, m->keep_scan_states);
+    if (m->states_cap) {
+        m->arena_states = bk->alloc(m->cfg.n_layer * m->states_cap);
+        for (int l = 0; l < m->cfg.n_layer; l++) m->layers[l].scan_states = (char *)m->arena_states + l * m->states_cap;
+    }
 }
 
 void model_destroy(Model *m) {
@@ -342,7 +361,8 @@ void model_destroy(Model *m) {
         if ((m)->hook) (m)->hook((m)->hook_ctx, (name), 0); \
     } while (0)
 
-static void forward_body(Model *m, const Batch *b) {
+// keep_states: a backward follows (training), so leave the scan states for it where they are kept and fit.
+static void forward_body(Model *m, const Batch *b, int keep_states) {
     const Backend *bk = m->bk;
     const ModelConfig *c = &m->cfg;
     const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
@@ -354,6 +374,8 @@ static void forward_body(Model *m, const Batch *b) {
     bk->upload(m->pos, b->pos, (size_t)M * sizeof(int32_t));
     bk->upload(m->targets, b->targets, (size_t)M * sizeof(int32_t));
     m->n_valid = b->n_valid;
+    // a batch of shorter rows can need more state space than the allocated shape: then the backward recomputes
+    m->states_valid = keep_states && m->states_cap && bk->scan_states_bytes(M, T, di, N) <= m->states_cap;
 
     REGION(m, "fwd.embedding", bk->embedding_fwd(m->layers[0].res, m->tokens, PACT(-1, 0), M, d));
     for (int l = 0; l < c->n_layer; l++) {
@@ -374,7 +396,8 @@ static void forward_body(Model *m, const Batch *b) {
         REGION(m, "fwd.scan",
                bk->scan_fwd(L->y, m->u, m->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
                             act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
-                            act_at(m, L->xz, di), 2 * di, m->pos, M, T, di, N));                            // (M, di)
+                            act_at(m, L->xz, di), 2 * di, m->pos, M, T, di, N,
+                            m->states_valid ? L->scan_states : NULL));  // (M, di)
         REGION(m, "fwd.out_proj", bk->matmul_fwd(m->h, d, L->y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
     }
     struct LayerActs *last = &m->layers[c->n_layer - 1];
@@ -397,7 +420,7 @@ static double finish_losses(Model *m, int M) {
 }
 
 double model_forward(Model *m, const Batch *b, float *logits) {
-    forward_body(m, b);
+    forward_body(m, b, 0);
     const ModelConfig *c = &m->cfg;
     REGION(m, "fwd.classifier",
            m->bk->classifier(m->losses, NULL, NULL, logits, m->xf, PACT(-1, 0), m->targets, 0.0f, m->cur_M, c->d_model,
@@ -405,7 +428,7 @@ double model_forward(Model *m, const Batch *b, float *logits) {
     return finish_losses(m, m->cur_M);
 }
 
-void model_forward_hidden(Model *m, const Batch *b) { forward_body(m, b); }
+void model_forward_hidden(Model *m, const Batch *b) { forward_body(m, b, 0); }
 
 // Backward through the layers, given d(xf) in m->dxn from the classifier.
 static void backward_body(Model *m) {
@@ -435,7 +458,7 @@ static void backward_body(Model *m) {
                             PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, m->u,
                             m->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
                             act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, L->xz, di), 2 * di,
-                            m->pos, M, T, di, N));
+                            m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL));
         REGION(m, "bwd.dt_proj",
                bk->matmul_bwd(m->dxdbl, nx, 0, PF32(m->grads, l, P_DT_W), NULL, m->ddpre, di, L->xdbl, nx,
                               PACT(l, P_DT_W), M, di, R));
@@ -458,7 +481,7 @@ static void backward_body(Model *m) {
 }
 
 double model_forward_backward(Model *m, const Batch *b, float loss_scale, float *logits) {
-    forward_body(m, b);
+    forward_body(m, b, 1);
     const ModelConfig *c = &m->cfg;
     REGION(m, "fwdbwd.classifier",
            m->bk->classifier(m->losses, m->dxn, PF32(m->grads, -1, 0), logits, m->xf, PACT(-1, 0), m->targets,

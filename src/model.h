@@ -71,7 +71,17 @@ typedef struct {
         void *xz;     // ACT (M, 2*d_inner) in_proj output: xi | z
         void *xdbl;   // ACT (M, dt_rank + 2N) x_proj output: dt_low | B | C
         void *y;      // ACT (M, d_inner) gated scan output
+        void *scan_states;  // the scan states the training forward leaves for the backward (backend-defined,
+                            // Backend.scan_states_bytes), or NULL when not kept
     } *layers;         // (n_layer)
+    // 1 (model_create's default): where the backend can (Backend.scan_states_bytes), the forward of a training
+    // step keeps each layer's scan states for the backward, which then skips recomputing them — faster, for
+    // n_layer * scan_states_bytes more memory (docs/perf.md, v12). 0: the backward recomputes them. Read by
+    // model_alloc_activations.
+    int keep_scan_states;
+    void *arena_states;    // one allocation for every layer's scan_states
+    size_t states_cap;     // bytes of each layer's scan_states
+    int states_valid;      // the last forward left scan states for model_backward
     void *xn;          // ACT (M, d_model) normed input of the current layer's mixer
     void *u;           // ACT (M, d_inner) silu(conv(xi)) of the current layer
     void *dpre;        // ACT (M, d_inner) dt_proj output (before bias and softplus) of the current layer
@@ -104,8 +114,11 @@ void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t se
 void model_init_weights(Model *m, uint64_t seed);  // (re)initialize parameters
 void model_alloc_optimizer(Model *m);               // Adam moments, zeroed
 void model_alloc_activations(Model *m, int B, int T);
-// Bytes model_alloc_activations(B, T) allocates on bk (both arenas and the integer inputs).
-size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T);
+// Bytes model_alloc_activations(B, T) allocates on bk (both arenas, the integer inputs, and the scan states
+// when keep_scan_states is set and the backend keeps them).
+size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states);
+// Bytes of the kept scan states alone (0 when not kept): part of model_activation_bytes.
+size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states);
 void model_destroy(Model *m);
 
 // Upload host F32 parameters (n_params floats) into the model (and refresh the compute copy); download them.

@@ -420,6 +420,9 @@ static void test_rmsnorm(void **state) {
     rmsnorm_case(1500, 2560, 0, 0);  // many dw partial groups (a last one of 28 tokens); a wide row
     rmsnorm_case(129, 200, 0, 1);    // the model's backward recompute: res_out == res_in with h NULL (res is
                                      // left as is); a row width that is not a multiple of the warp
+    rmsnorm_case(70, 202, 1, 0);     // C % 4 != 0: the scalar kernels (no float4 rows)
+    rmsnorm_case(100, 2048, 1, 0);   // 1.4b's width: the widest row-in-registers backward (16 float4 per lane)
+    rmsnorm_case(40, 1032, 1, 1);    // 12 float4 slots per lane, the last ones idle on most lanes
     FINISH();
 }
 
@@ -571,6 +574,10 @@ static void test_conv(void **state) {
     conv_case(2, 130, 128, 4);
     conv_case(3, 20, 72, 3);
     conv_case(2, 40, 75, 4);   // odd channel count: the one-channel-per-thread forward (no bf16x2)
+    conv_case(1, 300, 66, 2);  // bf16x2 backward: a 33-pair column block (one live lane); the last block's
+                               // runs partly past M (and two warps with none)
+    conv_case(3, 100, 64, 1);  // K = 1: no halo
+    conv_case(2, 257, 130, 3); // runs that cross the row start inside a warp's run
     FINISH();
 }
 
@@ -598,9 +605,9 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
     void *cdx = c_put(dxdbl0, (size_t)M * nx), *cdz = c_put(dxz0, (size_t)M * ldz);
     void *cddtb = c_put(ddtb0, Cd), *cdA = c_put(dA0, (size_t)Cd * N), *cdD = c_put(dD0, Cd);
     float *cxf = cx, *czf = cz, *cdxf = cdx, *cdzf = cdz;
-    CPU->scan_fwd(cout, cu, cdp, cdtb, cA, cxf + R, cxf + R + N, nx, cD, czf + Cd, ldz, cp, M, T, Cd, N);
+    CPU->scan_fwd(cout, cu, cdp, cdtb, cA, cxf + R, cxf + R + N, nx, cD, czf + Cd, ldz, cp, M, T, Cd, N, NULL);
     CPU->scan_bwd(cdu, cddp, cdxf + R, cdxf + R + N, cdzf + Cd, cddtb, cdA, cdD, cdo, cu, cdp, cdtb, cA, cxf + R,
-                  cxf + R + N, nx, cD, czf + Cd, ldz, cp, M, T, Cd, N);
+                  cxf + R + N, nx, cD, czf + Cd, ldz, cp, M, T, Cd, N, NULL);
     float *r_out = c_get(cout, mc), *r_du = c_get(cdu, mc), *r_ddp = c_get(cddp, mc);
     float *r_dx = c_get(cdx, (size_t)M * nx), *r_dz = c_get(cdz, (size_t)M * ldz);
     float *r_ddtb = c_get(cddtb, Cd), *r_dA = c_get(cdA, (size_t)Cd * N), *r_dD = c_get(cdD, Cd);
@@ -612,18 +619,32 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
     float *pdx = poisoned(dxdbl0, M, nx, R, 2 * N), *pdz = poisoned(dxz0, M, ldz, Cd, Cd);
     void *gout = g_act(nan, mc);
     G->scan_fwd(gout, gu, gdp, gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M, T,
-                Cd, N);
+                Cd, N, NULL);
     float *out = g_get_act(gout, mc);
     check_rel("scan_fwd out (bf16)", out, r_out, mc, 1e-2);
-    float *bits[3] = {NULL, NULL, NULL};
-    const Backend *modes[3] = {G, GD, GD};
-    for (int k = 0; k < 3; k++) {
+    // The forward again, leaving its scan states (in a NaN-poisoned buffer, so a state it fails to write shows):
+    // its output must not change, and the backward given those states (k = 3 below) must equal the one that
+    // recomputes them (k = 0) bit for bit.
+    assert_non_null(G->scan_states_bytes);
+    size_t stb = G->scan_states_bytes(M, T, Cd, N);
+    float *stnan = malloc(stb);
+    memset(stnan, 0xFF, stb);
+    void *gst = G->alloc(stb);
+    G->upload(gst, stnan, stb);
+    void *gout2 = g_act(nan, mc);
+    G->scan_fwd(gout2, gu, gdp, gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M,
+                T, Cd, N, gst);
+    float *out2 = g_get_act(gout2, mc);
+    check_same_bits("scan_fwd out, keeping states", out, out2, mc * 4);
+    float *bits[3] = {NULL, NULL, NULL}, *bits_g[5] = {NULL, NULL, NULL, NULL, NULL};
+    const Backend *modes[4] = {G, GD, GD, G};
+    for (int k = 0; k < 4; k++) {
         void *gdu = g_act(nan, mc), *gddp = g_act(nan, mc), *gdx = g_act(pdx, (size_t)M * nx);
         void *gdz = g_act(pdz, (size_t)M * ldz), *gddtb = g_f32(ddtb0, Cd), *gdA = g_f32(dA0, (size_t)Cd * N);
         void *gdD = g_f32(dD0, Cd);
         modes[k]->scan_bwd(gdu, gddp, act_off(gdx, R), act_off(gdx, R + N), act_off(gdz, Cd), gddtb, gdA, gdD, gdo, gu,
                            gdp, gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M, T, Cd,
-                           N);
+                           N, k == 3 ? gst : NULL);
         float *du = g_get_act(gdu, mc), *ddp = g_get_act(gddp, mc), *dx = g_get_act(gdx, (size_t)M * nx);
         float *dz = g_get_act(gdz, (size_t)M * ldz), *ddtb = g_get_f32(gddtb, Cd), *dA = g_get_f32(gdA, (size_t)Cd * N);
         float *dD = g_get_f32(gdD, Cd);
@@ -636,6 +657,14 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
             check_rel("scan_bwd ddt_bias", ddtb, r_ddtb, Cd, 1e-4);
             check_rel("scan_bwd dA_log", dA, r_dA, (size_t)Cd * N, 1e-4);
             check_rel("scan_bwd dD", dD, r_dD, Cd, 1e-4);
+            bits_g[0] = dup(du, mc), bits_g[1] = dup(dx, (size_t)M * nx), bits_g[2] = dup(dA, (size_t)Cd * N);
+            bits_g[3] = dup(ddp, mc), bits_g[4] = dup(dz, (size_t)M * ldz);
+        } else if (k == 3) {
+            check_same_bits("scan_bwd du, kept states", bits_g[0], du, mc * 4);
+            check_same_bits("scan_bwd dB|dC, kept states", bits_g[1], dx, (size_t)M * nx * 4);
+            check_same_bits("scan_bwd dA_log, kept states", bits_g[2], dA, (size_t)Cd * N * 4);
+            check_same_bits("scan_bwd ddpre, kept states", bits_g[3], ddp, mc * 4);
+            check_same_bits("scan_bwd dz, kept states", bits_g[4], dz, (size_t)M * ldz * 4);
         } else if (k == 1) {
             bits[0] = dup(du, mc), bits[1] = dup(dx, (size_t)M * nx), bits[2] = dup(dA, (size_t)Cd * N);
         } else {
@@ -647,6 +676,8 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
         G->free(gdu), G->free(gddp), G->free(gdx), G->free(gdz), G->free(gddtb), G->free(gdA), G->free(gdD);
     }
     for (int i = 0; i < 3; i++) free(bits[i]);
+    for (int i = 0; i < 5; i++) free(bits_g[i]);
+    free(stnan), free(out2), G->free(gst), G->free(gout2);
     free(pos), free(u), free(dpre), free(xdbl), free(xz), free(D), free(dtb), free(Alog), free(dout), free(dxdbl0),
         free(dxz0), free(ddtb0), free(dA0), free(dD0);
     free(r_out), free(r_du), free(r_ddp), free(r_dx), free(r_dz), free(r_ddtb), free(r_dA), free(r_dD), free(nan),
@@ -737,6 +768,13 @@ static void test_sumsq(void **state) {
         printf("    sumsq n=%zu: cpu %.10g gpu %.10g rel err %.3g\n", n, rc, rg, e);
         assert_true(e <= 1e-10);  // both sum fp32 squares in double
         assert_memory_equal(&rg, &rg2, sizeof rg);
+        // from an element that is not 16-byte aligned (the sharded optimizer's grads + lo): scalar head first
+        for (size_t o = 1; o < 4 && o < n; o++) {
+            double rc1 = CPU->sumsq((float *)cx + o, n - o), rg1 = G->sumsq((float *)gx + o, n - o);
+            double e1 = rc1 > 0 ? fabs(rg1 - rc1) / rc1 : fabs(rg1);
+            if (e1 > 1e-10) printf("    sumsq n=%zu offset %zu: rel err %.3g\n", n - o, o, e1);
+            assert_true(e1 <= 1e-10);
+        }
         free(x), CPU->free(cx), G->free(gx);
     }
     FINISH();
@@ -776,6 +814,57 @@ static void test_adamw(void **state) {
         free(opa), free(du_c), free(du_g);
     CPU->free(cp), CPU->free(cg), CPU->free(cm), CPU->free(cv);
     G->free(gp), G->free(gg), G->free(gm), G->free(gv), G->free(gpa);
+    FINISH();
+}
+
+// AdamW on arrays that start at element offsets: off_pg for params, grads and params_act, off_mv for the
+// moments. Equal offsets keep the float4 path (the pieces' aligned middles move with the offset); unequal ones
+// are the sharded optimizer's case (params + lo against moments from element 0) and take the scalar loop.
+static void adamw_offsets_case(int off_pg, int off_mv) {
+    printf("  adamw offsets params/grads %d, moments %d\n", off_pg, off_mv);
+    ParamSegment segs[3] = {{0, 4099, 1}, {4099, 6, 0}, {4105, 9000, 1}};
+    size_t n = 13105, pad = 4;
+    float *p = rnd(n + pad, -1, 1), *g = rnd(n + pad, -1, 1), *m = rnd(n + pad, -0.1f, 0.1f);
+    float *v = rnd(n + pad, 0, 0.01f);
+    void *cp = c_put(p + off_pg, n), *cg = c_put(g + off_pg, n), *cm = c_put(m + off_mv, n), *cv = c_put(v + off_mv, n);
+    void *gp = g_f32(p, n + pad), *gg = g_f32(g, n + pad), *gm = g_f32(m, n + pad), *gv = g_f32(v, n + pad);
+    float *nan = pm_malloc((n + pad) * sizeof(float));
+    for (size_t i = 0; i < n + pad; i++) nan[i] = NAN;
+    void *gpa = g_act(nan, n + pad);
+    float *gp0 = (float *)gp + off_pg, *gm0 = (float *)gm + off_mv, *gv0 = (float *)gv + off_mv;
+    for (int step = 1; step <= 2; step++) {
+        AdamWArgs a = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+                       .grad_scale = 0.7f, .step = step};
+        CPU->adamw(cp, NULL, cg, cm, cv, segs, 3, &a);
+        G->adamw(gp0, act_off(gpa, off_pg), (float *)gg + off_pg, gm0, gv0, segs, 3, &a);
+    }
+    float *rp = c_get(cp, n), *rm = c_get(cm, n), *rv = c_get(cv, n);
+    float *op = g_get_f32(gp, n + pad), *om = g_get_f32(gm, n + pad), *ov = g_get_f32(gv, n + pad);
+    float *opa = g_get_act(gpa, n + pad);
+    check_rel("adamw params (offsets)", op + off_pg, rp, n, 1e-5);
+    check_rel("adamw m (offsets)", om + off_mv, rm, n, 1e-5);
+    check_rel("adamw v (offsets)", ov + off_mv, rv, n, 1e-5);
+    size_t bad = 0, outside = 0;  // params_act = bf16(params) inside the range; nothing outside it touched
+    for (size_t i = 0; i < n; i++) bad += opa[off_pg + i] != bfr(op[off_pg + i]);
+    for (size_t i = 0; i < n + pad; i++) {
+        int in_pg = i >= (size_t)off_pg && i < off_pg + n, in_mv = i >= (size_t)off_mv && i < off_mv + n;
+        if (!in_pg) outside += op[i] != p[i] || !isnan(opa[i]);
+        if (!in_mv) outside += om[i] != m[i] || ov[i] != v[i];
+    }
+    printf("    adamw (offsets) params_act != bf16(params): %zu; touched outside the range: %zu\n", bad, outside);
+    g_fails += bad != 0 || outside != 0;
+    free(p), free(g), free(m), free(v), free(nan), free(rp), free(rm), free(rv), free(op), free(om), free(ov),
+        free(opa);
+    CPU->free(cp), CPU->free(cg), CPU->free(cm), CPU->free(cv);
+    G->free(gp), G->free(gg), G->free(gm), G->free(gv), G->free(gpa);
+}
+
+static void test_adamw_offsets(void **state) {
+    (void)state;
+    NEED_GPU();
+    adamw_offsets_case(1, 1);  // float4 path, every array one element past 16-byte alignment
+    adamw_offsets_case(2, 2);
+    adamw_offsets_case(3, 0);  // phases differ: the one-by-one loop
     FINISH();
 }
 
@@ -993,6 +1082,53 @@ static void test_model_deterministic(void **state) {
     FINISH();
 }
 
+// Kept scan states (Model.keep_scan_states, the training default on the GPU) against recomputing them: two
+// optimizer steps of model_forward_backward on packed batches (documents starting inside rows), once with each;
+// losses and parameters must be bit-identical (the backward reads the same state values either way). Also a
+// batch of shorter rows than allocated (more rows, more chunk states than the buffer holds): the model must fall
+// back to recomputing, with the same result.
+static void test_model_scan_states(void **state) {
+    (void)state;
+    NEED_GPU();
+    ModelConfig cfg;
+    assert_int_equal(config_preset("tiny", 1000, &cfg), 0);
+    const int B = 2, T = 160;
+    Batch bs[3] = {make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size),
+                   make_batch(18, 17, cfg.vocab_size)};  // 18 rows x 2 chunks of 16 > 2 rows x 10
+    double losses[2][3];
+    int valid[2][3];
+    float *params[2];
+    OptimConfig o = optim_defaults();
+    for (int r = 0; r < 2; r++) {
+        Model m;
+        model_create(&m, &cfg, G, 5);
+        model_alloc_optimizer(&m);
+        m.keep_scan_states = r == 0;
+        model_alloc_activations(&m, B, T);
+        if (r == 0) assert_non_null(m.arena_states);  // else the comparison below would be vacuous
+        if (r == 1) assert_null(m.arena_states);
+        for (int s = 0; s < 3; s++) {
+            model_zero_grad(&m);
+            losses[r][s] = model_forward_backward(&m, &bs[s], 1.0f / (float)bs[s].n_valid, NULL);
+            valid[r][s] = m.states_valid;
+            model_optimizer_step(&m, &o, 1e-3f);
+        }
+        params[r] = pm_malloc(m.n_params * sizeof(float));
+        model_get_params(&m, params[r]);
+        if (r == 1) {
+            printf("    states kept: %d %d %d (run 1), %d %d %d (run 2)\n", valid[0][0], valid[0][1], valid[0][2],
+                   valid[1][0], valid[1][1], valid[1][2]);
+            g_fails += !(valid[0][0] && valid[0][1] && !valid[0][2] && !valid[1][0]);
+            check_same_bits("kept scan states: losses", losses[0], losses[1], sizeof losses[0]);
+            check_same_bits("kept scan states: params after 3 steps", params[0], params[1], m.n_params * sizeof(float));
+        }
+        model_destroy(&m);
+    }
+    free(params[0]), free(params[1]);
+    for (int s = 0; s < 3; s++) batch_free(&bs[s]);
+    FINISH();
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // op timings at the 130m shapes (B 8, T 2048), only with PM_BENCH=1 (dev/gpu.sh): median of 10 runs, each
 // synchronized, after one warm-up. Not a check: numbers for docs/perf.md.
@@ -1093,11 +1229,11 @@ static void test_op_timings(void **state) {
     TIME_OP("conv_silu_bwd", L, 0, Md * di * 8,
             G->conv_silu_bwd(dxz, 2 * di, dcw, dcb, du, xz, cw, cb, gpos, M, T, di, K));
     TIME_OP("scan_fwd", L, 0, Md * di * 10, G->scan_fwd(y, u, dpre, dtb, Al, act_off(xdbl, R), act_off(xdbl, R + N),
-                                                        nx, Dd, act_off(xz, di), 2 * di, gpos, M, T, di, N));
+                                                        nx, Dd, act_off(xz, di), 2 * di, gpos, M, T, di, N, NULL));
     TIME_OP("scan_bwd", L, 0, Md * di * 18,
             G->scan_bwd(du, ddpre, act_off(dxdbl, R), act_off(dxdbl, R + N), act_off(dxz, di), ddtb, dAl, dD, dy, u,
                         dpre, dtb, Al, act_off(xdbl, R), act_off(xdbl, R + N), nx, Dd, act_off(xz, di), 2 * di, gpos,
-                        M, T, di, N));
+                        M, T, di, N, NULL));
     TIME_OP("classifier fwd+bwd", 1, 6 * Md * Vp * d, 0,
             G->classifier(loss, dxn, dwte, NULL, xn, wte, gtg, 1.0f / M, M, d, Vp));
     G->free(xz), G->free(dxz), G->free(u), G->free(du);  // room for the optimizer's buffers
@@ -1144,8 +1280,10 @@ int main(void) {
         cmocka_unit_test(test_classifier),
         cmocka_unit_test(test_sumsq),
         cmocka_unit_test(test_adamw),
+        cmocka_unit_test(test_adamw_offsets),
         cmocka_unit_test(test_model_vs_cpu),
         cmocka_unit_test(test_model_deterministic),
+        cmocka_unit_test(test_model_scan_states),
         cmocka_unit_test(test_model_packing),
         cmocka_unit_test(test_op_timings),
     };

@@ -91,12 +91,12 @@ static Outputs run_ops(const Inputs *in, const int32_t *pos, const real *dy, int
     Outputs o = {arr(M * C), arr(M * C), arr(M * LDX), arr(M * LDBC), arr(M * C), arr(M * C)};
     be->conv_silu_fwd(o.u, in->xz, LDX, in->wconv, in->bconv, pos, M, T, C, KC);
     be->scan_fwd(o.y, o.u, in->dpre, in->dt_bias, in->A_log, in->xdbl + DTR, in->xdbl + DTR + N, LDBC, in->D,
-                 in->xz + C, LDX, pos, M, T, C, N);
+                 in->xz + C, LDX, pos, M, T, C, N, NULL);
     if (dy) {
         real *dwc = arr(C * KC), *dbc = arr(C), *ddtb = arr(C), *dAl = arr(C * N), *dD = arr(C);
         be->scan_bwd(o.du, o.ddpre, o.dxdbl + DTR, o.dxdbl + DTR + N, o.dxz + C, ddtb, dAl, dD, dy, o.u, in->dpre,
                      in->dt_bias, in->A_log, in->xdbl + DTR, in->xdbl + DTR + N, LDBC, in->D, in->xz + C, LDX, pos,
-                     M, T, C, N);
+                     M, T, C, N, NULL);
         be->conv_silu_bwd(o.dxz, LDX, dwc, dbc, o.du, in->xz, in->wconv, in->bconv, pos, M, T, C, KC);
         free(dwc), free(dbc), free(ddtb), free(dAl), free(dD);
     }

@@ -294,7 +294,7 @@ static real *scan_z(ScanCtx *c) { return c->xz + c->Cd; }
 static long double scan_obj(void *p) {
     ScanCtx *c = p;
     be->scan_fwd(c->out, c->u, c->dpre, c->dt_bias, c->A_log, scan_B(c), scan_C(c), c->ldbc, c->D, scan_z(c),
-                 c->ldz, scan_pos, c->M, c->T, c->Cd, c->N);
+                 c->ldz, scan_pos, c->M, c->T, c->Cd, c->N, NULL);
     return dot(c->out, c->Cd, c->R, c->Cd, c->M, c->Cd);
 }
 static void test_scan(void **state) {
@@ -314,7 +314,7 @@ static void test_scan(void **state) {
     real *ddtb = rnd(Cd), *ddtb0 = copy_of(ddtb, Cd), *dAl = rnd((size_t)Cd * N), *dAl0 = copy_of(dAl, (size_t)Cd * N);
     real *dD = rnd(Cd), *dD0 = copy_of(dD, Cd);
     be->scan_bwd(du, ddpre, dxdbl + dtr, dxdbl + dtr + N, dxz + Cd, ddtb, dAl, dD, c.R, c.u, c.dpre, c.dt_bias,
-                 c.A_log, scan_B(&c), scan_C(&c), ldbc, c.D, scan_z(&c), ldz, scan_pos, M, T, Cd, N);
+                 c.A_log, scan_B(&c), scan_C(&c), ldbc, c.D, scan_z(&c), ldz, scan_pos, M, T, Cd, N, NULL);
     assert_untouched(dxdbl, ldbc, M, 0, dtr, 42);
     assert_untouched(dxz, ldz, M, 0, Cd, 42);
     for (int i = 0; i < Cd; i++) ddtb[i] -= ddtb0[i], dD[i] -= dD0[i];
@@ -334,7 +334,7 @@ static void test_scan(void **state) {
     for (size_t i = 0; i < mc; i++) c.dpre[i] *= 0.01;  // tiny A so that exp(delta A) stays representable
     for (int i = 0; i < Cd * N; i++) c.A_log[i] = -4 + 0.5 * urand();
     be->scan_bwd(du, ddpre, dxdbl + dtr, dxdbl + dtr + N, dxz + Cd, ddtb, dAl, dD, c.R, c.u, c.dpre, c.dt_bias,
-                 c.A_log, scan_B(&c), scan_C(&c), ldbc, c.D, scan_z(&c), ldz, scan_pos, M, T, Cd, N);
+                 c.A_log, scan_B(&c), scan_C(&c), ldbc, c.D, scan_z(&c), ldz, scan_pos, M, T, Cd, N, NULL);
     check_grad("ddpre(v>20)", c.dpre, ddpre, mc, scan_obj, &c);
 
     free(c.u), free(c.dpre), free(c.dt_bias), free(c.A_log), free(c.xdbl), free(c.D), free(c.xz), free(c.out), free(c.R);

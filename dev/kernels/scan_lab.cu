@@ -26,7 +26,7 @@
 
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
-#include "scan_v10.cuh"
+#include "scan_v11.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -55,10 +55,45 @@ struct Version {
     FwdFn fwd;
     BwdFn bwd;
 };
+// "prod+st": src/cuda_scan.cu with the forward leaving its states for the backward (cuda_scan_fwd_ex /
+// cuda_scan_bwd_ex), in the lab's fixed signature. The states buffer is poisoned (NaN) before each checked
+// forward, so a state the forward failed to write fails the check; not during timings.
+static bool g_poison_states = true;
+static float *lab_states(int M, int T, int Cd) {
+    static float *buf = NULL;
+    static size_t have = 0;
+    size_t bytes = cuda_scan_states_bytes(M, T, Cd, NS);
+    if (bytes > have) {
+        if (buf) CK(cudaFree(buf));
+        CK(cudaMalloc((void **)&buf, bytes));
+        have = bytes;
+    }
+    if (g_poison_states) CK(cudaMemset(buf, 0xFF, bytes));
+    return buf;
+}
+static float *g_states = NULL;
+static void prod_st_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                        const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+                        const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                        cudaStream_t stream) {
+    g_states = lab_states(M, T, Cd);
+    cuda_scan_fwd_ex(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, g_states, stream);
+}
+static void prod_st_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+                        __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
+                        const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                        const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+                        const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                        void *ws, size_t wsb, int det, cudaStream_t stream) {
+    cuda_scan_bwd_ex(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z,
+                     ldz, pos, M, T, Cd, N, g_states, ws, wsb, det, stream);
+}
+
 static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
-    {"v10", scan_v10::cuda_scan_workspace_bytes, scan_v10::cuda_scan_fwd, scan_v10::cuda_scan_bwd},
-    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v11 since 2026-11-29)
+    {"v11", scan_v11::cuda_scan_workspace_bytes, scan_v11::cuda_scan_fwd, scan_v11::cuda_scan_bwd},
+    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v12 since 2026-11-29)
+    {"prod+st", cuda_scan_workspace_bytes, prod_st_fwd, prod_st_bwd},
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);
 static_assert(sizeof(versions) / sizeof(versions[0]) <= 16, "the timing table holds 16 versions");
@@ -487,6 +522,7 @@ static double median(std::vector<float> v) {
 // Big problem on the device; times every version; cross-checks versions against versions[0].
 // profile >= 0: run only that version, fwd+bwd twice, and return (for ncu's per-kernel times).
 static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
+    g_poison_states = false;  // (the checks ran before; timings must not include the poisoning)
     int M = rows * T, ldbc = 64 + 2 * NS, ob = 64, oc = 64 + NS, ldz = 2 * Cd, oz = Cd;
     Prob p;  // shapes only; host data stays empty
     p.rows = rows, p.T = T, p.Cd = Cd, p.M = M, p.ldbc = ldbc, p.ob = ob, p.oc = oc, p.ldz = ldz, p.oz = oz;

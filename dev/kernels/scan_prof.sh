@@ -2,6 +2,7 @@
 # scan_prof.sh [VERSION] — one device call: ncu's warp-state, scheduler, instruction and source (SASS) views of
 # one scan version's kernels at B8·D2048·L2048 (scan_lab profile VERSION; default prod). Build the lab with
 # -lineinfo first and carry .gpu/scan. Writes $OUT/prof_<kernel>.txt (details) and $OUT/sass_bwd.csv.
+# PROF_KERNELS names the kernels (regex each; default the forward/checkpoint and backward main pass).
 set -o pipefail
 v=${1:-prod}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
@@ -13,7 +14,8 @@ for k in ${PROF_KERNELS:-scan_fwd_staged scan_bwd_staged}; do
     echo "== ncu $k rc $?"
     grep -E "Duration|Issue Slots Busy|Achieved Active Warps|Registers Per|Stall|No Eligible|Eligible Warps|Executed Ipc A|Warp Cycles Per Issued|issue_stalled" $OUT/prof_$k.txt | sed -E 's/ +/ /g' | head -40
 done
-# per-SASS-instruction stall samples of the backward main pass
+# per-SASS-instruction stall samples of the backward main pass (SASS=0 skips it)
+[ "${SASS:-1}" = 0 ] && exit 0
 timeout ${PROF_S:-90} $NCU --clock-control none -k regex:scan_bwd_staged --launch-skip 1 --launch-count 1 \
     --section SourceCounters --section WarpStateStats --import-source no -o $OUT/bwd .gpu/scan/scan_lab profile $v >/dev/null 2>&1
 echo "== ncu source rc $?"

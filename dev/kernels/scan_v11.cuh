@@ -1,16 +1,21 @@
-// scan_v10.cuh — frozen copy of .gpu/scan/cuda_scan_v10.cu as version v10 (made by dev/kernels/mkver.sh).
-namespace scan_v10 {
+// scan_v11.cuh — frozen copy of .gpu/scan/cuda_scan_v11.cu as version v11 (made by dev/kernels/mkver.sh).
+namespace scan_v11 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v10 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v9 plus
-// time segments in the backward main pass too (the state adjoint carried backwards across segments), again only
-// where the rows leave most of the GPU idle; the kernel's segment mode is a template parameter, so the shapes that
-// fill the GPU compile to v9's code. v9: v8's kernels with v8's time segments used only where the rows leave most
-// of the GPU idle (long rows, small B); the shapes that already fill the GPU run v4's plan. v8:
-// v4 (branch-free token loops: document starts force a_t = 0 instead of branching; tokens past the end of a
-// chunk run on zeroed pass arrays and are not stored) with time segments in the forward and the checkpoint
-// pass: each row is cut into up to 16 segments scanned by different blocks, after a summary pass gives each
-// segment its incoming state, and the kernels are held to 64 registers so two blocks fit per SM.
+// Version v11 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v10 with the
+// exposed latencies and the integer work that ncu's per-instruction view showed taken out — B/C prefetches kept
+// as raw bf16 until stored (converting them at once made each thread wait for its loads), pos for the next
+// chunk's document starts loaded a chunk ahead, outputs staged in shared memory and written in 16-byte pieces,
+// the backward's reverse walk run over a fixed 16 tokens in groups of 4 with compile-time offsets, and the
+// per-(token, channel) pass values packed so one load fetches them. v10: time segments in the backward main pass
+// too (the state adjoint carried backwards across segments), only where the rows leave most of the GPU idle; the
+// kernel's segment mode is a template parameter, so the shapes that fill the GPU compile to v9's code. v9: v8's
+// kernels with v8's time segments used only where the rows leave most of the GPU idle (long rows, small B); the
+// shapes that already fill the GPU run v4's plan. v8: v4 (branch-free token loops: document starts force
+// a_t = 0 instead of branching; tokens past the end of a chunk run on zeroed pass arrays and are not stored)
+// with time segments in the forward and the checkpoint pass: each row is cut into up to 16 segments scanned by
+// different blocks, after a summary pass gives each segment its incoming state, and the kernels are held to 64
+// registers so two blocks fit per SM.
 //
 // Layout and parallelism (DESIGN §3): token-major (M, Cd) tensors; each channel of a row is walked in token
 // order with its N = 16 fp32 states in registers (no block scan), so u/dpre/z/dout tiles are coalesced across
@@ -379,31 +384,53 @@ __device__ __forceinline__ void load_tile(__nv_bfloat16 *dst, const __nv_bfloat1
 }
 
 // B_t, C_t of TK tokens as fp32 into bcf (TK, 2N): each of NT threads fetches V consecutive values (all of B or
-// all of C) into registers first, so the loads can be in flight while a chunk is computed.
+// all of C) into registers first, so the loads can be in flight while a chunk is computed. The raw bf16 bits
+// are kept until store() (v11): converting right after the load made every thread wait for it there.
 template <int TK, int NT>
 struct BCFetch {
     static constexpr int V = TK * 2 * SCAN_N / NT;
     static_assert(V >= 1 && SCAN_N % V == 0, "B/C values must split evenly");
-    float r[V];
+    unsigned short r[V];
     __device__ __forceinline__ void fetch(const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, size_t m0,
                                           int len) {
         int j = threadIdx.x / (2 * SCAN_N / V), v0 = (threadIdx.x % (2 * SCAN_N / V)) * V;
         const __nv_bfloat16 *src = (v0 < SCAN_N ? Bm + v0 : Cm + (v0 - SCAN_N)) + (m0 + j) * ldbc;
 #pragma unroll
-        for (int i = 0; i < V; i++) r[i] = j < len ? bf2f(src[i]) : 0.f;
+        for (int i = 0; i < V; i++) r[i] = j < len ? __bfloat16_as_ushort(src[i]) : (unsigned short)0;
     }
     __device__ __forceinline__ void store(float *bcf) const {
         int j = threadIdx.x / (2 * SCAN_N / V), v0 = (threadIdx.x % (2 * SCAN_N / V)) * V;
 #pragma unroll
-        for (int i = 0; i < V; i++) bcf[j * 2 * SCAN_N + v0 + i] = r[i];
+        for (int i = 0; i < V; i++) bcf[j * 2 * SCAN_N + v0 + i] = __uint_as_float((unsigned)r[i] << 16);
     }
 };
 
-// Bit j set when token t0 + j (row-relative) starts a document. Every warp computes it for itself.
-__device__ __forceinline__ unsigned start_mask(const int32_t *pos, size_t m0, int t0, int len) {
+// Document starts of a chunk, in two steps so the load of pos is in flight while the chunk before is computed
+// (v11): pos_fetch loads lane j's pos (token t0 + j); start_mask then has bit j set when token t0 + j
+// (row-relative) starts a document. Every warp computes it for itself.
+__device__ __forceinline__ int pos_fetch(const int32_t *pos, size_t m0, int len) {
     int lane = threadIdx.x & 31;
-    bool st = lane < len && (t0 + lane == 0 || pos[m0 + lane] == 0);
-    return __ballot_sync(0xffffffffu, st);
+    return lane < len ? pos[m0 + lane] : 1;
+}
+__device__ __forceinline__ unsigned start_mask(int pv, int t0, int len) {
+    int lane = threadIdx.x & 31;
+    return __ballot_sync(0xffffffffu, lane < len && (t0 + lane == 0 || pv == 0));
+}
+
+// Store a (TK tokens, CH channels) bf16 tile src (TK, CH) of shared memory into X (row stride ld) at token row
+// m0, channel c0, in 16-byte pieces; token rows >= len and channels >= Cd are left alone. NT threads. (v11: the
+// kernels stage their outputs so that each warp writes whole 16-byte pieces instead of 2-byte scatters.)
+template <int TK, int NT, int CH>
+__device__ __forceinline__ void store_tile(__nv_bfloat16 *X, int ld, size_t m0, int len, int c0, int Cd,
+                                           const __nv_bfloat16 *src) {
+    constexpr int PIECES = CH / 8;
+    static_assert((TK * PIECES) % NT == 0, "tile pieces must split evenly over the threads");
+#pragma unroll
+    for (int i = 0; i < TK * PIECES / NT; i++) {
+        int piece = threadIdx.x + i * NT, j = piece / PIECES, p = piece % PIECES;
+        int c = c0 + 8 * p;
+        if (j < len && c < Cd) *(uint4 *)(X + (m0 + j) * ld + c) = *(const uint4 *)(src + j * CH + 8 * p);
+    }
 }
 
 // One level of a transposed butterfly over the lanes that differ in LANEBIT: afterwards v[0..HALF) hold sums of
@@ -434,9 +461,10 @@ __device__ __forceinline__ void tr_level(float (&v)[V]) {
 // crossing a segment boundary is the only thing carried, and nothing is summed across blocks: deterministic.
 // summ (rows, nseg - 1, 2 = {H, P}, Cd, N) f32.
 // Dynamic smem: tiles (2 stages, 3 arrays, FT, CH) bf16 | bcf (2, FT, 2N) f32 | delta*log2e, delta*u, silu(z)
-// (FT, CH) f32.
-static constexpr size_t fwd_smem(int CH) {
-    return (size_t)2 * 3 * FT * CH * 2 + (size_t)2 * FT * 2 * SCAN_N * 4 + (size_t)3 * FT * CH * 4;
+// (FT, CH) f32 | FWD only: the chunk's outputs (FT, CH) bf16, stored in 16-byte pieces after the chunk.
+static constexpr size_t fwd_smem(int CH, int MODE) {
+    return (size_t)2 * 3 * FT * CH * 2 + (size_t)2 * FT * 2 * SCAN_N * 4 + (size_t)3 * FT * CH * 4 +
+           (MODE == MODE_FWD ? (size_t)FT * CH * 2 : 0);
 }
 template <int CH, int MODE, int MINB>
 __global__ void __launch_bounds__(CH *FG, MINB)
@@ -450,7 +478,10 @@ __global__ void __launch_bounds__(CH *FG, MINB)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
     float *bcf = (float *)(smem_raw + (size_t)2 * 3 * FT * CH * 2);
-    float *pdl = bcf + 2 * FT * 2 * SCAN_N, *pdlu = pdl + FT * CH, *pg = pdlu + FT * CH;
+    // (delta*log2e, delta*u) of a (token, channel) side by side: one 8-byte load per token (v11)
+    float2 *pdd = (float2 *)(bcf + 2 * FT * 2 * SCAN_N);
+    float *pg = (float *)(pdd + FT * CH);
+    __nv_bfloat16 *otile = (__nv_bfloat16 *)(pg + FT * CH);  // (FT, CH), FWD only
     const int tid = threadIdx.x, q = tid % FG, cl = tid / FG, row = blockIdx.y;
     const int c0 = blockIdx.x * CH, c = c0 + cl;
     const bool active = c < Cd;
@@ -489,7 +520,8 @@ __global__ void __launch_bounds__(CH *FG, MINB)
     cp_async_commit();
     bc.fetch(Bm, Cm, ldbc, mrow + tb, min(FT, te - tb));
     bc.store(bcf + (kb & 1) * FT * 2 * SCAN_N);
-    unsigned mask_next = start_mask(pos, mrow + tb, tb, min(FT, te - tb));
+    unsigned mask_next = start_mask(pos_fetch(pos, mrow + tb, min(FT, te - tb)), tb, min(FT, te - tb));
+    int pv_next = 1;
 
     for (int k = kb; k < nch; k++) {
         const int t0 = k * FT, len = min(FT, te - t0), t1 = t0 + FT, len1 = min(FT, te - t1);
@@ -498,7 +530,10 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         cp_async_commit();
         cp_async_wait1();  // chunk k's tiles have landed (this thread's copies) ...
         __syncthreads();   // ... and everyone's; bcf[k & 1] is visible
-        if (k + 1 < nch) bc.fetch(Bm, Cm, ldbc, mrow + t1, len1);  // in flight during the chunk
+        if (k + 1 < nch) {  // in flight during the chunk
+            bc.fetch(Bm, Cm, ldbc, mrow + t1, len1);
+            pv_next = pos_fetch(pos, mrow + t1, len1);
+        }
         const __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 3 * FT * CH;
         const __nv_bfloat16 *tdp = tu + FT * CH, *tz = tu + 2 * FT * CH;
         // cooperative pass: one (token, channel) item per thread and step, independent across tokens
@@ -507,15 +542,13 @@ __global__ void __launch_bounds__(CH *FG, MINB)
             int i = it * NT + tid, j = i / CH;
             if (j < len) {
                 float dl = softplus_f(bf2f(tdp[i]) + biasA);
-                pdl[i] = dl * LOG2E;
-                pdlu[i] = dl * bf2f(tu[i]);
+                pdd[i] = make_float2(dl * LOG2E, dl * bf2f(tu[i]));
                 if (!CKPT) {
                     float zz = bf2f(tz[i]);
                     pg[i] = zz * sigmoid_f(zz);
                 }
             } else {  // past the row's end: a = 1 and no input, so the state is left as it is
-                pdl[i] = 0.f;
-                pdlu[i] = 0.f;
+                pdd[i] = make_float2(0.f, 0.f);
                 if (!CKPT) pg[i] = 0.f;
             }
         }
@@ -523,7 +556,7 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         if (MODE == MODE_SUMM) {
             anyst |= mask;
 #pragma unroll 8
-            for (int j = 0; j < FT; j++) cum += pdl[j * CH + cl];  // 0 past the segment's end
+            for (int j = 0; j < FT; j++) cum += pdd[j * CH + cl].x;  // 0 past the segment's end
         }
         // the recurrence, 4 tokens at a time so y can be summed over the FG threads of a channel with one
         // transposed butterfly (each thread then finishes one of the 4 tokens)
@@ -541,7 +574,8 @@ __global__ void __launch_bounds__(CH *FG, MINB)
                 {
                     // a document start forces a_t = 2^-huge = 0: the state restarts without a branch
                     const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
-                    const float dlL = pdl[j * CH + cl], dlu = pdlu[j * CH + cl];
+                    const float2 dd = pdd[j * CH + cl];
+                    const float dlL = dd.x, dlu = dd.y;
                     const float4 *b4 = (const float4 *)(bck + j * 2 * SCAN_N + q * NS);
                     const float4 *c4 = (const float4 *)(bck + j * 2 * SCAN_N + SCAN_N + q * NS);
                     float y = 0.f;
@@ -574,19 +608,18 @@ __global__ void __launch_bounds__(CH *FG, MINB)
                 }
 #pragma unroll
                 for (int e = 0; e < 4 / FG; e++) {
-                    const int j = j0 + q * (4 / FG) + e;
-                    if (j < len && active) {
-                        const int i = j * CH + cl;
-                        out[(mrow + t0 + j) * Cd + c] = __float2bfloat16(fmaf(Dc, bf2f(tu[i]), yp[e]) * pg[i]);
-                    }
+                    const int i = (j0 + q * (4 / FG) + e) * CH + cl;  // rows past len are not stored
+                    otile[i] = __float2bfloat16(fmaf(Dc, bf2f(tu[i]), yp[e]) * pg[i]);
                 }
             }
         }
         if (k + 1 < nch) {
             bc.store(bcf + ((k + 1) & 1) * FT * 2 * SCAN_N);
-            mask_next = start_mask(pos, mrow + t1, t1, len1);
+            mask_next = start_mask(pv_next, t1, len1);
         }
         __syncthreads();  // stage k & 1 and the pass arrays are rewritten next chunk; bcf[(k+1) & 1] published
+        // otile is rewritten only after the next chunk's two barriers
+        if (!CKPT) store_tile<FT, NT, CH>(out, Cd, mrow + t0, len, c0, Cd, otile);
     }
     if (MODE == MODE_SUMM && active) {
         float *H = summ + (((size_t)row * (nseg - 1) + seg) * 2 * Cd + c) * SCAN_N + q * NS;
@@ -602,7 +635,7 @@ __global__ void __launch_bounds__(CH *FG, MINB)
 // Backward main pass, staged. grid (nblk, rows), CH*BG threads; thread (channel cl = tid / BG, half q = tid % BG)
 // holds states q*NS .. q*NS+NS-1. Dynamic smem:
 // S (SCAN_K, 2 float4 per thread, CH*BG) f32 | tiles (2 stages, u/dpre/z/dout, SCAN_K, CH) bf16 |
-// bcf (2, SCAN_K, 2N) f32 | delta, dy, dz factor, sigmoid(v) (SCAN_K, CH) f32 | R (SCAN_K, warps, 2N) f32
+// bcf (2, SCAN_K, 2N) f32 | {delta, dy, dz factor, sigmoid(v)} (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32
 static constexpr size_t bwd_smem(int CH) {
     return (size_t)SCAN_K * SCAN_N * CH * 4                        // S
            + (size_t)2 * 4 * SCAN_K * CH * 2                       // tiles
@@ -638,8 +671,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
     float4 *S = (float4 *)smem_raw;  // (SCAN_K, 2, NT) float4
     __nv_bfloat16 *tiles = (__nv_bfloat16 *)(smem_raw + BWD_S);
     float *bcf = (float *)(smem_raw + BWD_S + BWD_TILES);
-    float *pdl = (float *)(smem_raw + BWD_S + BWD_TILES + BWD_BC), *pgy = pdl + TILE, *pdz = pgy + TILE,
-          *psig = pdz + TILE;
+    // per (token, channel): {delta, dy, dz factor, softplus'(v)} in one 16-byte slot: one load per token (v11)
+    float4 *pa4 = (float4 *)(smem_raw + BWD_S + BWD_TILES + BWD_BC);
     float *R = (float *)(smem_raw + BWD_S + BWD_TILES + BWD_BC + BWD_PA);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid % BG, cl = tid / BG;
     const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y, nblk = gridDim.x;
@@ -707,8 +740,9 @@ __global__ void __launch_bounds__(CH *BG, 1)
         bc.store(bcf + (k & 1) * SCAN_K * 2 * SCAN_N);
         load_ck(k, ck_next);
     }
-    unsigned mask_next = start_mask(pos, mrow + (kend - 1) * SCAN_K, (kend - 1) * SCAN_K,
-                                    SMODE ? min(SCAN_K, T - (kend - 1) * SCAN_K) : T - (kend - 1) * SCAN_K);
+    const int lenl = min(SCAN_K, T - (kend - 1) * SCAN_K);
+    unsigned mask_next = start_mask(pos_fetch(pos, mrow + (kend - 1) * SCAN_K, lenl), (kend - 1) * SCAN_K, lenl);
+    int pv_next = 1;
 
     for (int k = kend - 1; k >= kbeg; k--) {
         const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
@@ -719,12 +753,16 @@ __global__ void __launch_bounds__(CH *BG, 1)
         cp_async_commit();
         cp_async_wait1();
         __syncthreads();
-        if (k > kbeg) {
+        if (k > kbeg) {  // in flight during the chunk
             bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
+            pv_next = pos_fetch(pos, mrow + t0 - SCAN_K, SCAN_K);
             load_ck(k - 1, ck_next);
         }
-        const __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 4 * TILE, *tdp = tu + TILE, *tz = tu + 2 * TILE,
-                            *tdo = tu + 3 * TILE;
+        __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 4 * TILE, *tdp = tu + TILE, *tz = tu + 2 * TILE,
+                      *tdo = tu + 3 * TILE;
+        // once the cooperative pass has read them, the dpre, z and dout tiles of this stage hold the chunk's
+        // du, ddpre and dz (v11), stored in 16-byte pieces after the walk
+        __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo;
         const float *bck = bcf + (k & 1) * SCAN_K * 2 * SCAN_N;
         // cooperative pass over (token, channel): delta, dy = dout*silu(z), the dz factor, softplus'(v)
 #pragma unroll
@@ -733,12 +771,10 @@ __global__ void __launch_bounds__(CH *BG, 1)
             if (i / CH < len) {
                 const float dl = softplus_f(bf2f(tdp[i]) + biasA);
                 const float zz = bf2f(tz[i]), go = bf2f(tdo[i]), sz = sigmoid_f(zz);
-                pdl[i] = dl;
-                pgy[i] = go * zz * sz;
-                pdz[i] = go * sz * fmaf(zz, 1.f - sz, 1.f);  // times y gives dz
-                psig[i] = 1.f - ex2_approx(-dl * LOG2E);       // sigmoid(v) = 1 - e^-delta
+                // dz factor: times y gives dz; softplus'(v) = sigmoid(v) = 1 - e^-delta
+                pa4[i] = make_float4(dl, go * zz * sz, go * sz * fmaf(zz, 1.f - sz, 1.f), 1.f - ex2_approx(-dl * LOG2E));
             } else {  // past the row's end (last chunk): inert tokens for the fixed-length recompute loop
-                pdl[i] = pgy[i] = pdz[i] = psig[i] = 0.f;
+                pa4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
             }
         }
         __syncthreads();
@@ -746,7 +782,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
 #pragma unroll 2
             for (int j = len - 1; j >= 0; j--) {
                 const int i = j * CH + cl;
-                const float dlL = pdl[i] * LOG2E, gy = pgy[i];
+                const float4 pv = pa4[i];
+                const float dlL = pv.x * LOG2E, gy = pv.y;
                 const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
                 const float *bcj = bck + j * 2 * SCAN_N;
                 const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo), cv1 = *(const float4 *)(bcj + SCAN_N + hi);
@@ -764,7 +801,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
 #pragma unroll 4
             for (int j = 0; j < SCAN_K; j++) {
                 const int i = j * CH + cl;
-                const float dl = pdl[i], dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
+                const float dl = pa4[i].x, dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
                 const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;  // document start: a_t = 0
                 const float4 b0 = *(const float4 *)(bck + j * 2 * SCAN_N + lo);
                 const float4 b1 = *(const float4 *)(bck + j * 2 * SCAN_N + hi);
@@ -774,63 +811,69 @@ __global__ void __launch_bounds__(CH *BG, 1)
                 S[(j * 2 + 0) * NT + tid] = make_float4(s[0], s[1], s[2], s[3]);
                 S[(j * 2 + 1) * NT + tid] = make_float4(s[4], s[5], s[6], s[7]);
             }
-            // walk the chunk backwards
-#pragma unroll 2
-            for (int j = len - 1; j >= 0; j--) {
-                const int i = j * CH + cl;
-                const float uu = bf2f(tu[i]), dl = pdl[i], gy = pgy[i], dlL = dl * LOG2E, dlu = dl * uu;
-                // at a document start a_t is taken as 0 (2^-huge) so nothing flows to the previous token
-                const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
-                const float *bcj = bck + j * 2 * SCAN_N;
-                const float4 b0 = *(const float4 *)(bcj + lo), b1 = *(const float4 *)(bcj + hi);
-                const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo), cv1 = *(const float4 *)(bcj + SCAN_N + hi);
-                float4 s0 = S[(j * 2 + 0) * NT + tid], s1 = S[(j * 2 + 1) * NT + tid];
-                float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-                float cc[NS] = {cv0.x, cv0.y, cv0.z, cv0.w, cv1.x, cv1.y, cv1.z, cv1.w};
-                float st[NS] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
-                // y = sum s C, P = sum ds B, Q = sum A ds a s_{t-1}; then du = dy D + delta P, ddelta = Q + u P
-                float y = 0.f, P = 0.f, Q = 0.f;
-                // this thread's dB (delta u ds) and dC (dy s) terms, summed over channels below;
-                // v = [dB slots 0-3, dC slots 0-3, dB slots 4-7, dC slots 4-7]
-                float v[2 * NS];
+            // walk the chunk backwards: all SCAN_K tokens, 4 at a time with compile-time offsets (v11); tokens
+            // past the row's end have zero pass arrays, tiles and B/C, so they add nothing and leave the carry
+            // alone (their outputs are not stored)
+            const int ridx = ((lane >> 3) & 1) * SCAN_N + lo + ((lane >> 1) & 3);  // R slot of this lane's sum
+#pragma unroll 1
+            for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
+                const unsigned mk = mask >> j0;
 #pragma unroll
-                for (int n = 0; n < NS; n++) {
-                    const float a = ex2_approx(fmaf(dlL, A[n], off));
-                    const float ds = fmaf(gy, cc[n], carry[n]);   // total adjoint of s_t
-                    const float as = fmaf(-dlu, bb[n], st[n]);     // a_t s_{t-1} (0 up to rounding at a start)
-                    const float r = ds * as;
-                    y = fmaf(st[n], cc[n], y);
-                    P = fmaf(ds, bb[n], P);
-                    Q = fmaf(A[n], r, Q);
-                    dA[n] = fmaf(r, dl, dA[n]);
-                    v[(n & 4) * 2 + (n & 3)] = ds * dlu;
-                    v[(n & 4) * 2 + 4 + (n & 3)] = gy * st[n];
-                    carry[n] = a * ds;
-                }
-                y += __shfl_xor_sync(0xffffffffu, y, 1);
-                P += __shfl_xor_sync(0xffffffffu, P, 1);
-                Q += __shfl_xor_sync(0xffffffffu, Q, 1);
-                const float ddp = fmaf(uu, P, Q) * psig[i];
-                if (q == 0) {
-                    dbias += ddp;
-                    dDacc = fmaf(gy, uu, dDacc);
-                    if (active) {
-                        const size_t m = mrow + t0 + j;
-                        du_out[m * Cd + c] = __float2bfloat16(fmaf(gy, Dc, dl * P));
-                        ddpre_out[m * Cd + c] = __float2bfloat16(ddp);
-                        dz_out[m * ldz + c] = __float2bfloat16(pdz[i] * fmaf(Dc, uu, y));
+                for (int jj = 3; jj >= 0; jj--) {
+                    const int j = j0 + jj, i = j * CH + cl;
+                    const float4 pa = pa4[i];
+                    const float uu = bf2f(tu[i]), dl = pa.x, gy = pa.y, dlL = dl * LOG2E, dlu = dl * uu;
+                    // at a document start a_t is taken as 0 (2^-huge) so nothing flows to the previous token
+                    const float off = ((mk >> jj) & 1u) ? -1e30f : 0.f;
+                    const float *bcj = bck + j * 2 * SCAN_N;
+                    const float4 b0 = *(const float4 *)(bcj + lo), b1 = *(const float4 *)(bcj + hi);
+                    const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo),
+                                 cv1 = *(const float4 *)(bcj + SCAN_N + hi);
+                    float4 s0 = S[(j * 2 + 0) * NT + tid], s1 = S[(j * 2 + 1) * NT + tid];
+                    float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+                    float cc[NS] = {cv0.x, cv0.y, cv0.z, cv0.w, cv1.x, cv1.y, cv1.z, cv1.w};
+                    float st[NS] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+                    // y = sum s C, P = sum ds B, Q = sum A ds a s_{t-1}; then du = dy D + delta P,
+                    // ddelta = Q + u P
+                    float y = 0.f, P = 0.f, Q = 0.f;
+                    // this thread's dB (delta u ds) and dC (dy s) terms, summed over channels below;
+                    // v = [dB slots 0-3, dC slots 0-3, dB slots 4-7, dC slots 4-7]
+                    float v[2 * NS];
+#pragma unroll
+                    for (int n = 0; n < NS; n++) {
+                        const float a = ex2_approx(fmaf(dlL, A[n], off));
+                        const float ds = fmaf(gy, cc[n], carry[n]);  // total adjoint of s_t
+                        const float as = fmaf(-dlu, bb[n], st[n]);    // a_t s_{t-1} (0 up to rounding at a start)
+                        const float r = ds * as;
+                        y = fmaf(st[n], cc[n], y);
+                        P = fmaf(ds, bb[n], P);
+                        Q = fmaf(A[n], r, Q);
+                        dA[n] = fmaf(r, dl, dA[n]);
+                        v[(n & 4) * 2 + (n & 3)] = ds * dlu;
+                        v[(n & 4) * 2 + 4 + (n & 3)] = gy * st[n];
+                        carry[n] = a * ds;
                     }
-                }
-                // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects (see lo/hi);
-                // then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
+                    y += __shfl_xor_sync(0xffffffffu, y, 1);
+                    P += __shfl_xor_sync(0xffffffffu, P, 1);
+                    Q += __shfl_xor_sync(0xffffffffu, Q, 1);
+                    const float ddp = fmaf(uu, P, Q) * pa.w;
+                    if (q == 0) {  // zero past the row's end (psig, gy, uu are 0 there)
+                        dbias += ddp;
+                        dDacc = fmaf(gy, uu, dDacc);
+                        odu[i] = __float2bfloat16(fmaf(gy, Dc, dl * P));
+                        oddp[i] = __float2bfloat16(ddp);
+                        odz[i] = __float2bfloat16(pa.z * fmaf(Dc, uu, y));
+                    }
+                    // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects
+                    // (see lo/hi); then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
 #pragma unroll
-                for (int e = 0; e < NS; e++) v[e] += __shfl_xor_sync(0xffffffffu, v[e + NS], 16);
-                tr_level<4, 8, 2 * NS>(v);
-                tr_level<2, 4, 2 * NS>(v);
-                tr_level<1, 2, 2 * NS>(v);
-                // lane holds (bit 3 ? dC : dB) of state lo + 2*bit2 + bit1
-                const int idx = ((lane >> 3) & 1) * SCAN_N + lo + ((lane >> 1) & 3);
-                R[(j * BWARPS + warp) * 2 * SCAN_N + idx] = v[0];
+                    for (int e = 0; e < NS; e++) v[e] += __shfl_xor_sync(0xffffffffu, v[e + NS], 16);
+                    tr_level<4, 8, 2 * NS>(v);
+                    tr_level<2, 4, 2 * NS>(v);
+                    tr_level<1, 2, 2 * NS>(v);
+                    // lane holds (bit 3 ? dC : dB) of state lo + 2*bit2 + bit1
+                    R[(j * BWARPS + warp) * 2 * SCAN_N + ridx] = v[0];
+                }
             }
             __syncthreads();
             for (int idx = tid; idx < len * 2 * SCAN_N; idx += NT) {
@@ -840,10 +883,14 @@ __global__ void __launch_bounds__(CH *BG, 1)
                 for (int w = 0; w < BWARPS; w++) acc += R[(j * BWARPS + w) * 2 * SCAN_N + e];
                 bc_part[((mrow + t0 + j) * nblk + blockIdx.x) * 2 * SCAN_N + e] = acc;
             }
+            // (stage k & 1 is refilled only after the barrier that ends this chunk)
+            store_tile<SCAN_K, NT, CH>(du_out, Cd, mrow + t0, len, c0, Cd, odu);
+            store_tile<SCAN_K, NT, CH>(ddpre_out, Cd, mrow + t0, len, c0, Cd, oddp);
+            store_tile<SCAN_K, NT, CH>(dz_out, ldz, mrow + t0, len, c0, Cd, odz);
         }
         if (k > kbeg) {
             bc.store(bcf + ((k - 1) & 1) * SCAN_K * 2 * SCAN_N);
-            mask_next = start_mask(pos, mrow + t0 - SCAN_K, t0 - SCAN_K, SCAN_K);
+            mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
         }
         __syncthreads();  // S, R, pass arrays and stage k & 1 are rewritten next chunk; bcf[(k-1) & 1] published
     }
@@ -870,10 +917,12 @@ __global__ void __launch_bounds__(CH *BG, 1)
 }
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
-// The staged kernels copy 16-byte pieces of 8 channels.
-static bool scan_staged_ok(const void *u, const void *dpre, const void *z, int ldz, const void *dout, int Cd) {
+// The staged kernels copy 16-byte pieces of 8 channels in and (v11) out.
+static bool scan_staged_ok(const void *u, const void *dpre, const void *z, int ldz, const void *dout, int Cd,
+                           const void *out0, const void *out1, const void *out2) {
     return Cd % 8 == 0 && ldz % 8 == 0 && aligned16(u) && aligned16(dpre) && aligned16(z) &&
-           (dout == NULL || aligned16(dout));
+           (dout == NULL || aligned16(dout)) && aligned16(out0) && (out1 == NULL || aligned16(out1)) &&
+           (out2 == NULL || aligned16(out2));
 }
 // Raise a kernel's dynamic shared memory limit (once per kernel and process).
 static void scan_smem_optin(const void *fn, size_t bytes, int *done, const char *name) {
@@ -1019,7 +1068,7 @@ static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ck
                                    int T, int Cd, int nck, int SL, int nseg, cudaStream_t stream) {
     static int optin_f = 0, optin_c = 0, optin_s = 0;
     const int nblk = (Cd + CH - 1) / CH;
-    size_t smem = fwd_smem(CH);
+    const size_t smem = fwd_smem(CH, MODE_CKPT), smem_f = fwd_smem(CH, MODE_FWD);
     if (nseg > 1) {
         scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_SUMM, MINB>, smem, &optin_s, "scan_summ_staged_kernel");
         scan_fwd_staged_kernel<CH, MODE_SUMM, MINB><<<dim3(nblk, rows, nseg - 1), CH * FG, smem, stream>>>(
@@ -1033,8 +1082,8 @@ static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ck
             NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
         scan_check_launch("scan_ckpt_staged_kernel");
     } else {
-        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_FWD, MINB>, smem, &optin_f, "scan_fwd_staged_kernel");
-        scan_fwd_staged_kernel<CH, MODE_FWD, MINB><<<grid, CH * FG, smem, stream>>>(
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_FWD, MINB>, smem_f, &optin_f, "scan_fwd_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_FWD, MINB><<<grid, CH * FG, smem_f, stream>>>(
             out, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, 0, SL, nseg);
         scan_check_launch("scan_fwd_staged_kernel");
     }
@@ -1093,7 +1142,7 @@ void cuda_scan_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat
                    cudaStream_t stream) {
     scan_check_shape(M, T, Cd, N);
     int rows = M / T;
-    if (scan_staged_ok(u, dpre, z, ldz, NULL, Cd)) {
+    if (scan_staged_ok(u, dpre, z, ldz, NULL, Cd, out, NULL, NULL)) {
         const FwdPlan pl = scan_fwd_plan(rows, Cd, T);
         float *summ = pl.nseg > 1 ? scan_fwd_summ((size_t)rows * (pl.nseg - 1) * 2 * Cd * SCAN_N * 4) : NULL;
         scan_fwd_dispatch(pl, false, out, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T,
@@ -1123,7 +1172,7 @@ void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, _
     float *par_part = (float *)((char *)workspace + par_off);
     float *summ = (float *)((char *)workspace + seg_off);
 
-    if (scan_staged_ok(u, dpre, z, ldz, dout, Cd)) {
+    if (scan_staged_ok(u, dpre, z, ldz, dout, Cd, du, ddpre, dz)) {
         // the staged checkpoints are (rows, nchunk, Cd, N): each thread's states are contiguous
         scan_fwd_dispatch(scan_fwd_plan(rows, Cd, T), true, NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D,
                           z, ldz, pos, rows, T, Cd, nchunk, stream);
@@ -1161,4 +1210,4 @@ void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, _
     scan_param_reduce_kernel<<<(npar + 255) / 256, 256, 0, stream>>>(ddt_bias, dA_log, dD, par_part, par_rows, Cd);
     scan_check_launch("scan_param_reduce_kernel");
 }
-}  // namespace scan_v10
+}  // namespace scan_v11
