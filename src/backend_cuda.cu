@@ -80,9 +80,11 @@ __device__ T block_sum(T v, T *sh) {
 // file. A block takes 32 adjacent columns (coalesced rows) and splits the G rows among COLSUM_Y thread rows:
 // thread row y sums g = y, y + COLSUM_Y, ... in order, then row 0 adds the COLSUM_Y sums in order. The order
 // is fixed by G alone, so results repeat bit for bit; the split keeps many loads in flight where a single
-// thread per column would walk all G rows alone.
+// thread per column would walk all G rows alone. Columns j >= W1 go to dst2[j - W1] instead, so two
+// gradients that share one partial row (conv's dw and db) take one launch.
 #define COLSUM_Y 16
-__global__ void __launch_bounds__(32 * COLSUM_Y) colsum_final_kernel(float *dst, const float *part, int G, int W) {
+__global__ void __launch_bounds__(32 * COLSUM_Y) colsum_final_kernel(float *dst, float *dst2, int W1,
+                                                                     const float *part, int G, int W) {
     __shared__ float sh[COLSUM_Y][33];
     int j = blockIdx.x * 32 + threadIdx.x, y = threadIdx.y;
     float s = 0.0f;
@@ -93,14 +95,17 @@ __global__ void __launch_bounds__(32 * COLSUM_Y) colsum_final_kernel(float *dst,
     if (y == 0 && j < W) {
         float t = 0.0f;
         for (int i = 0; i < COLSUM_Y; i++) t += sh[i][threadIdx.x];
-        dst[j] += t;
+        if (j < W1) dst[j] += t;
+        else dst2[j - W1] += t;
     }
 }
 
-static void colsum_final(float *dst, const float *part, int G, int W) {
-    colsum_final_kernel<<<pm_ceil_div(W, 32), dim3(32, COLSUM_Y), 0, g_stream>>>(dst, part, G, W);
+// dst[j] += column j's sum for j < W1, dst2[j - W1] += for W1 <= j < W.
+static void colsum_final2(float *dst, float *dst2, int W1, const float *part, int G, int W) {
+    colsum_final_kernel<<<pm_ceil_div(W, 32), dim3(32, COLSUM_Y), 0, g_stream>>>(dst, dst2, W1, part, G, W);
     cudaLaunchCheck();
 }
+static void colsum_final(float *dst, const float *part, int G, int W) { colsum_final2(dst, NULL, W, part, G, W); }
 
 // ---------------------------------------------------------------------------------------------------------
 // memory
@@ -260,6 +265,25 @@ static void cu_embedding_bwd_fast(void *dwte, const void *dout, const int32_t *t
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// 16-byte vector helpers: four fp32 values travel as a float4, four bf16 values as a uint2 (8 bytes).
+
+__device__ __forceinline__ float4 bf16x4_to_f4(uint2 u) {
+    __nv_bfloat162 lo, hi;
+    memcpy(&lo, &u.x, 4);
+    memcpy(&hi, &u.y, 4);
+    float2 a = __bfloat1622float2(lo), b = __bfloat1622float2(hi);
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+__device__ __forceinline__ uint2 f4_to_bf16x4(float4 f) {
+    __nv_bfloat162 lo = __floats2bfloat162_rn(f.x, f.y), hi = __floats2bfloat162_rn(f.z, f.w);
+    uint2 u;
+    memcpy(&u.x, &lo, 4);
+    memcpy(&u.y, &hi, 4);
+    return u;
+}
+static int is_aligned(const void *p, unsigned bytes) { return (uintptr_t)p % bytes == 0; }
+
+// ---------------------------------------------------------------------------------------------------------
 // residual add + RMSNorm
 
 // One warp per token (NORM_WARPS tokens per block; warp shuffles only, no block barriers). Pass 1 reads
@@ -288,10 +312,99 @@ __global__ void __launch_bounds__(NORM_WARPS * 32) add_rmsnorm_fwd_kernel(float 
     for (int c = lane; c < C; c += 32) xn[base + c] = f2bf(res_out[base + c] * r * w[c]);
     if (lane == 0) rstd[m] = r;
 }
+// The same with the token's row held in registers (C % 4 == 0, C <= 128 * NV, 16-byte aligned rows): lane l
+// owns float4 columns l, l + 32, ... (NV of them, the last ones idle when C < 128 * NV). Every load of the row
+// (res_in as float4, h as bf16x4) is issued before the first use — NV * 24 bytes in flight per lane where the
+// scalar kernel had one 4-byte load per dependent step — and pass 2 reads nothing back. w is __restrict__ (only
+// read, never aliased), so its loads need not wait behind the stores before them.
+template <int NV>
+__global__ void __launch_bounds__(NORM_WARPS * 32) add_rmsnorm_fwd4_kernel(float4 *res_out, uint2 *xn, float *rstd,
+                                                                            const float4 *res_in, const uint2 *h,
+                                                                            const float4 *__restrict__ w, int M,
+                                                                            int C4, float eps, int write_res) {
+    int m = blockIdx.x * NORM_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (m >= M) return;
+    size_t base = (size_t)m * C4;
+    float4 x[NV];
+    uint2 hv[NV];
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+        int c = lane + 32 * i;
+        if (c < C4) {
+            x[i] = res_in[base + c];
+            if (h) hv[i] = h[base + c];
+        }
+    }
+    float ss = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+        int c = lane + 32 * i;
+        if (c < C4) {
+            if (h) {
+                float4 f = bf16x4_to_f4(hv[i]);
+                x[i].x += f.x, x[i].y += f.y, x[i].z += f.z, x[i].w += f.w;
+            }
+            if (write_res) res_out[base + c] = x[i];
+            ss += x[i].x * x[i].x + x[i].y * x[i].y + x[i].z * x[i].z + x[i].w * x[i].w;
+        }
+    }
+    ss = warp_sum(ss);
+    float r = rsqrtf(ss / (4 * C4) + eps);
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+        int c = lane + 32 * i;
+        if (c < C4) {
+            float4 wv = w[c];
+            xn[base + c] = f4_to_bf16x4(make_float4(x[i].x * r * wv.x, x[i].y * r * wv.y, x[i].z * r * wv.z,
+                                                    x[i].w * r * wv.w));
+        }
+    }
+    if (lane == 0) rstd[m] = r;
+}
+
+// NV for the row-in-registers norm kernels: float4 columns per lane, C/128 rounded up to an instantiated width
+// (0: none fits, take the scalar kernels). Widths cover the presets: 128 (tiny) .. 2560 (2.8b) in the forward;
+// the backward holds 2.5x the registers per column and stops at 2048 (1.4b; NV 20 would need > 255).
+static int norm_nv(int C, int max_nv) {
+    static const int widths[] = {2, 4, 6, 8, 12, 16, 20};
+    int need = pm_ceil_div(C, 128);
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+        if (need <= widths[i] && widths[i] <= max_nv) return widths[i];
+    return 0;
+}
+#define NORM_NV_LAUNCH(N, KERNEL, GRID, BLOCK, SMEM, ...) KERNEL<N><<<GRID, BLOCK, SMEM, g_stream>>>(__VA_ARGS__)
+#define NORM_NV_CASE(N, KERNEL, ...) \
+    case N: NORM_NV_LAUNCH(N, KERNEL, __VA_ARGS__); break;
+#define NORM_NV_DISPATCH(NV, KERNEL, ...)                                   \
+    switch (NV) {                                                           \
+        NORM_NV_CASE(2, KERNEL, __VA_ARGS__)                                \
+        NORM_NV_CASE(4, KERNEL, __VA_ARGS__)                                \
+        NORM_NV_CASE(6, KERNEL, __VA_ARGS__)                                \
+        NORM_NV_CASE(8, KERNEL, __VA_ARGS__)                                \
+        NORM_NV_CASE(12, KERNEL, __VA_ARGS__)                               \
+        NORM_NV_CASE(16, KERNEL, __VA_ARGS__)                               \
+        default: pm_die("internal error: norm width %d", NV);               \
+    }
+#define NORM_NV_DISPATCH20(NV, KERNEL, ...)                                 \
+    if (NV == 20) {                                                         \
+        NORM_NV_LAUNCH(20, KERNEL, __VA_ARGS__);                            \
+    } else {                                                                \
+        NORM_NV_DISPATCH(NV, KERNEL, __VA_ARGS__)                           \
+    }
+
 static void cu_add_rmsnorm_fwd(void *res_out, void *xn, void *rstd, const void *res_in, const void *h,
                                const void *w, int M, int C, float eps) {
     if (M == 0) return;
     int write_res = !(res_out == res_in && h == NULL);
+    int nv = C % 4 == 0 ? norm_nv(C, 20) : 0;
+    if (nv && is_aligned(res_out, 16) && is_aligned(res_in, 16) && is_aligned(w, 16) && is_aligned(xn, 8) &&
+        is_aligned(h, 8)) {
+        NORM_NV_DISPATCH20(nv, add_rmsnorm_fwd4_kernel, pm_ceil_div(M, NORM_WARPS), NORM_WARPS * 32, 0,
+                         (float4 *)res_out, (uint2 *)xn, (float *)rstd, (const float4 *)res_in, (const uint2 *)h,
+                         (const float4 *)w, M, C / 4, eps, write_res);
+        cudaLaunchCheck();
+        return;
+    }
     add_rmsnorm_fwd_kernel<<<pm_ceil_div(M, NORM_WARPS), NORM_WARPS * 32, 0, g_stream>>>(
         (float *)res_out, (bf16 *)xn, (float *)rstd, (const float *)res_in, (const bf16 *)h, (const float *)w, M, C,
         eps, write_res);
@@ -331,9 +444,98 @@ __global__ void rmsnorm_dw_partial_kernel(float *part, const bf16 *dxn, const fl
     part[(size_t)g * C + c] = s;
 }
 
+// The backward with the row in registers and dw fused in (C % 4 == 0, C <= 128 * NV, aligned rows). Warp wp of
+// a block takes NORM_BWD_R consecutive tokens; per token it issues all its dxn (bf16x4) and res (float4) loads
+// at once, reduces the dot product by shuffles, then streams dres (read, update, write) without re-reading dxn
+// or res. dw: each warp keeps its running sum over its tokens in its own slice of shared memory (lane-owned
+// columns, so no two threads touch one word), then the block adds the NORM_BWD_WARPS slices in warp order and
+// writes one partial row; colsum_final adds the rows in order. dw no longer needs a second pass over dxn and
+// res (6 of the 22 bytes per element the v4 kernels moved), and every sum has an order fixed by M alone.
+#define NORM_BWD_WARPS 4
+#define NORM_BWD_R 8  // tokens per warp: 16384 tokens (130m B8) give 2048 warps, 512 partial rows
+// Blocks per SM the register budget must allow (a cap of 65536 / (128 * MINB) registers): unbounded, ptxas
+// hoists every load of the row and more (NV 6: 96 registers, NV 16: 255); capped, it still keeps a whole
+// row's loads in flight, which is what the bandwidth needs.
+#define NORM_BWD_MINB(NV) ((NV) <= 6 ? 5 : (NV) <= 8 ? 4 : (NV) <= 12 ? 3 : 2)
+template <int NV>
+__global__ void __launch_bounds__(NORM_BWD_WARPS * 32, NORM_BWD_MINB(NV))
+    rmsnorm_bwd4_kernel(float4 *dres, uint2 *dres_act, float4 *part, const uint2 *dxn, const float4 *res,
+                        const float4 *__restrict__ w, const float *rstd, int M, int C4) {
+    extern __shared__ float4 shdw[];  // (NORM_BWD_WARPS, C4): each warp's dw sums
+    int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+    float4 *mydw = shdw + (size_t)wp * C4;
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+        int c = lane + 32 * i;
+        if (c < C4) mydw[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    int m0 = (blockIdx.x * NORM_BWD_WARPS + wp) * NORM_BWD_R;
+    for (int m = m0; m < m0 + NORM_BWD_R && m < M; m++) {
+        // Every load of the token first (dxn kept as bf16x4: 2 registers per column, not 4): the dres loads
+        // must not wait behind earlier stores, where the compiler may not move them itself (dres_act may alias
+        // dxn, as backend.h does not forbid).
+        size_t base = (size_t)m * C4;
+        uint2 d[NV];
+        float4 x[NV], v[NV];
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            int c = lane + 32 * i;
+            if (c < C4) d[i] = dxn[base + c], x[i] = res[base + c], v[i] = dres[base + c];
+        }
+        float r = rstd[m], dot = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            int c = lane + 32 * i;
+            if (c < C4) {
+                float4 wv = w[c], g = bf16x4_to_f4(d[i]);
+                dot += g.x * wv.x * x[i].x + g.y * wv.y * x[i].y + g.z * wv.z * x[i].z + g.w * wv.w * x[i].w;
+            }
+        }
+        dot = warp_sum(dot);
+        float k = r * r * r * dot / (4 * C4);
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            int c = lane + 32 * i;
+            if (c < C4) {
+                float4 wv = w[c], g = bf16x4_to_f4(d[i]), s = mydw[c];
+                v[i].x = v[i].x + r * g.x * wv.x - k * x[i].x;
+                v[i].y = v[i].y + r * g.y * wv.y - k * x[i].y;
+                v[i].z = v[i].z + r * g.z * wv.z - k * x[i].z;
+                v[i].w = v[i].w + r * g.w * wv.w - k * x[i].w;
+                dres[base + c] = v[i];
+                if (dres_act) dres_act[base + c] = f4_to_bf16x4(v[i]);
+                s.x += g.x * x[i].x * r, s.y += g.y * x[i].y * r, s.z += g.z * x[i].z * r, s.w += g.w * x[i].w * r;
+                mydw[c] = s;
+            }
+        }
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < C4; c += blockDim.x) {
+        float4 t = shdw[c];
+        for (int j = 1; j < NORM_BWD_WARPS; j++) {
+            float4 a = shdw[(size_t)j * C4 + c];
+            t.x += a.x, t.y += a.y, t.z += a.z, t.w += a.w;
+        }
+        part[(size_t)blockIdx.x * C4 + c] = t;
+    }
+}
+
 static void cu_rmsnorm_bwd(void *dres, void *dres_act, void *dw, const void *dxn, const void *res,
                            const void *w, const void *rstd, int M, int C) {
     if (M == 0) return;
+    int nv = C % 4 == 0 ? norm_nv(C, 16) : 0;
+    if (nv && is_aligned(dres, 16) && is_aligned(res, 16) && is_aligned(w, 16) && is_aligned(dxn, 8) &&
+        is_aligned(dres_act, 8)) {
+        int G = pm_ceil_div(M, NORM_BWD_WARPS * NORM_BWD_R);  // fixed by M: the order never depends on the GPU
+        float *part = (float *)scratch_get(&s_norm_part, (size_t)G * C * sizeof(float));
+        size_t smem = (size_t)NORM_BWD_WARPS * C * sizeof(float);  // <= 32 KB (C <= 2048): no opt-in needed
+        NORM_NV_DISPATCH(nv, rmsnorm_bwd4_kernel, G, NORM_BWD_WARPS * 32, smem, (float4 *)dres, (uint2 *)dres_act,
+                         (float4 *)part, (const uint2 *)dxn, (const float4 *)res, (const float4 *)w,
+                         (const float *)rstd, M, C / 4);
+        cudaLaunchCheck();
+        colsum_final((float *)dw, part, G, C);
+        return;
+    }
     rmsnorm_bwd_kernel<<<pm_ceil_div(M, NORM_WARPS), NORM_WARPS * 32, 0, g_stream>>>(
         (float *)dres, (bf16 *)dres_act, (const bf16 *)dxn, (const float *)res, (const float *)w,
         (const float *)rstd, M, C);
@@ -696,6 +898,157 @@ __global__ void __launch_bounds__(CONV_THREADS) conv_silu_bwd_kernel(bf16 *dxi, 
     part_b[run * C + c] = dbp;
 }
 
+// The backward with two adjacent channels per lane (bf16x2 loads and stores, as the forward) and one run of
+// CONV_BL tokens per warp; the CONV_BW warps of a block take consecutive runs of the same 64 channels. Per
+// batch of CONV_PF tokens a lane issues all of the next batch's xi, du and pos loads (12 bytes per token; the
+// v4 kernel had one 2-byte load per dependent step) before it slides the windows over the current one. The
+// runs' dw/db partials are added in warp order in shared memory, so each block writes one partial row:
+// G = M / 128 rows (128 at 130m) where the one-channel kernel wrote one per 32-token run (512), and dw and db
+// share that row, so one column-sum launch finishes both. Orders are fixed by M alone: deterministic, no
+// atomics. Registers: 96 at K = 4 under the bound of 5 blocks (20 warps) per SM, no spills.
+#define CONV_BL 32  // tokens per warp: the K-1 halo tokens re-read at each end are 9% extra (mostly L1 hits,
+                    // the neighbouring warp of the block reads the same rows at the same time)
+#define CONV_BW 4   // warps (runs) per block
+#define CONV_PF 4   // tokens loaded ahead per batch
+template <int K>
+__global__ void __launch_bounds__(32 * CONV_BW, 5)
+    conv_silu_bwd2_kernel(__nv_bfloat162 *dxi, int ldx2, float *part, const __nv_bfloat162 *du,
+                          const __nv_bfloat162 *xi, const float *w, const float *b, const int32_t *pos, int M, int T,
+                          int C2) {
+    __shared__ float sh[CONV_BW][2 * K + 2][32];  // each warp's partials, value-major: lanes hit distinct banks
+    int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+    int c2r = blockIdx.x * 32 + lane;
+    int active = c2r < C2;
+    int c2 = active ? c2r : C2 - 1;  // idle lanes of the last column block shadow a real column (no stores)
+    int t0 = (blockIdx.y * CONV_BW + wp) * CONV_BL, t1 = t0 + CONV_BL < M ? t0 + CONV_BL : M;
+    // channels 2*c2 (a) and 2*c2+1 (b); windows over t-(K-1) .. t: x* = xi, dv* = dv, lw = tap limit
+    float wa[K], wb[K], xa[K], xb[K], dva[K], dvb[K], dwa[K], dwb[K], dba = 0.0f, dbb = 0.0f;
+    int lw[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        wa[k] = w[(2 * c2) * K + k];
+        wb[k] = w[(2 * c2 + 1) * K + k];
+        dva[k] = dvb[k] = 0.0f;
+        dwa[k] = dwb[k] = 0.0f;
+        lw[k] = -1;
+    }
+    float ba = b[2 * c2], bb = b[2 * c2 + 1];
+#pragma unroll
+    for (int k = 0; k < K - 1; k++) {
+        int t = t0 - (K - 1) + k;
+        float2 f = t >= 0 && t < M ? __bfloat1622float2(xi[(size_t)t * ldx2 + c2]) : make_float2(0.0f, 0.0f);
+        xa[k + 1] = f.x;
+        xb[k + 1] = f.y;
+    }
+    // One token: slide the windows, recompute the pre-activation, dv = du * silu'(pre); accumulate dw/db for
+    // tokens of the run; once dv[tp .. tp+K-1] are known, dxi[tp] = sum of dv[tp+j] * w[K-1-j] over the taps
+    // valid at tp+j. Tokens t1 .. t1+K-2 only complete dxi of the run's last tokens (their dw/db belong to the
+    // next run); past M they read as du = 0, lim = -1.
+    auto step = [&](int t, float2 x, float2 g, int lim, bool in_run) {
+#pragma unroll
+        for (int k = 0; k < K - 1; k++) {
+            xa[k] = xa[k + 1], xb[k] = xb[k + 1];
+            dva[k] = dva[k + 1], dvb[k] = dvb[k + 1];
+            lw[k] = lw[k + 1];
+        }
+        xa[K - 1] = x.x, xb[K - 1] = x.y, lw[K - 1] = lim;
+        float va = ba, vb = bb;
+#pragma unroll
+        for (int k = 0; k < K; k++)
+            if (K - 1 - k <= lim) {
+                va += wa[k] * xa[k];
+                vb += wb[k] * xb[k];
+            }
+        float sa = pm_sigmoid(va), sb = pm_sigmoid(vb);
+        float da = g.x * sa * (1.0f + va * (1.0f - sa)), db = g.y * sb * (1.0f + vb * (1.0f - sb));
+        dva[K - 1] = da, dvb[K - 1] = db;
+        if (in_run) {
+            dba += da, dbb += db;
+#pragma unroll
+            for (int k = 0; k < K; k++)
+                if (K - 1 - k <= lim) {
+                    dwa[k] += da * xa[k];
+                    dwb[k] += db * xb[k];
+                }
+        }
+        int tp = t - (K - 1);
+        if (tp >= t0) {
+            float ga = 0.0f, gb = 0.0f;
+#pragma unroll
+            for (int j = 0; j < K; j++)
+                if (j <= lw[j]) {
+                    ga += dva[j] * wa[K - 1 - j];
+                    gb += dvb[j] * wb[K - 1 - j];
+                }
+            if (active) dxi[(size_t)tp * ldx2 + c2] = __floats2bfloat162_rn(ga, gb);
+        }
+    };
+    // Batches of CONV_PF tokens, double-buffered: batch n+1's loads are issued before batch n is computed, so
+    // each lane keeps 2 * CONV_PF tokens' loads in flight through the compute.
+    __nv_bfloat162 xr[CONV_PF], gr[CONV_PF];
+    int lm[CONV_PF];
+    auto load = [&](int tb, __nv_bfloat162 *xo, __nv_bfloat162 *go, int *lo) {
+#pragma unroll
+        for (int i = 0; i < CONV_PF; i++) {
+            int t = tb + i;
+            if (t < t1) {
+                xo[i] = xi[(size_t)t * ldx2 + c2];
+                go[i] = du[(size_t)t * C2 + c2];
+                lo[i] = pos[t];
+            }
+        }
+    };
+    load(t0, xr, gr, lm);
+    int r = t0 % T;  // t % T, kept by increments (no division per token)
+    for (int tb = t0; tb < t1; tb += CONV_PF) {
+        __nv_bfloat162 xn[CONV_PF], gn[CONV_PF];
+        int ln[CONV_PF];
+        load(tb + CONV_PF, xn, gn, ln);
+#pragma unroll
+        for (int i = 0; i < CONV_PF; i++) {
+            int t = tb + i;
+            if (t < t1) {
+                int lim = lm[i] < r ? lm[i] : r;
+                step(t, __bfloat1622float2(xr[i]), __bfloat1622float2(gr[i]), lim, true);
+                r = r + 1 == T ? 0 : r + 1;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < CONV_PF; i++) xr[i] = xn[i], gr[i] = gn[i], lm[i] = ln[i];
+    }
+#pragma unroll
+    for (int i = 0; i < K - 1; i++) {
+        int t = t1 + i;
+        if (t < M) {
+            step(t, __bfloat1622float2(xi[(size_t)t * ldx2 + c2]), __bfloat1622float2(du[(size_t)t * C2 + c2]),
+                 conv_lim(pos, t, T), false);
+        } else if (t0 < t1) {
+            step(t, make_float2(0.0f, 0.0f), make_float2(0.0f, 0.0f), -1, false);
+        }
+    }
+    // partials: warp order, in shared memory; then one row per block, dw (C*K) then db (C)
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        sh[wp][k][lane] = dwa[k];
+        sh[wp][K + k][lane] = dwb[k];
+    }
+    sh[wp][2 * K][lane] = dba;
+    sh[wp][2 * K + 1][lane] = dbb;
+    __syncthreads();
+    // thread j takes the block's j-th output column (its 64 channels' K taps, then their 64 biases), so the
+    // row's stores are contiguous
+    size_t C = 2 * (size_t)C2, row = (size_t)blockIdx.y * C * (K + 1);
+    int cbase = blockIdx.x * 64;
+    for (int j = threadIdx.x; j < 64 * (K + 1); j += blockDim.x) {
+        int cc = j < 64 * K ? j / K : j - 64 * K;  // channel within the block
+        int i = j < 64 * K ? (cc & 1) * K + j % K : 2 * K + (cc & 1);
+        if (cbase + cc >= (int)C) continue;
+        float t = sh[0][i][cc >> 1];
+        for (int q = 1; q < CONV_BW; q++) t += sh[q][i][cc >> 1];
+        part[j < 64 * K ? row + (size_t)(cbase + cc) * K + j % K : row + C * K + cbase + cc] = t;
+    }
+}
+
 #define CONV_DISPATCH(KERNEL, ...)                                                   \
     switch (K) {                                                                     \
         case 1: KERNEL<1><<<grid, CONV_THREADS, 0, g_stream>>>(__VA_ARGS__); break; \
@@ -721,9 +1074,28 @@ static void cu_conv_silu_fwd(void *u, const void *xi, int ldx, const void *w, co
     cudaLaunchCheck();
 }
 
+#define CONV_BWD2(KK)                                                                                         \
+    conv_silu_bwd2_kernel<KK><<<grid, 32 * CONV_BW, 0, g_stream>>>(                                          \
+        (__nv_bfloat162 *)dxi, ldx / 2, part, (const __nv_bfloat162 *)du, (const __nv_bfloat162 *)xi,        \
+        (const float *)w, (const float *)b, pos, M, T, C / 2)
 static void cu_conv_silu_bwd(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi,
                              const void *w, const void *b, const int32_t *pos, int M, int T, int C, int K) {
     if (M == 0) return;
+    if (C % 2 == 0 && ldx % 2 == 0 && is_aligned(xi, 4) && is_aligned(dxi, 4) && is_aligned(du, 4)) {
+        int G = (int)pm_ceil_div(M, CONV_BL * CONV_BW), W = C * (K + 1);
+        float *part = (float *)scratch_get(&s_conv_part, (size_t)G * W * sizeof(float));
+        dim3 grid(pm_ceil_div(C / 2, 32), G);
+        switch (K) {
+            case 1: CONV_BWD2(1); break;
+            case 2: CONV_BWD2(2); break;
+            case 3: CONV_BWD2(3); break;
+            case 4: CONV_BWD2(4); break;
+            default: pm_die("conv1d: kernel width %d unsupported on CUDA (1..4)", K);
+        }
+        cudaLaunchCheck();
+        colsum_final2((float *)dw, (float *)db, C * K, part, G, W);
+        return;
+    }
     int G = (int)pm_ceil_div(M, CONV_L);
     size_t wbytes = (size_t)G * C * K * sizeof(float);
     float *part_w = (float *)scratch_get(&s_conv_part, wbytes + (size_t)G * C * sizeof(float));
@@ -955,14 +1327,40 @@ static void cu_classifier(void *loss, void *dx, void *dwte, float *logits_out, c
 // ---------------------------------------------------------------------------------------------------------
 // global gradient norm and AdamW
 
+// Fixed block count (not the SM count: the summation order is the same on every GPU). 1024 blocks of 128
+// threads are all resident at once on an H200 (<= 64 registers: 8 blocks per SM), so there is no second,
+// partly empty wave; each thread keeps SUMSQ_U float4 loads (64 bytes) in flight per step.
 #define SUMSQ_BLOCKS 1024
-__global__ void sumsq_partial_kernel(double *part, const float *x, size_t n) {
+#define SUMSQ_THREADS 128
+#define SUMSQ_U 4
+// x + head is 16-byte aligned (head = 0..3 leading elements, added by thread 0 first); nb float4 groups
+// follow, group i taken by thread i mod (grid size), in increasing i; the tail (0..3 elements) is added last,
+// element j by thread j. The order is fixed by n and x's alignment.
+__global__ void __launch_bounds__(SUMSQ_THREADS, 8) sumsq_partial_kernel(double *part, const float *x, size_t n,
+                                                                      int head) {
     __shared__ double sh[32];
+    size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
     double s = 0.0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        double v = x[i];
-        s += v * v;
+    if (tid == 0)
+        for (int j = 0; j < head; j++) s += (double)x[j] * x[j];
+    const float4 *x4 = (const float4 *)(x + head);
+    size_t nb = (n - head) / 4;
+    for (size_t i = tid; i < nb; i += SUMSQ_U * stride) {
+        float4 v[SUMSQ_U];
+#pragma unroll
+        for (int u = 0; u < SUMSQ_U; u++)
+            if (i + u * stride < nb) v[u] = x4[i + u * stride];
+#pragma unroll
+        for (int u = 0; u < SUMSQ_U; u++)
+            if (i + u * stride < nb) {
+                s += (double)v[u].x * v[u].x;
+                s += (double)v[u].y * v[u].y;
+                s += (double)v[u].z * v[u].z;
+                s += (double)v[u].w * v[u].w;
+            }
     }
+    size_t tail0 = head + 4 * nb;
+    if (tid < n - tail0) s += (double)x[tail0 + tid] * x[tail0 + tid];
     s = block_sum(s, sh);
     if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
@@ -976,9 +1374,12 @@ __global__ void sumsq_final_kernel(double *out, const double *part, int G) {
 static double cu_sumsq(const void *x, size_t n) {
     if (n == 0) return 0.0;
     // a fixed block count (not the SM count): the summation order is the same on every GPU
-    int G = (int)((n + 255) / 256 < SUMSQ_BLOCKS ? (n + 255) / 256 : SUMSQ_BLOCKS);
+    size_t per = 4 * SUMSQ_THREADS;
+    int G = (int)((n + per - 1) / per < SUMSQ_BLOCKS ? (n + per - 1) / per : SUMSQ_BLOCKS);
+    int head = (int)((16 - (uintptr_t)x % 16) % 16 / 4);  // floats are 4-byte aligned
+    if ((size_t)head > n) head = (int)n;
     double *ws = (double *)scratch_get(&s_sumsq, (SUMSQ_BLOCKS + 1) * sizeof(double));
-    sumsq_partial_kernel<<<G, 256, 0, g_stream>>>(ws + 1, (const float *)x, n);
+    sumsq_partial_kernel<<<G, SUMSQ_THREADS, 0, g_stream>>>(ws + 1, (const float *)x, n, head);
     cudaLaunchCheck();
     sumsq_final_kernel<<<1, 256, 0, g_stream>>>(ws, ws + 1, G);
     cudaLaunchCheck();
@@ -998,22 +1399,71 @@ typedef struct {
 static ParamSegment *g_adam_segs;  // host copy of the segment table the device piece table was built from
 static int g_adam_nsegs, g_adam_npieces;
 
-__global__ void adamw_kernel(float *p, bf16 *pa, const float *g, float *m, float *v, const AdamPiece *pieces,
-                             float lr, float b1, float b2, float eps, float wd, float gscale, float bc1,
-                             float bc2_sqrt) {
+// The update of one element, exactly as the v4 kernel computed it (the CPU backend differs by rounding only:
+// it decays by one product, p * (1 - lr*wd), and computes the bias corrections in double).
+__device__ __forceinline__ void adam_one(float &p, float &m, float &v, float g, int decay, float lr, float b1,
+                                         float b2, float eps, float wd, float gscale, float bc1, float bc2_sqrt) {
+    float gr = g * gscale;
+    if (decay) p -= lr * wd * p;
+    m = b1 * m + (1.0f - b1) * gr;
+    v = b2 * v + (1.0f - b2) * gr * gr;
+    p -= (lr / bc1) * m / (sqrtf(v) / bc2_sqrt + eps);
+}
+
+// Block b updates piece b. With vec set (every array 16-byte aligned at the same element phase, pa 8-byte:
+// always for one process; see cu_adamw), the piece's aligned middle goes as float4 groups (bf16x4 for pa):
+// each thread first loads all ADAM_G of its groups (p, g, m, v: 256 bytes in flight, where the scalar loop
+// had 16 bytes per dependent step), then updates and stores them; the 0..3 elements before the first aligned
+// element and after the last group are done one by one. Without vec the whole piece goes one by one.
+#define ADAM_THREADS 256
+#define ADAM_G (ADAM_CHUNK / 4 / ADAM_THREADS)  // float4 groups per thread: a piece is at most ADAM_CHUNK long
+static_assert(ADAM_CHUNK % (4 * ADAM_THREADS) == 0, "each thread takes exactly ADAM_G groups of a full piece");
+__global__ void __launch_bounds__(ADAM_THREADS) adamw_kernel(float *__restrict__ p, bf16 *__restrict__ pa,
+                                                             const float *__restrict__ g, float *__restrict__ m,
+                                                             float *__restrict__ v, const AdamPiece *pieces,
+                                                             int vec, int phase, float lr, float b1, float b2,
+                                                             float eps, float wd, float gscale, float bc1,
+                                                             float bc2_sqrt) {
     AdamPiece pc = pieces[blockIdx.x];
-    for (unsigned i = threadIdx.x; i < pc.count; i += blockDim.x) {
-        size_t k = pc.start + i;
-        float gr = g[k] * gscale;
-        float pk = p[k];
-        if (pc.decay) pk -= lr * wd * pk;
-        float mk = b1 * m[k] + (1.0f - b1) * gr;
-        float vk = b2 * v[k] + (1.0f - b2) * gr * gr;
-        m[k] = mk;
-        v[k] = vk;
-        pk -= (lr / bc1) * mk / (sqrtf(vk) / bc2_sqrt + eps);
-        p[k] = pk;
+    size_t s = pc.start, e = s + pc.count, a0 = e, a1 = e;  // vector groups cover [a0, a1)
+    if (vec) {
+        a0 = s + (4 - (s + phase) % 4) % 4;
+        if (a0 > e) a0 = e;
+        a1 = a0 + (e - a0) / 4 * 4;
+    }
+    int dc = pc.decay;
+    for (size_t k = s + threadIdx.x; k < a0; k += blockDim.x) {
+        float pk = p[k], mk = m[k], vk = v[k];
+        adam_one(pk, mk, vk, g[k], dc, lr, b1, b2, eps, wd, gscale, bc1, bc2_sqrt);
+        p[k] = pk, m[k] = mk, v[k] = vk;
         if (pa) pa[k] = f2bf(pk);
+    }
+    for (size_t k = a1 + threadIdx.x; k < e; k += blockDim.x) {
+        float pk = p[k], mk = m[k], vk = v[k];
+        adam_one(pk, mk, vk, g[k], dc, lr, b1, b2, eps, wd, gscale, bc1, bc2_sqrt);
+        p[k] = pk, m[k] = mk, v[k] = vk;
+        if (pa) pa[k] = f2bf(pk);
+    }
+    int ng = (int)((a1 - a0) / 4);
+    float4 *p4 = (float4 *)(p + a0), *m4 = (float4 *)(m + a0), *v4 = (float4 *)(v + a0);
+    const float4 *g4 = (const float4 *)(g + a0);
+    float4 P[ADAM_G], G_[ADAM_G], Mo[ADAM_G], V[ADAM_G];
+#pragma unroll
+    for (int j = 0; j < ADAM_G; j++) {
+        int q = threadIdx.x + j * ADAM_THREADS;
+        if (q < ng) P[j] = p4[q], G_[j] = g4[q], Mo[j] = m4[q], V[j] = v4[q];
+    }
+#pragma unroll
+    for (int j = 0; j < ADAM_G; j++) {
+        int q = threadIdx.x + j * ADAM_THREADS;
+        if (q < ng) {
+            adam_one(P[j].x, Mo[j].x, V[j].x, G_[j].x, dc, lr, b1, b2, eps, wd, gscale, bc1, bc2_sqrt);
+            adam_one(P[j].y, Mo[j].y, V[j].y, G_[j].y, dc, lr, b1, b2, eps, wd, gscale, bc1, bc2_sqrt);
+            adam_one(P[j].z, Mo[j].z, V[j].z, G_[j].z, dc, lr, b1, b2, eps, wd, gscale, bc1, bc2_sqrt);
+            adam_one(P[j].w, Mo[j].w, V[j].w, G_[j].w, dc, lr, b1, b2, eps, wd, gscale, bc1, bc2_sqrt);
+            p4[q] = P[j], m4[q] = Mo[j], v4[q] = V[j];
+            if (pa) ((uint2 *)(pa + a0))[q] = f4_to_bf16x4(P[j]);
+        }
     }
 }
 
@@ -1042,10 +1492,17 @@ static void cu_adamw(void *params, void *params_act, const void *grads, void *m,
     }
     if (g_adam_npieces == 0) return;
     float bc1 = 1.0f - powf(a->beta1, (float)a->step), bc2 = 1.0f - powf(a->beta2, (float)a->step);
-    adamw_kernel<<<g_adam_npieces, 256, 0, g_stream>>>(
+    // The float4 path needs element k at the same 16-byte phase in params, grads, m and v (and params_act's
+    // 8-byte phase to match): true for one process (every array starts a cudaMalloc). The sharded optimizer
+    // (dist.c) passes params + lo and grads + lo with moments that start at element 0, so a rank whose lo is
+    // not a multiple of 4 takes the one-by-one loop.
+    uintptr_t ph = (uintptr_t)params % 16;
+    int vec = (uintptr_t)grads % 16 == ph && (uintptr_t)m % 16 == ph && (uintptr_t)v % 16 == ph && ph % 4 == 0 &&
+              (!params_act || (uintptr_t)params_act % 8 == ph / 2);
+    adamw_kernel<<<g_adam_npieces, ADAM_THREADS, 0, g_stream>>>(
         (float *)params, (bf16 *)params_act, (const float *)grads, (float *)m, (float *)v,
-        (const AdamPiece *)s_adam.p, a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_scale, bc1,
-        sqrtf(bc2));
+        (const AdamPiece *)s_adam.p, vec, (int)(ph / 4), a->lr, a->beta1, a->beta2, a->eps, a->weight_decay,
+        a->grad_scale, bc1, sqrtf(bc2));
     cudaLaunchCheck();
 }
 

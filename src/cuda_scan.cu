@@ -1,6 +1,8 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v12 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v11 with the
+// Version v13 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v12 with no
+// branch inside the backward's 4-token groups (both threads of a channel store its outputs), so the scheduler
+// interleaves the group's tokens. v12: v11 with the
 // forward able to leave the backward its checkpoints (cuda_scan_fwd_ex / cuda_scan_bwd_ex: the training step
 // skips the checkpoint pass), and the per-chunk false wait on the prefetches removed (settle). v11: v10 with the
 // exposed latencies and the integer work that ncu's per-instruction view showed taken out — B/C prefetches kept
@@ -875,13 +877,14 @@ __global__ void __launch_bounds__(CH *BG, 1)
                     P += __shfl_xor_sync(0xffffffffu, P, 1);
                     Q += __shfl_xor_sync(0xffffffffu, Q, 1);
                     const float ddp = fmaf(uu, P, Q) * pa.w;
-                    if (q == 0) {  // zero past the row's end (psig, gy, uu are 0 there)
-                        dbias += ddp;
-                        dDacc = fmaf(gy, uu, dDacc);
-                        odu[i] = __float2bfloat16(fmaf(gy, Dc, dl * P));
-                        oddp[i] = __float2bfloat16(ddp);
-                        odz[i] = __float2bfloat16(pa.z * fmaf(Dc, uu, y));
-                    }
+                    // zero past the row's end (psig, gy, uu are 0 there). Both threads of the channel hold the
+                    // same sums, so both store the same values: no branch on q, so the 4 tokens of the group
+                    // stay one basic block the scheduler can interleave (v13)
+                    dbias += ddp;
+                    dDacc = fmaf(gy, uu, dDacc);
+                    odu[i] = __float2bfloat16(fmaf(gy, Dc, dl * P));
+                    oddp[i] = __float2bfloat16(ddp);
+                    odz[i] = __float2bfloat16(pa.z * fmaf(Dc, uu, y));
                     // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects
                     // (see lo/hi); then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
 #pragma unroll
@@ -1164,10 +1167,11 @@ size_t cuda_scan_states_bytes(int M, int T, int Cd, int N) {
     return (size_t)(M / T) * ((T + SCAN_K - 1) / SCAN_K) * Cd * N * 4;
 }
 
-void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
-                      const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
-                      const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                      float *states, cudaStream_t stream) {
+// (the entry points call these; static so the lab's frozen copies, each in its own namespace, do not collide)
+static void scan_fwd_impl(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
+                          const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
+                          int ldbc, const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T,
+                          int Cd, int N, float *states, cudaStream_t stream) {
     scan_check_shape(M, T, Cd, N);
     int rows = M / T;
     if (scan_staged_ok(u, dpre, z, ldz, NULL, Cd, out, NULL, NULL)) {
@@ -1187,16 +1191,22 @@ void cuda_scan_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat
                    const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                    const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
                    cudaStream_t stream) {
-    cuda_scan_fwd_ex(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, NULL, stream);
+    scan_fwd_impl(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, NULL, stream);
+}
+void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                      const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+                      const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                      float *states, cudaStream_t stream) {
+    scan_fwd_impl(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, states, stream);
 }
 
-void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
-                      __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
-                      const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
-                      const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
-                      const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                      const float *states, void *workspace, size_t workspace_bytes, int deterministic,
-                      cudaStream_t stream) {
+static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+                          __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
+                          const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                          const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                          const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd,
+                          int N, const float *states, void *workspace, size_t workspace_bytes, int deterministic,
+                          cudaStream_t stream) {
     (void)deterministic;  // always deterministic: no atomics are used
     scan_check_shape(M, T, Cd, N);
     size_t bc_off, par_off, seg_off, need;
@@ -1257,6 +1267,16 @@ void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, _
                    const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                    const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
                    void *workspace, size_t workspace_bytes, int deterministic, cudaStream_t stream) {
-    cuda_scan_bwd_ex(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z,
-                     ldz, pos, M, T, Cd, N, NULL, workspace, workspace_bytes, deterministic, stream);
+    scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                  pos, M, T, Cd, N, NULL, workspace, workspace_bytes, deterministic, stream);
+}
+void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+                      __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
+                      const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                      const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+                      const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                      const float *states, void *workspace, size_t workspace_bytes, int deterministic,
+                      cudaStream_t stream) {
+    scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                  pos, M, T, Cd, N, states, workspace, workspace_bytes, deterministic, stream);
 }

@@ -26,7 +26,7 @@
 
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
-#include "scan_v11.cuh"
+#include "scan_v12.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -91,8 +91,8 @@ static void prod_st_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *
 
 static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
-    {"v11", scan_v11::cuda_scan_workspace_bytes, scan_v11::cuda_scan_fwd, scan_v11::cuda_scan_bwd},
-    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v12 since 2026-11-29)
+    {"v12", scan_v12::cuda_scan_workspace_bytes, scan_v12::cuda_scan_fwd, scan_v12::cuda_scan_bwd},
+    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v13 since 2026-11-29)
     {"prod+st", cuda_scan_workspace_bytes, prod_st_fwd, prod_st_bwd},
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);

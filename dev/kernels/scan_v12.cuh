@@ -1,8 +1,10 @@
-// scan_v11.cuh — frozen copy of .gpu/scan/cuda_scan_v11.cu as version v11 (made by dev/kernels/mkver.sh).
-namespace scan_v11 {
+// scan_v12.cuh — frozen copy of .gpu/scan/cuda_scan_v12.cu as version v12 (made by dev/kernels/mkver.sh).
+namespace scan_v12 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v11 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v10 with the
+// Version v12 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v11 with the
+// forward able to leave the backward its checkpoints (cuda_scan_fwd_ex / cuda_scan_bwd_ex: the training step
+// skips the checkpoint pass), and the per-chunk false wait on the prefetches removed (settle). v11: v10 with the
 // exposed latencies and the integer work that ncu's per-instruction view showed taken out — B/C prefetches kept
 // as raw bf16 until stored (converting them at once made each thread wait for its loads), pos for the next
 // chunk's document starts loaded a chunk ahead, outputs staged in shared memory and written in 16-byte pieces,
@@ -85,14 +87,19 @@ __device__ __forceinline__ float softplus_f(float v) {
 // 1 / (1 + e^-v); e^-v overflowing to +inf gives rcp = 0, the right limit
 __device__ __forceinline__ float sigmoid_f(float v) { return rcp_approx(1.f + ex2_approx(-v * LOG2E)); }
 
+// A value loaded before a kernel's chunk loop, passed through an identity shuffle there, so the wait for its load
+// happens once, before the loop. Otherwise ptxas waits for it at its first use inside the loop on a scoreboard
+// that the loop's own prefetches reuse, i.e. every chunk waits for its prefetch there (seen in v11's profile).
+__device__ __forceinline__ float settle(float x) { return __shfl_sync(0xffffffffu, x, threadIdx.x & 31); }
+
 static size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
 
 // ---- generic path (v1): any strides and alignment ----
 // grid (ceil(Cd/128), rows); thread = (row, channel c)
 __global__ void __launch_bounds__(SCAN_THREADS)
-    scan_fwd_generic_kernel(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
-                    const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
-                    const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd) {
+    scan_fwd_generic_kernel(__nv_bfloat16 *out, float *states, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
+                    const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
+                    int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd) {
     int c = blockIdx.x * SCAN_THREADS + threadIdx.x;
     int row = blockIdx.y;
     if (c >= Cd) return;
@@ -103,8 +110,14 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     float s[SCAN_N];
 #pragma unroll
     for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+    const int nck = (T + SCAN_K - 1) / SCAN_K;
     for (int t = 0; t < T; t++) {
         size_t m = (size_t)row * T + t;
+        if (states && t % SCAN_K == 0) {  // (rows, nck, Cd, N): the staged backward's checkpoint layout
+            float *ck = states + (((size_t)row * nck + t / SCAN_K) * Cd + c) * SCAN_N;
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) ck[n] = s[n];
+        }
         float uu = bf2f(u[m * Cd + c]);
         float dl = softplus_f(bf2f(dpre[m * Cd + c]) + bias);
         float zz = bf2f(z[m * ldz + c]);
@@ -357,7 +370,7 @@ static constexpr int BG = 2;    // threads per channel in the backward kernel
 static constexpr int SEG_POLICY = 0;
 static constexpr int SCAN_SEG_MAX = 16;  // most time segments per row (v8)
 static constexpr int SCAN_SEG_MIN_CHUNKS = 4;  // fewest forward chunks (FT tokens) per segment
-static constexpr int MODE_FWD = 0, MODE_CKPT = 1, MODE_SUMM = 2;
+static constexpr int MODE_FWD = 0, MODE_CKPT = 1, MODE_SUMM = 2, MODE_FWD_CKPT = 3;
 
 __device__ __forceinline__ void cp_async16(void *smem_dst, const void *gmem_src, bool pred) {
     unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
@@ -446,7 +459,8 @@ __device__ __forceinline__ void tr_level(float (&v)[V]) {
     }
 }
 
-// One kernel, three jobs (MODE): FWD writes out; CKPT (the backward's checkpoint pass) writes the state before
+// One kernel, four jobs (MODE): FWD writes out; FWD_CKPT writes out and the checkpoints as CKPT does, so the
+// backward can skip its checkpoint pass (v12); CKPT (the backward's checkpoint pass) writes the state before
 // every SCAN_K-th token into ckpt (rows, nck, Cd, N), no z, no out; SUMM writes a time segment's summary (see
 // below), no z, no out. grid (nblk, rows, segments), CH*FG threads; thread (channel cl = tid / FG, quarter
 // q = tid % FG) holds states q*NS .. q*NS+NS-1.
@@ -464,7 +478,7 @@ __device__ __forceinline__ void tr_level(float (&v)[V]) {
 // (FT, CH) f32 | FWD only: the chunk's outputs (FT, CH) bf16, stored in 16-byte pieces after the chunk.
 static constexpr size_t fwd_smem(int CH, int MODE) {
     return (size_t)2 * 3 * FT * CH * 2 + (size_t)2 * FT * 2 * SCAN_N * 4 + (size_t)3 * FT * CH * 4 +
-           (MODE == MODE_FWD ? (size_t)FT * CH * 2 : 0);
+           (MODE == MODE_FWD || MODE == MODE_FWD_CKPT ? (size_t)FT * CH * 2 : 0);
 }
 template <int CH, int MODE, int MINB>
 __global__ void __launch_bounds__(CH *FG, MINB)
@@ -473,7 +487,8 @@ __global__ void __launch_bounds__(CH *FG, MINB)
                            const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
                            const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck, int SL,
                            int nseg) {
-    constexpr bool CKPT = MODE != MODE_FWD;  // no z, no y, no out
+    constexpr bool CKPT = MODE == MODE_CKPT || MODE == MODE_SUMM;  // no z, no y, no out
+    constexpr bool STORE_CK = MODE == MODE_CKPT || MODE == MODE_FWD_CKPT;
     constexpr int NT = CH * FG, NS = SCAN_N / FG;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
@@ -491,9 +506,9 @@ __global__ void __launch_bounds__(CH *FG, MINB)
     float A[NS];  // exp(delta*A) = 2^((delta*log2 e) * A)
 #pragma unroll
     for (int i = 0; i < NS; i++) A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + q * NS + i]) : 0.f;
-    const float Dc = (!CKPT && active) ? Dp[c] : 0.f;
+    const float Dc = settle((!CKPT && active) ? Dp[c] : 0.f);
     const int clA = tid % CH;  // the channel this thread serves in the cooperative pass
-    const float biasA = c0 + clA < Cd ? dt_bias[c0 + clA] : 0.f;
+    const float biasA = settle(c0 + clA < Cd ? dt_bias[c0 + clA] : 0.f);
     float s[NS];
 #pragma unroll
     for (int i = 0; i < NS; i++) s[i] = 0.f;
@@ -562,7 +577,8 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         // transposed butterfly (each thread then finishes one of the 4 tokens)
         const float *bck = bcf + (k & 1) * FT * 2 * SCAN_N;
         for (int j0 = 0; j0 < len; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
-            if (MODE == MODE_CKPT && j0 % SCAN_K == 0 && active) {  // the state before token j0
+            // the state before token j0 (the forward too when asked to leave the backward its checkpoints)
+            if (STORE_CK && j0 % SCAN_K == 0 && active) {
                 float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS);
 #pragma unroll
                 for (int i = 0; i < NS / 4; i++) ck[i] = make_float4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
@@ -686,9 +702,9 @@ __global__ void __launch_bounds__(CH *BG, 1)
 #pragma unroll
     for (int i = 0; i < NS; i++)
         A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + (i < 4 ? lo + i : hi + i - 4)]) : 0.f;
-    const float Dc = active ? Dp[c] : 0.f;
+    const float Dc = settle(active ? Dp[c] : 0.f);
     const int clA = tid % CH;  // channel served in the cooperative pass
-    const float biasA = c0 + clA < Cd ? dt_bias[c0 + clA] : 0.f;
+    const float biasA = settle(c0 + clA < Cd ? dt_bias[c0 + clA] : 0.f);
     float carry[NS], dA[NS];  // carry = a_{t+1} ds_{t+1}: the adjoint reaching s_t from token t+1
 #pragma unroll
     for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
@@ -1066,7 +1082,7 @@ static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ck
                                    const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                                    const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows,
                                    int T, int Cd, int nck, int SL, int nseg, cudaStream_t stream) {
-    static int optin_f = 0, optin_c = 0, optin_s = 0;
+    static int optin_f = 0, optin_fc = 0, optin_c = 0, optin_s = 0;
     const int nblk = (Cd + CH - 1) / CH;
     const size_t smem = fwd_smem(CH, MODE_CKPT), smem_f = fwd_smem(CH, MODE_FWD);
     if (nseg > 1) {
@@ -1081,6 +1097,12 @@ static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ck
         scan_fwd_staged_kernel<CH, MODE_CKPT, MINB><<<grid, CH * FG, smem, stream>>>(
             NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
         scan_check_launch("scan_ckpt_staged_kernel");
+    } else if (ckpt) {  // the forward, leaving the backward its checkpoints
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_FWD_CKPT, MINB>, smem_f, &optin_fc,
+                        "scan_fwd_ckpt_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_FWD_CKPT, MINB><<<grid, CH * FG, smem_f, stream>>>(
+            out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
+        scan_check_launch("scan_fwd_ckpt_staged_kernel");
     } else {
         scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_FWD, MINB>, smem_f, &optin_f, "scan_fwd_staged_kernel");
         scan_fwd_staged_kernel<CH, MODE_FWD, MINB><<<grid, CH * FG, smem_f, stream>>>(
@@ -1136,31 +1158,50 @@ static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv
     scan_check_launch("scan_bwd_seg_staged_kernel");
 }
 
-void cuda_scan_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
-                   const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
-                   const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                   cudaStream_t stream) {
+size_t cuda_scan_states_bytes(int M, int T, int Cd, int N) {
+    return (size_t)(M / T) * ((T + SCAN_K - 1) / SCAN_K) * Cd * N * 4;
+}
+
+// (the entry points call these; static so the lab's frozen copies, each in its own namespace, do not collide)
+static void scan_fwd_impl(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
+                          const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
+                          int ldbc, const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T,
+                          int Cd, int N, float *states, cudaStream_t stream) {
     scan_check_shape(M, T, Cd, N);
     int rows = M / T;
     if (scan_staged_ok(u, dpre, z, ldz, NULL, Cd, out, NULL, NULL)) {
         const FwdPlan pl = scan_fwd_plan(rows, Cd, T);
         float *summ = pl.nseg > 1 ? scan_fwd_summ((size_t)rows * (pl.nseg - 1) * 2 * Cd * SCAN_N * 4) : NULL;
-        scan_fwd_dispatch(pl, false, out, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T,
-                          Cd, 0, stream);
+        scan_fwd_dispatch(pl, false, out, states, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows,
+                          T, Cd, (T + SCAN_K - 1) / SCAN_K, stream);
     } else {
         dim3 grid((Cd + SCAN_THREADS - 1) / SCAN_THREADS, rows);
-        scan_fwd_generic_kernel<<<grid, SCAN_THREADS, 0, stream>>>(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z,
-                                                                   ldz, pos, T, Cd);
+        scan_fwd_generic_kernel<<<grid, SCAN_THREADS, 0, stream>>>(out, states, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
+                                                                   D, z, ldz, pos, T, Cd);
         scan_check_launch("scan_fwd_generic_kernel");
     }
 }
 
-void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
-                   __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
-                   const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
-                   const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+void cuda_scan_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                   const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                    const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                   void *workspace, size_t workspace_bytes, int deterministic, cudaStream_t stream) {
+                   cudaStream_t stream) {
+    scan_fwd_impl(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, NULL, stream);
+}
+void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                      const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+                      const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                      float *states, cudaStream_t stream) {
+    scan_fwd_impl(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, states, stream);
+}
+
+static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+                          __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
+                          const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                          const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                          const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd,
+                          int N, const float *states, void *workspace, size_t workspace_bytes, int deterministic,
+                          cudaStream_t stream) {
     (void)deterministic;  // always deterministic: no atomics are used
     scan_check_shape(M, T, Cd, N);
     size_t bc_off, par_off, seg_off, need;
@@ -1173,9 +1214,13 @@ void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, _
     float *summ = (float *)((char *)workspace + seg_off);
 
     if (scan_staged_ok(u, dpre, z, ldz, dout, Cd, du, ddpre, dz)) {
-        // the staged checkpoints are (rows, nchunk, Cd, N): each thread's states are contiguous
-        scan_fwd_dispatch(scan_fwd_plan(rows, Cd, T), true, NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D,
-                          z, ldz, pos, rows, T, Cd, nchunk, stream);
+        // the staged checkpoints are (rows, nchunk, Cd, N): each thread's states are contiguous. When the forward
+        // left them (states), the checkpoint pass is skipped (v12).
+        if (states)
+            ckpt = (float *)states;
+        else
+            scan_fwd_dispatch(scan_fwd_plan(rows, Cd, T), true, NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm,
+                              ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, stream);
         // the main pass: its own block width and time segments (v10)
         const BwdPlan bp = scan_bwd_plan(rows, Cd, T);
         par_rows = rows * bp.nseg;
@@ -1210,4 +1255,24 @@ void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, _
     scan_param_reduce_kernel<<<(npar + 255) / 256, 256, 0, stream>>>(ddt_bias, dA_log, dD, par_part, par_rows, Cd);
     scan_check_launch("scan_param_reduce_kernel");
 }
-}  // namespace scan_v11
+
+void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+                   __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
+                   const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                   const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+                   const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                   void *workspace, size_t workspace_bytes, int deterministic, cudaStream_t stream) {
+    scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                  pos, M, T, Cd, N, NULL, workspace, workspace_bytes, deterministic, stream);
+}
+void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+                      __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
+                      const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                      const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+                      const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                      const float *states, void *workspace, size_t workspace_bytes, int deterministic,
+                      cudaStream_t stream) {
+    scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                  pos, M, T, Cd, N, states, workspace, workspace_bytes, deterministic, stream);
+}
+}  // namespace scan_v12
