@@ -1,6 +1,8 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v13 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v12 with no
+// Version v14 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v13 with the
+// backward main pass cut into time segments also where 64-wide blocks were chosen (rows * Cd too small for one
+// 128-wide block per SM), when the cost model favours it. v13: v12 with no
 // branch inside the backward's 4-token groups (both threads of a channel store its outputs), so the scheduler
 // interleaves the group's tokens. v12: v11 with the
 // forward able to leave the backward its checkpoints (cuda_scan_fwd_ex / cuda_scan_bwd_ex: the training step
@@ -1020,8 +1022,9 @@ static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
     return p;
 }
 
-// Plan of the backward main pass (v10): block width, chunks (SCAN_K tokens) per time segment, segments.
-// v9's plan (no segments) where a quarter of the SMs or more get a 128-wide block, as for the forward; else
+// Plan of the backward main pass (v10, v14): block width, chunks (SCAN_K tokens) per time segment, segments.
+// v9's plan (no segments) where 128-wide blocks are chosen (every SM or nearly gets one); else (v14; v10 did
+// this only where fewer than a quarter of the SMs got a 128-wide block)
 // 64-wide blocks (two per SM) and the segment count with the least cost in chunk-steps of the busiest SM:
 // waves of blocks times chunks per segment, times 1 + BSEG_R (nseg-1)/nseg for the summary pass. BSEG_R =
 // the summary walk's cost per chunk over the main pass's (a guess: ~1/8 of the instructions, but the same
@@ -1032,9 +1035,9 @@ struct BwdPlan {
     int ch, SLK, nseg;
 };
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
-    const int sms = scan_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K, b128 = rows * ((Cd + 127) / 128);
+    const int sms = scan_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
     BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1};
-    if (4 * b128 > sms) return p;
+    if (p.ch == 128) return p;
     const int nb = rows * ((Cd + 63) / 64), slots = 2 * sms;
     float best = (float)((nb + slots - 1) / slots) * nch;
     p = {64, nch, 1};

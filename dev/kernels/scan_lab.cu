@@ -26,7 +26,7 @@
 
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
-#include "scan_v12.cuh"
+#include "scan_v13.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -72,27 +72,32 @@ static float *lab_states(int M, int T, int Cd) {
     return buf;
 }
 static float *g_states = NULL;
-static void prod_st_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
-                        const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
-                        const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                        cudaStream_t stream) {
-    g_states = lab_states(M, T, Cd);
-    cuda_scan_fwd_ex(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, g_states, stream);
-}
-static void prod_st_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
-                        __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
-                        const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
-                        const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
-                        const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                        void *ws, size_t wsb, int det, cudaStream_t stream) {
-    cuda_scan_bwd_ex(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z,
-                     ldz, pos, M, T, Cd, N, g_states, ws, wsb, det, stream);
-}
+// fwd/bwd of one version's _ex entry points (namespace NS; "::" for src/cuda_scan.cu) as NAME_fwd / NAME_bwd
+#define ST_WRAPPERS(NAME, NS)                                                                                      \
+    static void NAME##_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,               \
+                           const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,                    \
+                           const __nv_bfloat16 *Cm, int ldbc, const float *D, const __nv_bfloat16 *z, int ldz,   \
+                           const int32_t *pos, int M, int T, int Cd, int N, cudaStream_t stream) {              \
+        g_states = lab_states(M, T, Cd);                                                                         \
+        NS cuda_scan_fwd_ex(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, g_states,  \
+                            stream);                                                                             \
+    }                                                                                                            \
+    static void NAME##_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,       \
+                           __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD,                         \
+                           const __nv_bfloat16 *dout, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,         \
+                           const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,                    \
+                           const __nv_bfloat16 *Cm, int ldbc, const float *D, const __nv_bfloat16 *z, int ldz,   \
+                           const int32_t *pos, int M, int T, int Cd, int N, void *ws, size_t wsb, int det,       \
+                           cudaStream_t stream) {                                                                \
+        NS cuda_scan_bwd_ex(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm,  \
+                            ldbc, D, z, ldz, pos, M, T, Cd, N, g_states, ws, wsb, det, stream);                  \
+    }
+ST_WRAPPERS(prod_st, ::)
 
 static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
-    {"v12", scan_v12::cuda_scan_workspace_bytes, scan_v12::cuda_scan_fwd, scan_v12::cuda_scan_bwd},
-    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v13 since 2026-11-29)
+    {"v13", scan_v13::cuda_scan_workspace_bytes, scan_v13::cuda_scan_fwd, scan_v13::cuda_scan_bwd},
+    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v14 since 2026-11-30)
     {"prod+st", cuda_scan_workspace_bytes, prod_st_fwd, prod_st_bwd},
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);

@@ -1,8 +1,10 @@
-// scan_v12.cuh — frozen copy of .gpu/scan/cuda_scan_v12.cu as version v12 (made by dev/kernels/mkver.sh).
-namespace scan_v12 {
+// scan_v13.cuh — frozen copy of .gpu/scan/cuda_scan_v13.cu as version v13 (made by dev/kernels/mkver.sh).
+namespace scan_v13 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v12 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v11 with the
+// Version v13 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v12 with no
+// branch inside the backward's 4-token groups (both threads of a channel store its outputs), so the scheduler
+// interleaves the group's tokens. v12: v11 with the
 // forward able to leave the backward its checkpoints (cuda_scan_fwd_ex / cuda_scan_bwd_ex: the training step
 // skips the checkpoint pass), and the per-chunk false wait on the prefetches removed (settle). v11: v10 with the
 // exposed latencies and the integer work that ncu's per-instruction view showed taken out — B/C prefetches kept
@@ -873,13 +875,14 @@ __global__ void __launch_bounds__(CH *BG, 1)
                     P += __shfl_xor_sync(0xffffffffu, P, 1);
                     Q += __shfl_xor_sync(0xffffffffu, Q, 1);
                     const float ddp = fmaf(uu, P, Q) * pa.w;
-                    if (q == 0) {  // zero past the row's end (psig, gy, uu are 0 there)
-                        dbias += ddp;
-                        dDacc = fmaf(gy, uu, dDacc);
-                        odu[i] = __float2bfloat16(fmaf(gy, Dc, dl * P));
-                        oddp[i] = __float2bfloat16(ddp);
-                        odz[i] = __float2bfloat16(pa.z * fmaf(Dc, uu, y));
-                    }
+                    // zero past the row's end (psig, gy, uu are 0 there). Both threads of the channel hold the
+                    // same sums, so both store the same values: no branch on q, so the 4 tokens of the group
+                    // stay one basic block the scheduler can interleave (v13)
+                    dbias += ddp;
+                    dDacc = fmaf(gy, uu, dDacc);
+                    odu[i] = __float2bfloat16(fmaf(gy, Dc, dl * P));
+                    oddp[i] = __float2bfloat16(ddp);
+                    odz[i] = __float2bfloat16(pa.z * fmaf(Dc, uu, y));
                     // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects
                     // (see lo/hi); then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
 #pragma unroll
@@ -1275,4 +1278,4 @@ void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB
     scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
                   pos, M, T, Cd, N, states, workspace, workspace_bytes, deterministic, stream);
 }
-}  // namespace scan_v12
+}  // namespace scan_v13
