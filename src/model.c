@@ -260,6 +260,11 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, Car
         L->xz = carve(a, M * 2 * di);
         L->xdbl = carve(a, M * nx);
         L->y = carve(a, M * di);
+        if (m->keep_activations) {
+            L->xn = carve(a, M * d);
+            L->u = carve(a, M * di);
+            L->dpre = carve(a, M * di);
+        }
     }
     m->xn = carve(a, M * d);
     m->u = carve(a, M * di);
@@ -289,8 +294,10 @@ size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, i
     return (size_t)c->n_layer * states_per_layer(c, bk, B, T, keep_scan_states);
 }
 
-size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states) {
+size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states,
+                              int keep_activations) {
     Model tmp = {0};
+    tmp.keep_activations = keep_activations;
     tmp.layers = pm_calloc(c->n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
     layout_activations(c, &tmp, B, T, &a, &f);
@@ -380,21 +387,22 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
     REGION(m, "fwd.embedding", bk->embedding_fwd(m->layers[0].res, m->tokens, PACT(-1, 0), M, d));
     for (int l = 0; l < c->n_layer; l++) {
         struct LayerActs *L = &m->layers[l];
+        void *xn = L->xn ? L->xn : m->xn, *u = L->u ? L->u : m->u, *dpre = L->dpre ? L->dpre : m->dpre;
         const void *res_in = l == 0 ? L->res : m->layers[l - 1].res;
         const void *h_in = l == 0 ? NULL : m->h;  // the previous layer's mixer output
         REGION(
             m, "fwd.norm",
-            bk->add_rmsnorm_fwd(L->res, m->xn, L->rstd, res_in, h_in, PF32(m->params, l, P_NORM), M, d, c->norm_eps));
+            bk->add_rmsnorm_fwd(L->res, xn, L->rstd, res_in, h_in, PF32(m->params, l, P_NORM), M, d, c->norm_eps));
         REGION(m, "fwd.in_proj",
-               bk->matmul_fwd(L->xz, 2 * di, m->xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d));  // (M, 2di)
+               bk->matmul_fwd(L->xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d));  // (M, 2di)
         REGION(m, "fwd.conv",
-               bk->conv_silu_fwd(m->u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B),
+               bk->conv_silu_fwd(u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B),
                                  m->pos, M, T, di, K));  // (M, di)
         REGION(m, "fwd.x_proj",
-               bk->matmul_fwd(L->xdbl, nx, m->u, di, PACT(l, P_X_PROJ), NULL, M, nx, di));  // (M, R+2N)
-        REGION(m, "fwd.dt_proj", bk->matmul_fwd(m->dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R));  // (M, di)
+               bk->matmul_fwd(L->xdbl, nx, u, di, PACT(l, P_X_PROJ), NULL, M, nx, di));  // (M, R+2N)
+        REGION(m, "fwd.dt_proj", bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R));  // (M, di)
         REGION(m, "fwd.scan",
-               bk->scan_fwd(L->y, m->u, m->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
+               bk->scan_fwd(L->y, u, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
                             act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
                             act_at(m, L->xz, di), 2 * di, m->pos, M, T, di, N,
                             m->states_valid ? L->scan_states : NULL));  // (M, di)
@@ -444,32 +452,34 @@ static void backward_body(Model *m) {
         struct LayerActs *L = &m->layers[l];
         // m->dh holds d(h_l), the gradient of this layer's mixer output.
         // Recompute what the forward did not keep: xn (norm), u (conv + SiLU), dpre (dt_proj).
-        REGION(m, "bwd.recompute", {
-            bk->add_rmsnorm_fwd(L->res, m->xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d, c->norm_eps);
-            bk->conv_silu_fwd(m->u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,
-                              M, T, di, K);
-            bk->matmul_fwd(m->dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
-        });
+        void *xn = L->xn ? L->xn : m->xn, *u = L->u ? L->u : m->u, *dpre = L->dpre ? L->dpre : m->dpre;
+        if (!L->xn)
+            REGION(m, "bwd.recompute", {
+                bk->add_rmsnorm_fwd(L->res, xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d, c->norm_eps);
+                bk->conv_silu_fwd(u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,
+                                  M, T, di, K);
+                bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
+            });
         REGION(m, "bwd.out_proj",
                bk->matmul_bwd(m->dy, di, 0, PF32(m->grads, l, P_OUT_PROJ), NULL, m->dh, d, L->y, di,
                               PACT(l, P_OUT_PROJ), M, d, di));
         REGION(m, "bwd.scan",
                bk->scan_bwd(m->du, m->ddpre, act_at(m, m->dxdbl, R), act_at(m, m->dxdbl, R + N), act_at(m, m->dxz, di),
-                            PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, m->u,
-                            m->dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
+                            PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, u,
+                            dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
                             act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, L->xz, di), 2 * di,
                             m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL));
         REGION(m, "bwd.dt_proj",
                bk->matmul_bwd(m->dxdbl, nx, 0, PF32(m->grads, l, P_DT_W), NULL, m->ddpre, di, L->xdbl, nx,
                               PACT(l, P_DT_W), M, di, R));
         REGION(m, "bwd.x_proj",
-               bk->matmul_bwd(m->du, di, 1, PF32(m->grads, l, P_X_PROJ), NULL, m->dxdbl, nx, m->u, di,
+               bk->matmul_bwd(m->du, di, 1, PF32(m->grads, l, P_X_PROJ), NULL, m->dxdbl, nx, u, di,
                               PACT(l, P_X_PROJ), M, nx, di));
         REGION(m, "bwd.conv",
                bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, L->xz,
                                  PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K));
         REGION(m, "bwd.in_proj",
-               bk->matmul_bwd(m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), NULL, m->dxz, 2 * di, m->xn, d,
+               bk->matmul_bwd(m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), NULL, m->dxz, 2 * di, xn, d,
                               PACT(l, P_IN_PROJ), M, 2 * di, d));
         // res_l feeds this norm and (through the residual) everything above: dres accumulates; the updated dres is
         // d(h_{l-1}) for the layer below.

@@ -73,12 +73,18 @@ typedef struct {
         void *y;      // ACT (M, d_inner) gated scan output
         void *scan_states;  // the scan states the training forward leaves for the backward (backend-defined,
                             // Backend.scan_states_bytes), or NULL when not kept
+        void *xn, *u, *dpre;  // with keep_activations: this layer's own ACT (M, d_model), (M, d_inner), (M, d_inner),
+                              // so the backward recomputes nothing; else NULL (the shared buffers below are used)
     } *layers;         // (n_layer)
     // 1 (model_create's default): where the backend can (Backend.scan_states_bytes), the forward of a training
     // step keeps each layer's scan states for the backward, which then skips recomputing them — faster, for
     // n_layer * scan_states_bytes more memory (docs/perf.md, v12). 0: the backward recomputes them. Read by
     // model_alloc_activations.
     int keep_scan_states;
+    // 0 (the default): the backward recomputes each layer's xn, u and dpre (a norm, the conv and the dt_proj
+    // GEMM). 1: every layer keeps them — faster (no recompute: 3-4% of a step), for (d_model + 2 d_inner) ACT
+    // values per token per layer more memory. Read by model_alloc_activations.
+    int keep_activations;
     void *arena_states;    // one allocation for every layer's scan_states
     size_t states_cap;     // bytes of each layer's scan_states
     int states_valid;      // the last forward left scan states for model_backward
@@ -115,8 +121,9 @@ void model_init_weights(Model *m, uint64_t seed);  // (re)initialize parameters
 void model_alloc_optimizer(Model *m);               // Adam moments, zeroed
 void model_alloc_activations(Model *m, int B, int T);
 // Bytes model_alloc_activations(B, T) allocates on bk (both arenas, the integer inputs, and the scan states
-// when keep_scan_states is set and the backend keeps them).
-size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states);
+// when keep_scan_states is set and the backend keeps them), for the given keep_* settings.
+size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states,
+                              int keep_activations);
 // Bytes of the kept scan states alone (0 when not kept): part of model_activation_bytes.
 size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states);
 void model_destroy(Model *m);

@@ -60,20 +60,21 @@ static int64_t truncate_metrics(const char *path, int64_t last_step) {
 typedef struct {
     const char *data, *preset, *out, *device, *packing, *config;
     int seq_len, batch, steps, seed, resume, warmup, grad_accum, save_every, keep, log_every, window,
-        deterministic, val_every, val_batches, recompute_scan;
+        deterministic, val_every, val_batches, recompute_scan, keep_activations;
     float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
 } TrainArgs;
 
 static char *train_args_json(const TrainArgs *a) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:f, s:f, s:f, s:f, "
-                          "s:f, s:f, s:i, s:i, s:b}",
+                          "s:f, s:f, s:i, s:i, s:b, s:b}",
                           "data", a->data, "preset", a->preset, "device", a->device, "packing", a->packing,
                           "seq_len", a->seq_len, "batch", a->batch, "steps", a->steps, "seed", a->seed, "warmup",
                           a->warmup, "grad_accum", a->grad_accum, "save_every", a->save_every, "window", a->window,
                           "deterministic", a->deterministic, "lr", (double)a->lr, "min_lr_frac",
                           (double)a->min_lr_frac, "weight_decay", (double)a->weight_decay, "grad_clip",
                           (double)a->grad_clip, "beta1", (double)a->beta1, "beta2", (double)a->beta2, "val_every",
-                          a->val_every, "val_batches", a->val_batches, "recompute_scan", a->recompute_scan);
+                          a->val_every, "val_batches", a->val_batches, "recompute_scan", a->recompute_scan,
+                          "keep_activations", a->keep_activations);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);
     return s;
@@ -149,6 +150,8 @@ int cmd_train(int argc, char **argv) {
         {"--deterministic", ARG_BOOL, &a.deterministic, "bit-identical runs on the GPU (no float atomics)"},
         {"--recompute-scan", ARG_BOOL, &a.recompute_scan,
          "GPU: the backward recomputes the scan states instead of keeping them from the forward (less memory, slower)"},
+        {"--keep-activations", ARG_BOOL, &a.keep_activations,
+         "every layer keeps its norm, conv and dt_proj outputs instead of the backward recomputing them (faster, more memory)"},
         {"--resume", ARG_BOOL, &a.resume, "continue from the newest checkpoint in --out"},
         {"--config", ARG_STR, &a.config, "JSON file of options, keys = flag names (seq_len); flags here override it"},
     };
@@ -194,6 +197,7 @@ int cmd_train(int argc, char **argv) {
     model_create(&m, &cfg, bk, (uint64_t)a.seed);
     model_alloc_optimizer(&m);
     m.keep_scan_states = !a.recompute_scan;
+    m.keep_activations = a.keep_activations;
     model_alloc_activations(&m, a.batch, a.seq_len);
     dist_attach(&m, a.grad_accum);  // with several ranks: reduce each layer's gradients during the backward
     Batcher *bt = batcher_open(a.data, PM_SPLIT_TRAIN, policy, a.batch, a.seq_len, (uint64_t)a.seed, rank, world,

@@ -1095,17 +1095,18 @@ static void test_model_scan_states(void **state) {
     const int B = 2, T = 160;
     Batch bs[3] = {make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size),
                    make_batch(18, 17, cfg.vocab_size)};  // 18 rows x 2 chunks of 16 > 2 rows x 10
-    double losses[2][3];
-    int valid[2][3];
-    float *params[2];
+    double losses[3][3];
+    int valid[3][3];
+    float *params[3];
     OptimConfig o = optim_defaults();
-    for (int r = 0; r < 2; r++) {
+    for (int r = 0; r < 3; r++) {  // kept states; recomputed; kept states and kept activations (Model.keep_*)
         Model m;
         model_create(&m, &cfg, GD, 5);  // deterministic mode: the embedding backward's atomics would differ run to run
         model_alloc_optimizer(&m);
-        m.keep_scan_states = r == 0;
+        m.keep_scan_states = r != 1;
+        m.keep_activations = r == 2;
         model_alloc_activations(&m, B, T);
-        if (r == 0) assert_non_null(m.arena_states);  // else the comparison below would be vacuous
+        if (r != 1) assert_non_null(m.arena_states);  // else the comparison below would be vacuous
         if (r == 1) assert_null(m.arena_states);
         for (int s = 0; s < 3; s++) {
             model_zero_grad(&m);
@@ -1122,9 +1123,13 @@ static void test_model_scan_states(void **state) {
             check_same_bits("kept scan states: losses", losses[0], losses[1], sizeof losses[0]);
             check_same_bits("kept scan states: params after 3 steps", params[0], params[1], m.n_params * sizeof(float));
         }
+        if (r == 2) {
+            check_same_bits("kept activations: losses", losses[0], losses[2], sizeof losses[0]);
+            check_same_bits("kept activations: params after 3 steps", params[0], params[2], m.n_params * sizeof(float));
+        }
         model_destroy(&m);
     }
-    free(params[0]), free(params[1]);
+    free(params[0]), free(params[1]), free(params[2]);
     for (int s = 0; s < 3; s++) batch_free(&bs[s]);
     FINISH();
 }
