@@ -10,7 +10,7 @@ set key outside right
 set format y '%.3s%c'
 set terminal pngcairo size 1100,650 noenhanced font ',10'
 set output 'throughput.png'
-plot 'throughput.dat' index 0 using 1:2 with linespoints lw 2 pt 7 title "130m 16K tok/step fixed", 'throughput.dat' index 1 using 1:2 with linespoints lw 2 pt 7 title "130m B=1 fixed", 'throughput.dat' index 2 using 1:2 with linespoints lw 2 pt 7 title "130m B=2 fixed", 'throughput.dat' index 3 using 1:2 with linespoints lw 2 pt 7 title "130m B=4 fixed", 'throughput.dat' index 4 using 1:2 with linespoints lw 2 pt 7 title "130m B=16 fixed", 'throughput.dat' index 5 using 1:2 with linespoints lw 2 pt 7 title "130m 64K tok/step fixed", 'throughput.dat' index 6 using 1:2 with linespoints lw 2 pt 7 title "130m B=8 single", 'throughput.dat' index 7 using 1:2 with linespoints lw 2 pt 7 title "130m B=8 pad", 'throughput.dat' index 8 using 1:2 with linespoints lw 2 pt 7 title "130m B=8 pack", 'throughput.dat' index 9 using 1:2 with linespoints lw 2 pt 7 title "370m 16K tok/step fixed", 'throughput.dat' index 10 using 1:2 with linespoints lw 2 pt 7 title "370m B=1 fixed", 'throughput.dat' index 11 using 1:2 with linespoints lw 2 pt 7 title "370m B=2 fixed", 'throughput.dat' index 12 using 1:2 with linespoints lw 2 pt 7 title "370m B=4 fixed", 'throughput.dat' index 13 using 1:2 with linespoints lw 2 pt 7 title "370m B=16 fixed", 'throughput.dat' index 14 using 1:2 with linespoints lw 2 pt 7 title "370m B=8 single", 'throughput.dat' index 15 using 1:2 with linespoints lw 2 pt 7 title "370m B=8 pad", 'throughput.dat' index 16 using 1:2 with linespoints lw 2 pt 7 title "370m B=8 pack", 'throughput.dat' index 17 using 1:2 with linespoints lw 2 pt 7 title "370m B=8 single data=data", 'throughput.dat' index 18 using 1:2 with linespoints lw 2 pt 7 title "370m B=8 pad data=data", 'throughput.dat' index 19 using 1:2 with linespoints lw 2 pt 7 title "370m B=8 pack data=data", 'throughput.dat' index 20 using 1:2 with linespoints lw 2 pt 7 title "L12-d768 B=8 fixed", 'throughput.dat' index 21 using 1:2 with linespoints lw 2 pt 7 title "L48-d768 B=8 fixed", 'throughput.dat' index 22 using 1:2 with linespoints lw 2 pt 7 title "1.4b B=4 fixed"
+plot 'throughput.dat' index 0 using 1:2 with linespoints lw 2 pt 7 title "130m 16K tok/step fixed", 'throughput.dat' index 1 using 1:2 with linespoints lw 2 pt 7 title "130m B=1 fixed", 'throughput.dat' index 2 using 1:2 with linespoints lw 2 pt 7 title "130m B=2 fixed", 'throughput.dat' index 3 using 1:2 with linespoints lw 2 pt 7 title "130m B=4 fixed", 'throughput.dat' index 4 using 1:2 with linespoints lw 2 pt 7 title "130m B=16 fixed", 'throughput.dat' index 5 using 1:2 with linespoints lw 2 pt 7 title "130m 64K tok/step fixed", 'throughput.dat' index 6 using 1:2 with linespoints lw 2 pt 7 title "130m B=8 single", 'throughput.dat' index 7 using 1:2 with linespoints lw 2 pt 7 title "130m B=8 pad", 'throughput.dat' index 8 using 1:2 with linespoints lw 2 pt 7 title "130m B=8 pack", 'throughput.dat' index 9 using 1:2 with linespoints lw 2 pt 7 title "370m 16K tok/step fixed", 'throughput.dat' index 10 using 1:2 with linespoints lw 2 pt 7 title "370m B=1 fixed", 'throughput.dat' index 11 using 1:2 with linespoints lw 2 pt 7 title "370m B=2 fixed", 'throughput.dat' index 12 using 1:2 with linespoints lw 2 pt 7 title "370m B=4 fixed", 'throughput.dat' index 13 using 1:2 with linespoints lw 2 pt 7 title "370m B=16 fixed", 'throughput.dat' index 14 using 1:2 with linespoints lw 2 pt 7 title "370m B=8 single", 'throughput.dat' index 15 using 1:2 with linespoints lw 2 pt 7 title "370m B=8 pad", 'throughput.dat' index 16 using 1:2 with linespoints lw 2 pt 7 title "370m B=8 pack", 'throughput.dat' index 17 using 1:2 with linespoints lw 2 pt 7 title "370m B=8 single data=default", 'throughput.dat' index 18 using 1:2 with linespoints lw 2 pt 7 title "370m B=8 pad data=default", 'throughput.dat' index 19 using 1:2 with linespoints lw 2 pt 7 title "370m B=8 pack data=default", 'throughput.dat' index 20 using 1:2 with linespoints lw 2 pt 7 title "L12-d768 B=8 fixed", 'throughput.dat' index 21 using 1:2 with linespoints lw 2 pt 7 title "L48-d768 B=8 fixed", 'throughput.dat' index 22 using 1:2 with linespoints lw 2 pt 7 title "1.4b B=4 fixed"
 set terminal svg size 1100,650 noenhanced font 'sans,11' background '#ffffff'
 set output 'throughput.svg'
 replot
@@ -70,15 +70,15 @@ replot
 unset output
 reset
 
-set title "370m T=4096 B=8 pack data=data"
+set title "370m T=4096 B=8 pack data=default"
 set logscale xy
 set xlabel 'arithmetic intensity (FLOP/byte)'
 set ylabel 'GFLOP/s'
 set grid
 set key outside right
 set samples 400
-BW = 4198.49
-PEAK = 777050
+BW = 4205.56
+PEAK = 805547
 roof(x) = x*BW < PEAK ? x*BW : PEAK
 set xrange [0.0208243:103405]
 set terminal pngcairo size 1100,650 noenhanced font ',10'
@@ -97,8 +97,8 @@ set ylabel 'GFLOP/s'
 set grid
 set key outside right
 set samples 400
-BW = 4198.49
-PEAK = 777050
+BW = 4205.56
+PEAK = 805547
 roof(x) = x*BW < PEAK ? x*BW : PEAK
 set xrange [0.0208243:103405]
 set terminal pngcairo size 1100,650 noenhanced font ',10'
