@@ -311,6 +311,7 @@ int cmd_generate(int argc, char **argv) {
     if (checkpoint_load_config(ckpt, &cfg) != 0) pm_die("%s", pm_last_error());
     Model m;
     model_create(&m, &cfg, bk, 0);
+    m.keep_scan_states = 0;  // generation has no backward: nothing to keep states for
     if (checkpoint_load_model(ckpt, &m) != 0) pm_die("%s", pm_last_error());
     Tokenizer *tk = find_tokenizer(ckpt, tokpath);
     if (!tk) pm_die("%s", pm_last_error());

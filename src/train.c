@@ -379,6 +379,7 @@ int cmd_eval(int argc, char **argv) {
     const Backend *bk = backend_get(device, 1);
     Model m;
     model_create(&m, &cfg, bk, 0);
+    m.keep_scan_states = 0;  // evaluation has no backward: nothing to keep states for
     if (checkpoint_load_model(ckpt, &m) != 0) pm_die("%s", pm_last_error());
     model_alloc_activations(&m, batch, seq_len);
     Batcher *bt = batcher_open(data, sp, policy, batch, seq_len, 0, 0, 1, 0);
