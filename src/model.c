@@ -266,9 +266,13 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, Car
             L->dpre = carve(a, M * di);
         }
     }
-    m->xn = carve(a, M * d);
-    m->u = carve(a, M * di);
-    m->dpre = carve(a, M * di);
+    if (!m->keep_activations) {  // one buffer each, shared by the layers (refilled by the backward's recompute)
+        m->xn = carve(a, M * d);
+        m->u = carve(a, M * di);
+        m->dpre = carve(a, M * di);
+    } else {
+        m->xn = m->u = m->dpre = NULL;
+    }
     m->h = carve(a, M * d);
     m->res_f = carve(f, M * d);
     m->rstd_f = carve(f, M);
@@ -368,6 +372,11 @@ void model_destroy(Model *m) {
         if ((m)->hook) (m)->hook((m)->hook_ctx, (name), 0); \
     } while (0)
 
+// A layer's xn, u, dpre: its own with keep_activations, else the shared buffers.
+static void layer_mixer_buffers(const Model *m, const struct LayerActs *L, void **xn, void **u, void **dpre) {
+    *xn = L->xn ? L->xn : m->xn, *u = L->u ? L->u : m->u, *dpre = L->dpre ? L->dpre : m->dpre;
+}
+
 // keep_states: a backward follows (training), so leave the scan states for it where they are kept and fit.
 static void forward_body(Model *m, const Batch *b, int keep_states) {
     const Backend *bk = m->bk;
@@ -387,7 +396,8 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
     REGION(m, "fwd.embedding", bk->embedding_fwd(m->layers[0].res, m->tokens, PACT(-1, 0), M, d));
     for (int l = 0; l < c->n_layer; l++) {
         struct LayerActs *L = &m->layers[l];
-        void *xn = L->xn ? L->xn : m->xn, *u = L->u ? L->u : m->u, *dpre = L->dpre ? L->dpre : m->dpre;
+        void *xn, *u, *dpre;
+        layer_mixer_buffers(m, L, &xn, &u, &dpre);
         const void *res_in = l == 0 ? L->res : m->layers[l - 1].res;
         const void *h_in = l == 0 ? NULL : m->h;  // the previous layer's mixer output
         REGION(
@@ -452,8 +462,9 @@ static void backward_body(Model *m) {
         struct LayerActs *L = &m->layers[l];
         // m->dh holds d(h_l), the gradient of this layer's mixer output.
         // Recompute what the forward did not keep: xn (norm), u (conv + SiLU), dpre (dt_proj).
-        void *xn = L->xn ? L->xn : m->xn, *u = L->u ? L->u : m->u, *dpre = L->dpre ? L->dpre : m->dpre;
-        if (!L->xn)
+        void *xn, *u, *dpre;
+        layer_mixer_buffers(m, L, &xn, &u, &dpre);
+        if (!m->keep_activations)
             REGION(m, "bwd.recompute", {
                 bk->add_rmsnorm_fwd(L->res, xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d, c->norm_eps);
                 bk->conv_silu_fwd(u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,

@@ -88,9 +88,9 @@ typedef struct {
     void *arena_states;    // one allocation for every layer's scan_states
     size_t states_cap;     // bytes of each layer's scan_states
     int states_valid;      // the last forward left scan states for model_backward
-    void *xn;          // ACT (M, d_model) normed input of the current layer's mixer
-    void *u;           // ACT (M, d_inner) silu(conv(xi)) of the current layer
-    void *dpre;        // ACT (M, d_inner) dt_proj output (before bias and softplus) of the current layer
+    void *xn;          // ACT (M, d_model) normed input of the current layer's mixer (NULL with keep_activations)
+    void *u;           // ACT (M, d_inner) silu(conv(xi)) of the current layer (NULL with keep_activations)
+    void *dpre;        // ACT (M, d_inner) dt_proj output (before bias and softplus) of the current layer (ditto)
     void *h;           // ACT (M, d_model) mixer output of the current layer
     void *res_f;       // F32 (M, d_model) final residual
     void *rstd_f;      // F32 (M)
