@@ -1493,9 +1493,9 @@ static void cu_adamw(void *params, void *params_act, const void *grads, void *m,
     if (g_adam_npieces == 0) return;
     float bc1 = 1.0f - powf(a->beta1, (float)a->step), bc2 = 1.0f - powf(a->beta2, (float)a->step);
     // The float4 path needs element k at the same 16-byte phase in params, grads, m and v (and params_act's
-    // 8-byte phase to match): true for one process (every array starts a cudaMalloc). The sharded optimizer
-    // (dist.c) passes params + lo and grads + lo with moments that start at element 0, so a rank whose lo is
-    // not a multiple of 4 takes the one-by-one loop.
+    // 8-byte phase to match): true for one process (every array starts a cudaMalloc), and for the sharded
+    // optimizer (dist.c), which offsets a rank's moment buffers to the phase of params + lo. Arrays out of step
+    // take the one-by-one loop.
     uintptr_t ph = (uintptr_t)params % 16;
     int vec = (uintptr_t)grads % 16 == ph && (uintptr_t)m % 16 == ph && (uintptr_t)v % 16 == ph && ph % 4 == 0 &&
               (!params_act || (uintptr_t)params_act % 8 == ph / 2);

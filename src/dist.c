@@ -350,17 +350,22 @@ static void buffer_shards(const Model *m, void *buf, int reduce) {
 // loads from trainer.safetensors, and (rank 0) the ones gathered for a checkpoint. The next optimizer step takes
 // its range from them and frees them.
 
-static void *g_mom[2];  // (g_hi - g_lo) F32 each, backend memory
+static void *g_mom[2];       // (g_hi - g_lo) F32 each, backend memory: element k is parameter g_lo + k
+static void *g_mom_base[2];  // their allocations: g_mom starts g_lo % 4 elements in, so that element k lies at
+                             // the same 16-byte phase as params + g_lo + k (a backend's vectorized AdamW needs
+                             // params, grads and moments in step; every backend allocation starts 16-aligned)
 static size_t g_lo, g_hi;
 static const Backend *g_bk;
 
 static void absorb_moments(Model *m) {
     const Backend *bk = m->bk;
-    const size_t es = bk->f32_bytes, n = g_hi - g_lo;
+    const size_t es = bk->f32_bytes, n = g_hi - g_lo, pad = g_lo % 4;
     if (!g_mom[0]) {
         g_bk = bk;
-        g_mom[0] = bk->alloc(n ? n * es : es);
-        g_mom[1] = bk->alloc(n ? n * es : es);
+        for (int k = 0; k < 2; k++) {
+            g_mom_base[k] = bk->alloc((pad + (n ? n : 1)) * es);
+            g_mom[k] = (char *)g_mom_base[k] + pad * es;
+        }
     }
     if (!m->adam_m) return;
     void *host = pm_malloc(n ? n * es : 1);  // through the host: the interface has no device-to-device copy
@@ -558,9 +563,9 @@ static void drain_and_free(void) {
     }
 #endif
     if (g_mom[0]) {
-        g_bk->free(g_mom[0]);
-        g_bk->free(g_mom[1]);
-        g_mom[0] = g_mom[1] = NULL;
+        g_bk->free(g_mom_base[0]);
+        g_bk->free(g_mom_base[1]);
+        g_mom[0] = g_mom[1] = g_mom_base[0] = g_mom_base[1] = NULL;
     }
 }
 
