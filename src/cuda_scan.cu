@@ -1023,12 +1023,12 @@ static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
 }
 
 // Plan of the backward main pass (v10, v14): block width, chunks (SCAN_K tokens) per time segment, segments.
-// v9's plan (no segments) where 128-wide blocks are chosen (every SM or nearly gets one); else (v14; v10 did
-// this only where fewer than a quarter of the SMs got a 128-wide block)
-// 64-wide blocks (two per SM) and the segment count with the least cost in chunk-steps of the busiest SM:
+// v9's plan (no segments) where 128-wide blocks are chosen (every SM or nearly gets one); else 64-wide blocks
+// (two per SM) and the segment count with the least cost in chunk-steps of the busiest SM:
 // waves of blocks times chunks per segment, times 1 + BSEG_R (nseg-1)/nseg for the summary pass. BSEG_R =
 // the summary walk's cost per chunk over the main pass's (a guess: ~1/8 of the instructions, but the same
-// tile loads and cooperative pass).
+// tile loads and cooperative pass). (v10 considered segments only where fewer than a quarter of the SMs got a
+// 128-wide block; v14 wherever 64-wide blocks are chosen.)
 static constexpr float BSEG_R = 0.35f;
 static constexpr int BSEG_MIN_CHUNKS = 8;  // fewest chunks per backward segment
 struct BwdPlan {
