@@ -519,33 +519,24 @@ static void test_load_rejects_model_file(void **state) {
     free(b.data);
     expect_load_fails(dir, "model.safetensors", "malformed");
 
-    fresh_checkpoint(dir);
-    rewrite_st(dir, "model.safetensors", edit_wrong_shape);
-    expect_load_fails(dir, "model.safetensors", "backbone.layers.1.mixer.in_proj.weight");
-
-    fresh_checkpoint(dir);
-    rewrite_st(dir, "model.safetensors", edit_wrong_dtype);
-    expect_load_fails(dir, "model.safetensors", "I32");
-
-    fresh_checkpoint(dir);
-    rewrite_st(dir, "model.safetensors", edit_nan);
-    expect_load_fails(dir, "model.safetensors", "backbone.layers.1.mixer.x_proj.weight\" element 5 is NaN");
-
-    fresh_checkpoint(dir);
-    rewrite_st(dir, "model.safetensors", edit_inf);
-    expect_load_fails(dir, "model.safetensors", "backbone.norm_f.weight");
-
-    fresh_checkpoint(dir);
-    rewrite_st(dir, "model.safetensors", edit_drop);
-    expect_load_fails(dir, "model.safetensors", "missing tensor \"backbone.layers.0.mixer.dt_proj.bias\"");
-
-    fresh_checkpoint(dir);
-    rewrite_st(dir, "model.safetensors", edit_extra);
-    expect_load_fails(dir, "model.safetensors", "backbone.layers.2.norm.weight");
-
-    fresh_checkpoint(dir);
-    rewrite_st(dir, "model.safetensors", edit_lm_head_untied);
-    expect_load_fails(dir, "model.safetensors", "lm_head.weight");
+    // each edit of a fresh checkpoint's model file, and what the error line must name
+    static const struct {
+        EditFn edit;
+        const char *needle;
+    } edits[] = {
+        {edit_wrong_shape, "backbone.layers.1.mixer.in_proj.weight"},
+        {edit_wrong_dtype, "I32"},
+        {edit_nan, "backbone.layers.1.mixer.x_proj.weight\" element 5 is NaN"},
+        {edit_inf, "backbone.norm_f.weight"},
+        {edit_drop, "missing tensor \"backbone.layers.0.mixer.dt_proj.bias\""},
+        {edit_extra, "backbone.layers.2.norm.weight"},
+        {edit_lm_head_untied, "lm_head.weight"},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        fresh_checkpoint(dir);
+        rewrite_st(dir, "model.safetensors", edits[i].edit);
+        expect_load_fails(dir, "model.safetensors", edits[i].needle);
+    }
 
     fresh_checkpoint(dir);
     unlink(path);
