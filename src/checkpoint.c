@@ -206,27 +206,6 @@ static void fsync_parent(const char *path) {
 }
 
 
-// rm -r (files and subdirectories; symlinks are removed, not followed).
-static int remove_tree(const char *path) {
-    struct stat st;
-    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : pm_error("%s: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(path);
-        if (!d) return pm_error("%s: cannot open directory: %s", path, strerror(errno));
-        struct dirent *e;
-        int rc = 0;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            char sub[PATH_BUF];
-            if (join(sub, path, e->d_name) != 0 || remove_tree(sub) != 0) rc = -1;
-        }
-        closedir(d);
-        if (rc == 0 && rmdir(path) != 0) rc = pm_error("%s: cannot remove: %s", path, strerror(errno));
-        return rc;
-    }
-    if (unlink(path) != 0) return pm_error("%s: cannot remove: %s", path, strerror(errno));
-    return 0;
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // save
@@ -270,7 +249,7 @@ int checkpoint_save(const char *dir_in, const Model *m, const TrainerState *ts) 
         snprintf(parent, sizeof parent, "%s", dir);
         if (pm_mkdir_p(dirname(parent)) != 0) return -1;
     }
-    if (remove_tree(tmp) != 0) return -1;  // a leftover of an earlier crashed save by a process with our pid
+    if (pm_remove_tree(tmp) != 0) return -1;  // a leftover of an earlier crashed save by a process with our pid
     if (mkdir(tmp, 0755) != 0) return pm_error("%s: cannot create: %s", tmp, strerror(errno));
 
     int nt = m->n_tensors;
@@ -328,7 +307,7 @@ int checkpoint_save(const char *dir_in, const Model *m, const TrainerState *ts) 
     if (rc != 0) {
         char keep[1024];
         snprintf(keep, sizeof keep, "%s", pm_last_error());
-        remove_tree(tmp);
+        pm_remove_tree(tmp);
         return pm_error("%s", keep);
     }
     fsync_dir(tmp);
@@ -337,29 +316,29 @@ int checkpoint_save(const char *dir_in, const Model *m, const TrainerState *ts) 
     if (lstat(dir, &st) == 0) {
         if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
             fsync_parent(dir);
-            return remove_tree(tmp);  // now holds the old checkpoint
+            return pm_remove_tree(tmp);  // now holds the old checkpoint
         }
         // No atomic exchange on this filesystem: move the old one aside, then the new one in.
         char aside[PATH_BUF + 64];
         snprintf(aside, sizeof aside, "%s.tmp.%d.old", dir, (int)getpid());
-        if (remove_tree(aside) != 0) return -1;
+        if (pm_remove_tree(aside) != 0) return -1;
         if (rename(dir, aside) != 0) {
             int e = errno;
-            remove_tree(tmp);
+            pm_remove_tree(tmp);
             return pm_error("%s: cannot move the old checkpoint aside: %s", dir, strerror(e));
         }
         if (rename(tmp, dir) != 0) {
             int e = errno;
             rename(aside, dir);  // put the old one back
-            remove_tree(tmp);
+            pm_remove_tree(tmp);
             return pm_error("%s: rename failed: %s", dir, strerror(e));
         }
         fsync_parent(dir);
-        return remove_tree(aside);
+        return pm_remove_tree(aside);
     }
     if (rename(tmp, dir) != 0) {
         int e = errno;
-        remove_tree(tmp);
+        pm_remove_tree(tmp);
         return pm_error("%s: rename failed: %s", dir, strerror(e));
     }
     fsync_parent(dir);
@@ -622,7 +601,7 @@ int checkpoint_prune(const char *run_dir, int keep) {
     for (size_t i = 0; i + (size_t)keep < n; i++) {
         char name[64], sub[PATH_BUF];
         snprintf(name, sizeof name, "step_%08lld", steps[i]);
-        if (join(sub, cdir, name) != 0 || remove_tree(sub) != 0) rc = -1;
+        if (join(sub, cdir, name) != 0 || pm_remove_tree(sub) != 0) rc = -1;
     }
     free(steps);
     return rc;

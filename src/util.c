@@ -7,6 +7,7 @@
 #include <libgen.h>
 #include <math.h>
 #include <stdarg.h>
+#include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -109,6 +110,30 @@ int pm_mkdir_p(const char *path) {
         *p = save;
         if (save == 0) return 0;
     }
+}
+
+int pm_remove_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : pm_error("%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        if (!d) return pm_error("%s: cannot open directory: %s", path, strerror(errno));
+        struct dirent *e;
+        int rc = 0;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            char sub[4096];
+            if ((size_t)snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= sizeof sub)
+                rc = pm_error("%s/%s: path too long", path, e->d_name);
+            else if (pm_remove_tree(sub) != 0)
+                rc = -1;
+        }
+        closedir(d);
+        if (rc == 0 && rmdir(path) != 0) rc = pm_error("%s: cannot remove: %s", path, strerror(errno));
+        return rc;
+    }
+    if (unlink(path) != 0) return pm_error("%s: cannot remove: %s", path, strerror(errno));
+    return 0;
 }
 
 int pm_rename_durable(const char *tmp, const char *path) {

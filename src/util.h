@@ -26,6 +26,9 @@ double pm_now(void);  // monotonic wall clock, seconds
 int pm_write_file_atomic(const char *path, const void *data, size_t bytes);
 // mkdir -p: creates path and its missing parents (0755). 0, or -1 with pm_error naming the part that failed.
 int pm_mkdir_p(const char *path);
+// rm -r: removes path (a file, or a directory with everything under it; symlinks are removed, not followed).
+// A path that does not exist is fine. 0, or -1 with pm_error naming what could not be removed.
+int pm_remove_tree(const char *path);
 // Rename a complete, fsync'd temp file into place and fsync the directory (the last step of an atomic write);
 // on failure the temp file is removed. 0 or -1 with pm_error.
 int pm_rename_durable(const char *tmp, const char *path);

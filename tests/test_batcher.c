@@ -32,11 +32,7 @@ static char *make_tmpdir(void) {
     return d;
 }
 
-static void rm_rf(const char *d) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    assert_int_equal(system(cmd), 0);
-}
+static void rm_rf(const char *d) { assert_int_equal(pm_remove_tree(d), 0); }
 
 // A long-tailed synthetic corpus: lengths exp(N(mu, sigma)) (a few zero-length documents too, which the batcher
 // must skip), random token ids below EOD, every 7th document in the val split.

@@ -49,11 +49,7 @@ static int setup(void **state) {
     return run_bench(sizeof argv / sizeof argv[0], argv);
 }
 
-static int teardown(void **state) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    return system(cmd) == 0 ? 0 : -1;
-}
+static int teardown(void **state) { return pm_remove_tree(g_tmp); }
 
 static json_t *load_json(const char *name) {
     char path[700];

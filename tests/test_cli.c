@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util.h"
+
 static const char *bin;  // PM_BIN
 static char dir[256];    // temporary working directory
 static int ready;        // corpus prepared and the base run trained
@@ -188,11 +190,7 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
     (void)state;
-    if (dir[0] && !getenv("PM_KEEP")) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0) fprintf(stderr, "test_cli: could not remove %s\n", dir);
-    }
+    if (dir[0] && !getenv("PM_KEEP") && pm_remove_tree(dir) != 0) fprintf(stderr, "test_cli: %s\n", pm_last_error());
     free(out_s);
     free(err_s);
     return 0;

@@ -72,7 +72,7 @@ static int setup_corpus(void **state) {
 }
 
 static int teardown_corpus(void **state) {
-    if (g_dir[0] && !getenv("PM_KEEP_TMP")) sh("rm -rf '%s'", g_dir);
+    if (g_dir[0] && !getenv("PM_KEEP_TMP")) pm_remove_tree(g_dir);
     return 0;
 }
 

@@ -159,9 +159,7 @@ static ModelConfig tiny_config(void) {
 // ---- temp directories ----
 
 static void remove_tree(const char *path) {
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);  // our own mkdtemp path: no quotes inside
-    if (system(cmd) != 0) printf("warning: could not remove %s\n", path);
+    if (pm_remove_tree(path) != 0) printf("warning: %s\n", pm_last_error());
 }
 
 static void copy_file(const char *from, const char *to) {

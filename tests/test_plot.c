@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util.h"
+
 static const char *bin;
 static char dir[256];
 static char *out_s, *err_s;
@@ -123,11 +125,7 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
     (void)state;
-    if (dir[0] && !getenv("PM_KEEP")) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0) fprintf(stderr, "test_plot: could not remove %s\n", dir);
-    }
+    if (dir[0] && !getenv("PM_KEEP") && pm_remove_tree(dir) != 0) fprintf(stderr, "test_plot: %s\n", pm_last_error());
     free(out_s);
     free(err_s);
     return 0;

@@ -26,11 +26,7 @@
 static char root[] = "/tmp/pm_test_prepare_XXXXXX";
 
 static int setup(void **state) { return mkdtemp(root) ? 0 : -1; }
-static int teardown(void **state) {
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    return system(cmd);
-}
+static int teardown(void **state) { return pm_remove_tree(root); }
 
 static char *P(const char *rel) {  // path under the test root (a few live at once: rotate buffers)
     static char buf[8][512];

@@ -24,11 +24,7 @@ static int setup(void **state) {
     snprintf(path, sizeof path, "%s/%s", dir, PM_SHARD_FILE);
     return 0;
 }
-static int teardown(void **state) {
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd);
-}
+static int teardown(void **state) { return pm_remove_tree(dir); }
 
 // Writes n_docs random documents (ids < vocab) and returns them, concatenated, with their lengths.
 static int32_t *write_random(uint32_t vocab, int n_docs, int64_t *lens, uint8_t *splits, uint64_t seed) {

@@ -46,9 +46,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     json_decref(expected);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd);
+    return pm_remove_tree(dir);
 }
 
 static Tokenizer *load_ok(const char *path) {
