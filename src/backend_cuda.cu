@@ -749,6 +749,21 @@ __device__ __forceinline__ int conv_lim(const int32_t *pos, int t, int T) {
     int p = pos[t], r = t % T;
     return p < r ? p : r;
 }
+// The conv's pre-activation at one token: bias + taps over the window x (x[K-1] the token itself), tap k read
+// only if it is K-1-k <= lim steps back (document start). Every kernel below sums in this one order.
+template <int K>
+__device__ __forceinline__ float conv_pre(float b, const float (&w)[K], const float (&x)[K], int lim) {
+    float v = b;
+#pragma unroll
+    for (int k = 0; k < K; k++)
+        if (K - 1 - k <= lim) v += w[k] * x[k];
+    return v;
+}
+// g * d silu(v) / dv
+__device__ __forceinline__ float dsilu(float g, float v) {
+    float s = pm_sigmoid(v);
+    return g * s * (1.0f + v * (1.0f - s));
+}
 
 template <int K>
 __global__ void __launch_bounds__(CONV_THREADS) conv_silu_fwd_kernel(bf16 *u, const bf16 *xi, int ldx,
@@ -771,11 +786,7 @@ __global__ void __launch_bounds__(CONV_THREADS) conv_silu_fwd_kernel(bf16 *u, co
 #pragma unroll
         for (int k = 0; k < K - 1; k++) xw[k] = xw[k + 1];
         xw[K - 1] = bf2f(xi[(size_t)t * ldx + c]);
-        int lim = conv_lim(pos, t, T);
-        float v = bc;
-#pragma unroll
-        for (int k = 0; k < K; k++)
-            if (K - 1 - k <= lim) v += wk[k] * xw[k];
+        float v = conv_pre<K>(bc, wk, xw, conv_lim(pos, t, T));
         u[(size_t)t * C + c] = f2bf(v * pm_sigmoid(v));
     }
 }
@@ -816,13 +827,7 @@ __global__ void __launch_bounds__(CONV_THREADS) conv_silu_fwd2_kernel(__nv_bfloa
         xa[K - 1] = f.x;
         xb[K - 1] = f.y;
         int lim = conv_lim(pos, t, T);
-        float va = ba, vb = bb;
-#pragma unroll
-        for (int k = 0; k < K; k++)
-            if (K - 1 - k <= lim) {
-                va += wa[k] * xa[k];
-                vb += wb[k] * xb[k];
-            }
+        float va = conv_pre<K>(ba, wa, xa, lim), vb = conv_pre<K>(bb, wb, xb, lim);
         u[(size_t)t * C2 + c2] = __floats2bfloat162_rn(va * pm_sigmoid(va), vb * pm_sigmoid(vb));
     }
 }
@@ -866,12 +871,7 @@ __global__ void __launch_bounds__(CONV_THREADS) conv_silu_bwd_kernel(bf16 *dxi, 
         if (t < M) {
             xw[K - 1] = bf2f(xi[(size_t)t * ldx + c]);
             lim = conv_lim(pos, t, T);
-            float v = bc;
-#pragma unroll
-            for (int k = 0; k < K; k++)
-                if (K - 1 - k <= lim) v += wk[k] * xw[k];
-            float s = pm_sigmoid(v);
-            dv = bf2f(du[(size_t)t * C + c]) * s * (1.0f + v * (1.0f - s));
+            dv = dsilu(bf2f(du[(size_t)t * C + c]), conv_pre<K>(bc, wk, xw, lim));
             if (t < t1) {
                 dbp += dv;
 #pragma unroll
@@ -952,15 +952,7 @@ __global__ void __launch_bounds__(32 * CONV_BW, 5)
             lw[k] = lw[k + 1];
         }
         xa[K - 1] = x.x, xb[K - 1] = x.y, lw[K - 1] = lim;
-        float va = ba, vb = bb;
-#pragma unroll
-        for (int k = 0; k < K; k++)
-            if (K - 1 - k <= lim) {
-                va += wa[k] * xa[k];
-                vb += wb[k] * xb[k];
-            }
-        float sa = pm_sigmoid(va), sb = pm_sigmoid(vb);
-        float da = g.x * sa * (1.0f + va * (1.0f - sa)), db = g.y * sb * (1.0f + vb * (1.0f - sb));
+        float da = dsilu(g.x, conv_pre<K>(ba, wa, xa, lim)), db = dsilu(g.y, conv_pre<K>(bb, wb, xb, lim));
         dva[K - 1] = da, dvb[K - 1] = db;
         if (in_run) {
             dba += da, dbb += db;
