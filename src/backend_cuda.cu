@@ -555,11 +555,21 @@ static void cu_rmsnorm_bwd(void *dres, void *dres_act, void *dw, const void *dxn
 // column-major Y' (N x M) = W' (K x N, transposed) @ X' (K x M): D = op(A) op(B) with A = W, B = X.
 // Descriptors and the chosen algorithm are cached per shape (the heuristic query costs more than a small GEMM).
 
+// The fast (non-deterministic) backend times the heuristic's candidates on a shape's third use and keeps the
+// fastest (gemm_tune below); the deterministic one always runs the first candidate, so its results never depend
+// on a timing. At most GEMM_TUNE_PLANS shapes are tuned per process: the single and pad policies meet a new M
+// at every step, and tuning each of them would cost more than it saves.
+#define GEMM_CANDS 8
+#define GEMM_TUNE_PLANS 96
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldd, dtype, beta1, bias, align;
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, ld;
-    cublasLtMatmulAlgo_t algo;
+    cublasLtMatmulAlgo_t algo;        // the heuristic's first choice: what the deterministic backend runs
+    cublasLtMatmulAlgo_t cand[GEMM_CANDS];  // the heuristic's candidates (cand[0] == algo)
+    int ncand;
+    cublasLtMatmulAlgo_t algo_fast;   // the fastest candidate when timed (the fast backend's), once tuned
+    int uses, tuned;                  // tuned: 0 not yet, 1 algo_fast valid
     int bias_ok;   // the bias epilogue had a kernel; otherwise bias is added by a separate kernel
     int gemm_ex;   // cuBLASLt offered no kernel at all: classic cublasGemmEx (handles any layout)
 } GemmPlan;
@@ -602,13 +612,20 @@ static cublasStatus_t plan_try(GemmPlan *p, int with_bias) {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (int i = 0; i < 4; i++) cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, which[i], &al, sizeof al));
-    cublasLtMatmulHeuristicResult_t res;
+    cublasLtMatmulHeuristicResult_t res[GEMM_CANDS];
     int found = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g_lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, 1, &res,
-                                                       &found);
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g_lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, GEMM_CANDS,
+                                                       res, &found);
     cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
     if (st == CUBLAS_STATUS_SUCCESS && found == 0) st = CUBLAS_STATUS_NOT_SUPPORTED;
-    if (st == CUBLAS_STATUS_SUCCESS) p->algo = res.algo;
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        p->algo = res[0].algo;
+        p->ncand = 0;
+        for (int i = 0; i < found; i++)
+            if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= LT_WS_BYTES)
+                p->cand[p->ncand++] = res[i].algo;
+        if (p->ncand == 0) p->cand[p->ncand++] = res[0].algo;
+    }
     return st;
 }
 
@@ -667,9 +684,80 @@ __global__ void add_bias_kernel(bf16 *out, int ldo, const float *bias, int M, in
     if (n < N) out[(size_t)m * ldo + n] = f2bf(bf2f(out[(size_t)m * ldo + n]) + bias[n]);
 }
 
+static int g_tuned_plans;
+static int ranges_overlap(const void *a, size_t na, const void *b, size_t nb) {
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y + nb && y < x + na;
+}
+
+// Times every candidate of plan p on these operands (mean of 5 runs after one warm-up, CUDA events) and keeps
+// the fastest in p->algo_fast; a candidate must beat the heuristic's first choice by 2% to replace it, so
+// timing noise does not flip between near-equal kernels. The runs write a scratch copy of D when the plan
+// accumulates (beta = 1) or D overlaps an operand; otherwise D itself, which the real call then overwrites.
+// Candidates that fail to run are skipped. PM_GEMM_TUNE=0 turns tuning off; PM_CUDA_VERBOSE=1 reports it.
+static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
+    p->tuned = 1;
+    p->algo_fast = p->algo;
+    g_tuned_plans++;
+    if (p->ncand < 2) return;
+    size_t esz = p->dtype == CUDA_R_32F ? 4 : 2;
+    size_t dbytes = ((size_t)p->ldd * (p->n - 1) + p->m) * esz;
+    size_t abytes = ((size_t)p->lda * ((p->ta ? p->m : p->k) - 1) + (p->ta ? p->k : p->m)) * 2;
+    size_t bbytes = ((size_t)p->ldb * ((p->tb ? p->k : p->n) - 1) + (p->tb ? p->n : p->k)) * 2;
+    void *Dt = D, *tmp = NULL;
+    if (p->beta1 || ranges_overlap(D, dbytes, A, abytes) || ranges_overlap(D, dbytes, B, bbytes)) {
+        if (cudaMalloc(&tmp, dbytes) != cudaSuccess) {
+            cudaGetLastError();  // no room for a scratch copy: keep the heuristic's choice
+            return;
+        }
+        cudaCheck(cudaMemsetAsync(tmp, 0, dbytes, g_stream));
+        Dt = tmp;
+    }
+    cudaEvent_t e0, e1;
+    cudaCheck(cudaEventCreate(&e0));
+    cudaCheck(cudaEventCreate(&e1));
+    float alpha = 1.0f, beta = 0.0f, best_ms = 0.0f, first_ms = 0.0f;
+    int best = -1;
+    for (int i = 0; i < p->ncand; i++) {
+        const int REPS = 5;
+        cublasStatus_t st = cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, Dt, p->ld, Dt, p->ld,
+                                           &p->cand[i], g_lt_ws, LT_WS_BYTES, g_stream);
+        if (st != CUBLAS_STATUS_SUCCESS) continue;
+        cudaCheck(cudaEventRecord(e0, g_stream));
+        for (int r = 0; r < REPS; r++)
+            cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, Dt, p->ld, Dt, p->ld, &p->cand[i],
+                           g_lt_ws, LT_WS_BYTES, g_stream);
+        cudaCheck(cudaEventRecord(e1, g_stream));
+        cudaCheck(cudaEventSynchronize(e1));
+        float ms = 0.0f;
+        cudaCheck(cudaEventElapsedTime(&ms, e0, e1));
+        ms /= REPS;
+        if (i == 0) first_ms = ms;
+        if (best < 0 || ms < best_ms) best = i, best_ms = ms;
+    }
+    cudaCheck(cudaEventDestroy(e0));
+    cudaCheck(cudaEventDestroy(e1));
+    if (tmp) cudaCheck(cudaFree(tmp));
+    if (best > 0 && first_ms > 0.0f && best_ms < 0.98f * first_ms) p->algo_fast = p->cand[best];
+    if (getenv("PM_CUDA_VERBOSE"))
+        fprintf(stderr, "packmamba: GEMM m=%d n=%d k=%d ta=%d tb=%d %s: %d candidates, first %.4f ms, best #%d %.4f ms\n",
+                p->m, p->n, p->k, p->ta, p->tb, p->dtype == CUDA_R_32F ? "f32-out" : "bf16-out", p->ncand,
+                first_ms, best, best_ms);
+}
+
+static int gemm_tune_enabled(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("PM_GEMM_TUNE");
+        on = !(e && e[0] == '0');
+    }
+    return on;
+}
+
 // Column-major D (m x n, ldd) = op(A) op(B) + beta * D (+ bias[row] broadcast over columns, bf16 D only).
+// tune: the fast backend's calls (may run a timed candidate, see gemm_tune); 0 for the deterministic backend.
 static void gemm(int ta, int tb, int m, int n, int k, const bf16 *A, int lda, const bf16 *B, int ldb, void *D,
-                 int ldd, cudaDataType_t dtype, int beta1, const float *bias) {
+                 int ldd, cudaDataType_t dtype, int beta1, const float *bias, int tune) {
     if (m == 0 || n == 0) return;
     if (k == 0) {
         if (!beta1) pm_die("gemm with k = 0 and overwrite is not supported");
@@ -689,8 +777,11 @@ static void gemm(int ta, int tb, int m, int n, int k, const bf16 *A, int lda, co
         if (p->bias_ok)
             cublasCheck(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                        sizeof bias));
-        cublasCheck(cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, D, p->ld, D, p->ld,
-                                   &p->algo, g_lt_ws, LT_WS_BYTES, g_stream));
+        if (tune && !p->tuned && ++p->uses >= 3 && g_tuned_plans < GEMM_TUNE_PLANS && gemm_tune_enabled())
+            gemm_tune(p, A, B, D);
+        const cublasLtMatmulAlgo_t *algo = tune && p->tuned ? &p->algo_fast : &p->algo;
+        cublasCheck(cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, D, p->ld, D, p->ld, algo,
+                                   g_lt_ws, LT_WS_BYTES, g_stream));
     }
     if (bias && !p->bias_ok) {
         dim3 grid(pm_ceil_div(m, 256), n);
@@ -699,11 +790,19 @@ static void gemm(int ta, int tb, int m, int n, int k, const bf16 *A, int lda, co
     }
 }
 
-static void cu_matmul_fwd(void *out, int ldo, const void *inp, int ldi, const void *W, const void *bias, int M,
-                          int N, int K) {
+static void matmul_fwd(void *out, int ldo, const void *inp, int ldi, const void *W, const void *bias, int M, int N,
+                       int K, int tune) {
     // column-major out' (N x M, ld ldo) = W' (stored K x N, ld K) transposed @ inp' (stored K x M, ld ldi)
     gemm(1, 0, N, M, K, (const bf16 *)W, K, (const bf16 *)inp, ldi, out, ldo, CUDA_R_16BF, 0,
-         (const float *)bias);
+         (const float *)bias, tune);
+}
+static void cu_matmul_fwd(void *out, int ldo, const void *inp, int ldi, const void *W, const void *bias, int M,
+                          int N, int K) {
+    matmul_fwd(out, ldo, inp, ldi, W, bias, M, N, K, 1);
+}
+static void cu_matmul_fwd_det(void *out, int ldo, const void *inp, int ldi, const void *W, const void *bias, int M,
+                              int N, int K) {
+    matmul_fwd(out, ldo, inp, ldi, W, bias, M, N, K, 0);
 }
 
 // Partial column sums of a bf16 (M, N) matrix (ld): part[g][n] = sum of rows g*R .. g*R+R-1.
@@ -716,15 +815,16 @@ __global__ void colsum_partial_bf16_kernel(float *part, const bf16 *x, int ld, i
     part[(size_t)g * N + n] = s;
 }
 
-static void cu_matmul_bwd(void *dinp, int ldd, int accumulate_dinp, void *dW, void *dbias, const void *dout,
-                          int lddo, const void *inp, int ldi, const void *W, int M, int N, int K) {
+static void matmul_bwd(void *dinp, int ldd, int accumulate_dinp, void *dW, void *dbias, const void *dout, int lddo,
+                       const void *inp, int ldi, const void *W, int M, int N, int K, int tune) {
     if (M == 0) return;
     const bf16 *dout_ = (const bf16 *)dout;
     // dinp^T (K x M) = W (as K x N, ld K) @ dout^T (N x M, ld lddo)
     if (dinp)
-        gemm(0, 0, K, M, N, (const bf16 *)W, K, dout_, lddo, dinp, ldd, CUDA_R_16BF, accumulate_dinp, NULL);
+        gemm(0, 0, K, M, N, (const bf16 *)W, K, dout_, lddo, dinp, ldd, CUDA_R_16BF, accumulate_dinp, NULL,
+             tune);
     // dW^T (K x N, ld K) += inp^T (K x M, ld ldi) @ dout (M x N: dout^T stored N x M, transposed)
-    if (dW) gemm(0, 1, K, N, M, (const bf16 *)inp, ldi, dout_, lddo, dW, K, CUDA_R_32F, 1, NULL);
+    if (dW) gemm(0, 1, K, N, M, (const bf16 *)inp, ldi, dout_, lddo, dW, K, CUDA_R_32F, 1, NULL, tune);
     if (dbias) {
         int R = 64, G = (M + R - 1) / R;
         float *part = (float *)scratch_get(&s_colsum_part, (size_t)G * N * sizeof(float));
@@ -733,6 +833,14 @@ static void cu_matmul_bwd(void *dinp, int ldd, int accumulate_dinp, void *dW, vo
         cudaLaunchCheck();
         colsum_final((float *)dbias, part, G, N);
     }
+}
+static void cu_matmul_bwd(void *dinp, int ldd, int accumulate_dinp, void *dW, void *dbias, const void *dout,
+                          int lddo, const void *inp, int ldi, const void *W, int M, int N, int K) {
+    matmul_bwd(dinp, ldd, accumulate_dinp, dW, dbias, dout, lddo, inp, ldi, W, M, N, K, 1);
+}
+static void cu_matmul_bwd_det(void *dinp, int ldd, int accumulate_dinp, void *dW, void *dbias, const void *dout,
+                              int lddo, const void *inp, int ldi, const void *W, int M, int N, int K) {
+    matmul_bwd(dinp, ldd, accumulate_dinp, dW, dbias, dout, lddo, inp, ldi, W, M, N, K, 0);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1289,8 +1397,8 @@ static void softmax_xent(float *logits, float *loss, const int32_t *targets, int
     cudaLaunchCheck();
 }
 
-static void cu_classifier(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
-                          const int32_t *targets, float loss_scale, int M, int C, int Vp) {
+static void classifier(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
+                       const int32_t *targets, float loss_scale, int M, int C, int Vp, int tune) {
     const bf16 *x_ = (const bf16 *)x, *wte_ = (const bf16 *)wte;
     int chunk = classifier_chunk(M);
     if (chunk == 0) return;
@@ -1299,7 +1407,7 @@ static void cu_classifier(void *loss, void *dx, void *dwte, float *logits_out, c
         int mc = M - m0 < chunk ? M - m0 : chunk;
         const bf16 *xc = x_ + (size_t)m0 * C;
         // logits^T (Vp x mc, ld Vp) = wte (C x Vp stored, transposed) @ x^T (C x mc)
-        gemm(1, 0, Vp, mc, C, wte_, C, xc, C, logits, Vp, CUDA_R_32F, 0, NULL);
+        gemm(1, 0, Vp, mc, C, wte_, C, xc, C, logits, Vp, CUDA_R_32F, 0, NULL, tune);
         if (logits_out)
             cudaCheck(cudaMemcpyAsync(logits_out + (size_t)m0 * Vp, logits, (size_t)mc * Vp * sizeof(float),
                                       cudaMemcpyDeviceToHost, g_stream));
@@ -1308,12 +1416,21 @@ static void cu_classifier(void *loss, void *dx, void *dwte, float *logits_out, c
             const bf16 *dl = (const bf16 *)logits;  // (mc, Vp) bf16, row stride 2*Vp
             // dwte first: it still reads this chunk of x, so dx may overwrite x in place (as on the CPU).
             // dwte^T (C x Vp, ld C) += x^T (C x mc) @ dlogits (mc x Vp: stored Vp x mc, transposed)
-            if (dwte) gemm(0, 1, C, Vp, mc, xc, C, dl, 2 * Vp, dwte, C, CUDA_R_32F, 1, NULL);
+            if (dwte) gemm(0, 1, C, Vp, mc, xc, C, dl, 2 * Vp, dwte, C, CUDA_R_32F, 1, NULL, tune);
             // dx^T (C x mc) = wte (C x Vp, ld C) @ dlogits^T (Vp x mc, ld 2Vp)
-            gemm(0, 0, C, mc, Vp, wte_, C, dl, 2 * Vp, (bf16 *)dx + (size_t)m0 * C, C, CUDA_R_16BF, 0, NULL);
+            gemm(0, 0, C, mc, Vp, wte_, C, dl, 2 * Vp, (bf16 *)dx + (size_t)m0 * C, C, CUDA_R_16BF, 0, NULL,
+                 tune);
         }
     }
     if (logits_out) cudaCheck(cudaStreamSynchronize(g_stream));
+}
+static void cu_classifier(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
+                          const int32_t *targets, float loss_scale, int M, int C, int Vp) {
+    classifier(loss, dx, dwte, logits_out, x, wte, targets, loss_scale, M, C, Vp, 1);
+}
+static void cu_classifier_det(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
+                              const int32_t *targets, float loss_scale, int M, int C, int Vp) {
+    classifier(loss, dx, dwte, logits_out, x, wte, targets, loss_scale, M, C, Vp, 0);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1557,14 +1674,14 @@ static int cuda_init(void) {
         b->embedding_bwd = d ? cu_embedding_bwd_det : cu_embedding_bwd_fast;
         b->add_rmsnorm_fwd = cu_add_rmsnorm_fwd;
         b->rmsnorm_bwd = cu_rmsnorm_bwd;
-        b->matmul_fwd = cu_matmul_fwd;
-        b->matmul_bwd = cu_matmul_bwd;
+        b->matmul_fwd = d ? cu_matmul_fwd_det : cu_matmul_fwd;
+        b->matmul_bwd = d ? cu_matmul_bwd_det : cu_matmul_bwd;
         b->conv_silu_fwd = cu_conv_silu_fwd;
         b->conv_silu_bwd = cu_conv_silu_bwd;
         b->scan_fwd = cu_scan_fwd;
         b->scan_states_bytes = cu_scan_states_bytes;
         b->scan_bwd = d ? cu_scan_bwd_det : cu_scan_bwd_fast;
-        b->classifier = cu_classifier;
+        b->classifier = d ? cu_classifier_det : cu_classifier;
         b->sumsq = cu_sumsq;
         b->adamw = cu_adamw;
         b->event_record = cu_event_record;

@@ -505,6 +505,47 @@ static void test_matmul(void **state) {
     FINISH();
 }
 
+// The fast backend times a shape's cuBLASLt candidates on its third use and keeps the fastest (gemm_tune). The
+// timing runs must not leak into results: an accumulating dW (beta = 1) and dinp, called 4 times, must equal 4
+// accumulations on the CPU, a forward repeated 4 times must still give the product and leave the columns outside
+// its slice alone, and the deterministic backend, which never runs a timed choice, must give the same bits
+// before and after the fast one tuned the shape.
+static void test_matmul_tuned(void **state) {
+    (void)state;
+    NEED_GPU();
+    const int M = 1024, N = 384, K = 512, ldo = N + 16, REP = 4;
+    float *inp = rnd_bf((size_t)M * K, -1, 1), *W = rnd_bf((size_t)N * K, -1, 1), *out0 = rnd_bf((size_t)M * ldo, -1, 1);
+    float *dout = rnd_bf((size_t)M * N, -1, 1), *dinp0 = rnd_bf((size_t)M * K, -0.1f, 0.1f);
+    float *dW0 = rnd((size_t)N * K, -0.1f, 0.1f);
+    void *ci = c_put(inp, (size_t)M * K), *cW = c_put(W, (size_t)N * K), *co = c_put(out0, (size_t)M * ldo);
+    void *cdo = c_put(dout, (size_t)M * N), *cdi = c_put(dinp0, (size_t)M * K), *cdW = c_put(dW0, (size_t)N * K);
+    CPU->matmul_fwd(co, ldo, ci, K, cW, NULL, M, N, K);
+    for (int r = 0; r < REP; r++) CPU->matmul_bwd(cdi, K, 1, cdW, NULL, cdo, N, ci, K, cW, M, N, K);
+    float *r_o = c_get(co, (size_t)M * ldo), *r_di = c_get(cdi, (size_t)M * K), *r_dW = c_get(cdW, (size_t)N * K);
+    float *pois = poisoned(out0, M, ldo, 0, N);
+    void *gi = g_act(inp, (size_t)M * K), *gW = g_act(W, (size_t)N * K), *gdo = g_act(dout, (size_t)M * N);
+    void *gdet = g_act(pois, (size_t)M * ldo);
+    GD->matmul_fwd(gdet, ldo, gi, K, gW, NULL, M, N, K);
+    float *det0 = g_get_act(gdet, (size_t)M * ldo);
+    void *go = g_act(pois, (size_t)M * ldo), *gdi = g_act(dinp0, (size_t)M * K), *gdW = g_f32(dW0, (size_t)N * K);
+    for (int r = 0; r < REP; r++) {
+        G->matmul_fwd(go, ldo, gi, K, gW, NULL, M, N, K);
+        G->matmul_bwd(gdi, K, 1, gdW, NULL, gdo, N, gi, K, gW, M, N, K);
+    }
+    float *o = g_get_act(go, (size_t)M * ldo), *di = g_get_act(gdi, (size_t)M * K), *dW = g_get_f32(gdW, (size_t)N * K);
+    check_slice("tuned matmul_fwd out (bf16)", o, r_o, M, ldo, 0, N, 1e-2);  // and columns past N untouched
+    check_rel("tuned matmul_bwd dinp, 4 accumulations (bf16)", di, r_di, (size_t)M * K, 2e-2);
+    check_rel("tuned matmul_bwd dW, 4 accumulations", dW, r_dW, (size_t)N * K, 1e-4);
+    GD->matmul_fwd(gdet, ldo, gi, K, gW, NULL, M, N, K);
+    float *det1 = g_get_act(gdet, (size_t)M * ldo);
+    check_same_bits("deterministic matmul_fwd before / after tuning", det0, det1, (size_t)M * ldo * 4);
+    free(inp), free(W), free(out0), free(dout), free(dinp0), free(dW0), free(r_o), free(r_di), free(r_dW), free(pois);
+    free(det0), free(det1), free(o), free(di), free(dW);
+    CPU->free(ci), CPU->free(cW), CPU->free(co), CPU->free(cdo), CPU->free(cdi), CPU->free(cdW);
+    G->free(gi), G->free(gW), G->free(gdo), G->free(gdet), G->free(go), G->free(gdi), G->free(gdW);
+    FINISH();
+}
+
 // More distinct GEMM shapes than the backend's plan cache holds (the single and pad policies give a new M at
 // every step): the cache recycles its slots, and old and new shapes still compute the right product.
 static void test_matmul_many_shapes(void **state) {
@@ -1279,6 +1320,7 @@ int main(void) {
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_matmul_tuned),
         cmocka_unit_test(test_matmul_many_shapes),
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_scan),
