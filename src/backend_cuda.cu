@@ -8,6 +8,7 @@
 //
 // Workspaces (sort buffers, partial sums, classifier logits, scan workspace) are allocated lazily on first
 // use and only grow, so after the first training step a step allocates nothing.
+#include <cooperative_groups.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <math.h>
 #include <string.h>
@@ -1324,73 +1325,98 @@ __global__ void __launch_bounds__(CL_THREADS) softmax_xent_kernel(float *logits,
     }
 }
 
-// The same, with the row held in shared memory (Vp a multiple of 4 and Vp*4 bytes within the block's shared
-// memory: 201 KB for GPT-2's 50280). The fp32 row is read from global memory once (16-byte loads) instead of
-// twice: the old second pass missed the caches, as ~500 resident 201 KB rows are twice the L2. Max, then the
-// sum of exp, then (backward) the bf16 dlogits, all from shared memory; one block per SM, 1024 threads.
-#define CLS_THREADS 1024
-__global__ void __launch_bounds__(CLS_THREADS) softmax_xent_smem_kernel(float *logits, float *loss,
-                                                                         const int32_t *targets, int Vp,
-                                                                         float loss_scale, int backward) {
-    extern __shared__ float4 srow4[];  // (Vp / 4)
+// The same, with the row held in shared memory, split over a cluster of two blocks (Vp a multiple of 4; half a
+// row, 100 KB for GPT-2's 50280, within a block's shared memory). The fp32 row is read from global memory once
+// (16-byte loads) instead of twice: a second pass would miss the caches, as hundreds of resident 201 KB rows are
+// more than the L2. Half a row per block lets two blocks share an SM, so one block's loads overlap the other's
+// exp passes and stores (v1 held the whole row in one block per SM, 1.9x its byte floor). The two halves'
+// maxima and sums of exp are exchanged through distributed shared memory and combined in rank order, so both
+// blocks get the same bits (deterministic). exp(v - max) is computed once and kept in shared memory: the
+// dlogits pass only scales it.
+#define CLS_THREADS 512  // two blocks per SM (half a row of shared memory each), 64 registers
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(CLS_THREADS, 2)
+    softmax_xent_pair_kernel(float *logits, float *loss, const int32_t *targets, int Vp, float loss_scale,
+                             int backward) {
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    extern __shared__ float4 half4[];  // (H4): this block's half of the row, then exp(v - max)
     __shared__ float sh[32];
-    int m = blockIdx.x, V4 = Vp / 4;
+    __shared__ float part[2];  // this block's max, then its sum of exp (read by the partner)
+    const int rank = (int)cluster.block_rank(), m = blockIdx.x / 2, V4 = Vp / 4, H4 = (V4 + 1) / 2;
+    const int j0 = rank * H4, j1 = min(V4, j0 + H4);  // float4 range of this half
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const float4 *row4 = (const float4 *)(logits + (size_t)m * Vp);
     float mx = -INFINITY;
 #pragma unroll 4
-    for (int j = threadIdx.x; j < V4; j += blockDim.x) {
+    for (int j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
         float4 v = row4[j];
-        srow4[j] = v;
+        half4[j - j0] = v;
         mx = fmaxf(mx, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
     }
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     if (lane == 0) sh[warp] = mx;
-    __syncthreads();  // also: the whole row is in shared memory from here on
-    float M_ = -INFINITY;
-    for (int i = 0; i < nw; i++) M_ = fmaxf(M_, sh[i]);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float b = -INFINITY;
+        for (int i = 0; i < nw; i++) b = fmaxf(b, sh[i]);
+        part[0] = b;
+    }
+    const int tgt = targets[m], valid = tgt >= 0 && tgt < Vp;
+    float lt = 0.0f;  // the target's logit: read here, before any thread overwrites its slot with an exp below
+    if (valid && tgt / 4 >= j0 && tgt / 4 < j1) lt = ((const float *)half4)[tgt - 4 * j0];
+    // both halves loaded and both maxima published: from here on the partner may overwrite this block's half of
+    // the row in global memory with its bf16 dlogits (the narrowing below writes into the row's first half)
+    cluster.sync();
+    const float *pm = cluster.map_shared_rank(part, rank ^ 1);
+    const float M_ = fmaxf(rank == 0 ? part[0] : pm[0], rank == 0 ? pm[0] : part[0]);
     float s = 0.0f;
-    for (int j = threadIdx.x; j < V4; j += blockDim.x) {
-        float4 v = srow4[j];
-        s += __expf(v.x - M_) + __expf(v.y - M_) + __expf(v.z - M_) + __expf(v.w - M_);
+    for (int j = threadIdx.x; j < j1 - j0; j += blockDim.x) {
+        float4 v = half4[j];
+        v.x = __expf(v.x - M_), v.y = __expf(v.y - M_), v.z = __expf(v.z - M_), v.w = __expf(v.w - M_);
+        half4[j] = v;
+        s += (v.x + v.y) + (v.z + v.w);
     }
     s = block_sum(s, sh);  // fixed order: deterministic
-    float lse = M_ + __logf(s);
-    int tgt = targets[m];
-    int valid = tgt >= 0 && tgt < Vp;
-    if (threadIdx.x == 0) loss[m] = valid ? lse - ((const float *)srow4)[tgt] : 0.0f;
-    if (!backward) return;
-    float scale = valid ? loss_scale : 0.0f;
-    // bf16 dlogits into the row's first half (row stride 2*Vp bf16); 4 values = 8 bytes per store
-    uint2 *drow = (uint2 *)(logits + (size_t)m * Vp);
-    for (int j = threadIdx.x; j < V4; j += blockDim.x) {
-        float4 v = srow4[j];
-        int k = 4 * j;
-        __nv_bfloat162 p0 = __floats2bfloat162_rn((__expf(v.x - lse) - (k == tgt ? 1.0f : 0.0f)) * scale,
-                                                  (__expf(v.y - lse) - (k + 1 == tgt ? 1.0f : 0.0f)) * scale);
-        __nv_bfloat162 p1 = __floats2bfloat162_rn((__expf(v.z - lse) - (k + 2 == tgt ? 1.0f : 0.0f)) * scale,
-                                                  (__expf(v.w - lse) - (k + 3 == tgt ? 1.0f : 0.0f)) * scale);
-        uint2 o;
-        memcpy(&o.x, &p0, 4);
-        memcpy(&o.y, &p1, 4);
-        drow[j] = o;
+    if (threadIdx.x == 0) part[1] = s;
+    cluster.sync();
+    const float S = rank == 0 ? part[1] + pm[1] : pm[1] + part[1];  // rank 0's sum first in both blocks
+    const float lse = M_ + __logf(S);
+    if (valid && tgt / 4 >= j0 && tgt / 4 < j1 && threadIdx.x == 0) loss[m] = lse - lt;
+    if (!valid && rank == 0 && threadIdx.x == 0) loss[m] = 0.0f;
+    if (backward) {
+        const float scale = valid ? loss_scale : 0.0f, inv = scale / S;
+        // bf16 dlogits into the row's first half (row stride 2*Vp bf16); 4 values = 8 bytes per store
+        uint2 *drow = (uint2 *)(logits + (size_t)m * Vp);
+        for (int j = threadIdx.x; j < j1 - j0; j += blockDim.x) {
+            float4 e = half4[j];
+            int k = 4 * (j0 + j);
+            __nv_bfloat162 p0 = __floats2bfloat162_rn(e.x * inv - (k == tgt ? scale : 0.0f),
+                                                      e.y * inv - (k + 1 == tgt ? scale : 0.0f));
+            __nv_bfloat162 p1 = __floats2bfloat162_rn(e.z * inv - (k + 2 == tgt ? scale : 0.0f),
+                                                      e.w * inv - (k + 3 == tgt ? scale : 0.0f));
+            uint2 o;
+            memcpy(&o.x, &p0, 4);
+            memcpy(&o.y, &p1, 4);
+            drow[j0 + j] = o;
+        }
     }
+    cluster.sync();  // the partner's last reads of this block's part[] are done before it exits
 }
 
 static int g_smem_optin;     // the device's per-block shared memory limit (opt-in), bytes
-static int g_cls_smem_set;   // dynamic shared memory the smem kernel is currently allowed
+static int g_cls_smem_set;   // dynamic shared memory the pair kernel is currently allowed
 
 static void softmax_xent(float *logits, float *loss, const int32_t *targets, int mc, int Vp, float loss_scale,
                          int backward) {
-    size_t smem = (size_t)Vp * sizeof(float);
-    if (Vp % 4 == 0 && smem + 256 <= (size_t)g_smem_optin) {
+    size_t smem = (size_t)((Vp / 4 + 1) / 2) * 16;  // half a row, in float4
+    if (Vp % 4 == 0 && smem + 512 <= (size_t)g_smem_optin) {
         if ((int)smem > g_cls_smem_set) {
-            cudaCheck(cudaFuncSetAttribute(softmax_xent_smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+            cudaCheck(cudaFuncSetAttribute(softmax_xent_pair_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)smem));
             g_cls_smem_set = (int)smem;
         }
-        softmax_xent_smem_kernel<<<mc, CLS_THREADS, smem, g_stream>>>(logits, loss, targets, Vp, loss_scale,
-                                                                      backward);
+        softmax_xent_pair_kernel<<<2 * mc, CLS_THREADS, smem, g_stream>>>(logits, loss, targets, Vp, loss_scale,
+                                                                          backward);
     } else {
         softmax_xent_kernel<<<mc, CL_THREADS, 0, g_stream>>>(logits, loss, targets, Vp, loss_scale, backward);
     }

@@ -567,7 +567,7 @@ typedef struct {
     const Backend *bk;  // the counting wrapper
     const char *device, *out;
     int steps, warmup, profile_steps, seed, window, vocab, use_events;
-    int keep_scan_states;  // Model.keep_scan_states (0 with --recompute-scan)
+    int keep_scan_states;  // Model.keep_scan_states: layers that keep them (0 with --recompute-scan, -1 all)
     int keep_activations;  // Model.keep_activations (--keep-activations)
     double copy_bps, gemm_fps;
     size_t mem_base;  // memory in use before any model
@@ -576,6 +576,11 @@ typedef struct {
     Progress progress;
     json_t *trace;  // traceEvents array
 } Bench;
+
+// Model.keep_scan_states for this bench: -1 (the default) = every layer.
+static int kept_scan_layers(const Bench *bn, const ModelConfig *c) {
+    return bn->keep_scan_states < 0 ? c->n_layer : bn->keep_scan_states;
+}
 
 static void model_label(const BenchConfig *c, char *buf, size_t n) {
     ModelConfig p;
@@ -711,7 +716,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     config_label(c, label, sizeof label);
     // Will the activations fit? (bk->alloc dies when memory runs out, losing the sweep.)
     double need =
-        (double)model_activation_bytes(&m->cfg, bk, c->B, c->T, bn->keep_scan_states, bn->keep_activations);
+        (double)model_activation_bytes(&m->cfg, bk, c->B, c->T, kept_scan_layers(bn, &m->cfg), bn->keep_activations);
     size_t avail = mem_available();
     if (avail) avail += cat_bytes(MEM_ACTS);  // the previous configuration's activations are freed first
     if (avail && need > 0.9 * (double)avail) {
@@ -721,7 +726,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
         return skipped(c, ci, label, why);
     }
     g_cat = MEM_ACTS;
-    m->keep_scan_states = bn->keep_scan_states;
+    m->keep_scan_states = kept_scan_layers(bn, &m->cfg);
     m->keep_activations = bn->keep_activations;
     model_alloc_activations(m, c->B, c->T);
     g_cat = MEM_BENCH;
@@ -997,7 +1002,8 @@ int cmd_bench(int argc, char **argv) {
     const char *seq_len = "512", *batch = "1", *policy = NULL, *out = NULL, *data = NULL, *sweep = NULL;
     const char *report_dir = NULL;
     int steps = 10, warmup = 2, profile_steps = 3, seed = 1, window = 0, vocab = 0, sample_ms = 50, tokens = 0;
-    int deterministic = 0, no_events = 0, no_plots = 0, list = 0, recompute_scan = 0, keep_activations = 0;
+    int deterministic = 0, no_events = 0, no_plots = 0, list = 0, recompute_scan = 0, keep_activations = 0,
+        scan_states_layers = -1;
     float time_limit = 0;
     ArgSpec specs[] = {
         {"--device", ARG_STR, &device, "cpu or cuda"},
@@ -1029,6 +1035,8 @@ int cmd_bench(int argc, char **argv) {
         {"--deterministic", ARG_BOOL, &deterministic, "the backend's deterministic kernels"},
         {"--recompute-scan", ARG_BOOL, &recompute_scan,
          "the backward recomputes the scan states instead of keeping them from the forward (less memory, slower)"},
+        {"--scan-states-layers", ARG_INT, &scan_states_layers,
+         "only the last N layers keep their scan states (between --recompute-scan and the default, all)"},
         {"--keep-activations", ARG_BOOL, &keep_activations,
          "every layer keeps its norm, conv and dt_proj outputs (no recompute in the backward; more memory)"},
         {"--list", ARG_BOOL, &list, "print the configurations in the order they would run, then exit"},
@@ -1134,7 +1142,7 @@ int cmd_bench(int argc, char **argv) {
     memset(&bn, 0, sizeof bn);
     bn.bk = &wrapped;
     bn.device = device, bn.out = out;
-    bn.keep_scan_states = !recompute_scan;
+    bn.keep_scan_states = recompute_scan ? 0 : scan_states_layers;
     bn.keep_activations = keep_activations;
     bn.steps = steps, bn.warmup = warmup, bn.profile_steps = profile_steps, bn.seed = seed, bn.window = window;
     bn.vocab = vocab;

@@ -122,7 +122,7 @@ void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t se
     m->cfg = *c;
     config_derive(&m->cfg);
     m->bk = bk;
-    m->keep_scan_states = 1;
+    m->keep_scan_states = m->cfg.n_layer;
     m->n_tensors = model_param_infos(&m->cfg, NULL);
     m->tensors = pm_malloc(sizeof(ParamInfo) * m->n_tensors);
     model_param_infos(&m->cfg, m->tensors);
@@ -294,8 +294,11 @@ static size_t states_per_layer(const ModelConfig *c, const Backend *bk, int B, i
     return (bk->scan_states_bytes(B * T, T, c->d_inner, c->d_state) + 255) / 256 * 256;
 }
 
+// Layers that keep their scan states: the last `keep` of them (all when keep >= n_layer).
+static int kept_state_layers(const ModelConfig *c, int keep) { return keep <= 0 ? 0 : keep < c->n_layer ? keep : c->n_layer; }
+
 size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states) {
-    return (size_t)c->n_layer * states_per_layer(c, bk, B, T, keep_scan_states);
+    return (size_t)kept_state_layers(c, keep_scan_states) * states_per_layer(c, bk, B, T, keep_scan_states > 0);
 }
 
 size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states,
@@ -342,10 +345,12 @@ void model_alloc_activations(Model *m, int B, int T) {
     m->pos = bk->alloc(M * sizeof(int32_t));
     m->targets = bk->alloc(M * sizeof(int32_t));
     m->host_losses = pm_calloc(M, sizeof(double));
-    m->states_cap = states_per_layer(&m->cfg, bk, B, T, m->keep_scan_states);
+    int nkeep = kept_state_layers(&m->cfg, m->keep_scan_states), l0 = m->cfg.n_layer - nkeep;
+    m->states_cap = states_per_layer(&m->cfg, bk, B, T, nkeep > 0);
     if (m->states_cap) {
-        m->arena_states = bk->alloc(m->cfg.n_layer * m->states_cap);
-        for (int l = 0; l < m->cfg.n_layer; l++) m->layers[l].scan_states = (char *)m->arena_states + l * m->states_cap;
+        m->arena_states = bk->alloc(nkeep * m->states_cap);
+        for (int l = l0; l < m->cfg.n_layer; l++)
+            m->layers[l].scan_states = (char *)m->arena_states + (l - l0) * m->states_cap;
     }
 }
 
@@ -415,7 +420,7 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
                bk->scan_fwd(L->y, u, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
                             act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
                             act_at(m, L->xz, di), 2 * di, m->pos, M, T, di, N,
-                            m->states_valid ? L->scan_states : NULL));  // (M, di)
+                            m->states_valid ? L->scan_states : NULL /* NULL where not kept */));  // (M, di)
         REGION(m, "fwd.out_proj", bk->matmul_fwd(m->h, d, L->y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
     }
     struct LayerActs *last = &m->layers[c->n_layer - 1];

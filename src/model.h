@@ -76,9 +76,10 @@ typedef struct {
         void *xn, *u, *dpre;  // with keep_activations: this layer's own ACT (M, d_model), (M, d_inner), (M, d_inner),
                               // so the backward recomputes nothing; else NULL (the shared buffers below are used)
     } *layers;         // (n_layer)
-    // 1 (model_create's default): where the backend can (Backend.scan_states_bytes), the forward of a training
-    // step keeps each layer's scan states for the backward, which then skips recomputing them — faster, for
-    // n_layer * scan_states_bytes more memory (docs/perf.md, v12). 0: the backward recomputes them. Read by
+    // How many layers keep their scan states, where the backend can (Backend.scan_states_bytes): the forward of a
+    // training step leaves them for the backward, which then skips recomputing them — faster, for
+    // scan_states_bytes more memory per layer (docs/perf.md, v12). n_layer or more (model_create's default):
+    // every layer; 0: none; in between, the last keep_scan_states layers (a memory/speed dial). Read by
     // model_alloc_activations.
     int keep_scan_states;
     // 0 (the default): the backward recomputes each layer's xn, u and dpre (a norm, the conv and the dt_proj
@@ -124,7 +125,8 @@ void model_alloc_activations(Model *m, int B, int T);
 // when keep_scan_states is set and the backend keeps them), for the given keep_* settings.
 size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states,
                               int keep_activations);
-// Bytes of the kept scan states alone (0 when not kept): part of model_activation_bytes.
+// Bytes of the kept scan states alone (keep_scan_states layers' worth, 0 when none): part of
+// model_activation_bytes.
 size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states);
 void model_destroy(Model *m);
 

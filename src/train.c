@@ -60,13 +60,13 @@ static int64_t truncate_metrics(const char *path, int64_t last_step) {
 typedef struct {
     const char *data, *preset, *out, *device, *packing, *config;
     int seq_len, batch, steps, seed, resume, warmup, grad_accum, save_every, keep, log_every, window,
-        deterministic, val_every, val_batches, recompute_scan, keep_activations;
+        deterministic, val_every, val_batches, recompute_scan, scan_states_layers, keep_activations;
     float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
 } TrainArgs;
 
 static char *train_args_json(const TrainArgs *a) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:f, s:f, s:f, s:f, "
-                          "s:f, s:f, s:i, s:i, s:b, s:b}",
+                          "s:f, s:f, s:i, s:i, s:b, s:i, s:b}",
                           "data", a->data, "preset", a->preset, "device", a->device, "packing", a->packing,
                           "seq_len", a->seq_len, "batch", a->batch, "steps", a->steps, "seed", a->seed, "warmup",
                           a->warmup, "grad_accum", a->grad_accum, "save_every", a->save_every, "window", a->window,
@@ -74,7 +74,7 @@ static char *train_args_json(const TrainArgs *a) {
                           (double)a->min_lr_frac, "weight_decay", (double)a->weight_decay, "grad_clip",
                           (double)a->grad_clip, "beta1", (double)a->beta1, "beta2", (double)a->beta2, "val_every",
                           a->val_every, "val_batches", a->val_batches, "recompute_scan", a->recompute_scan,
-                          "keep_activations", a->keep_activations);
+                          "scan_states_layers", a->scan_states_layers, "keep_activations", a->keep_activations);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);
     return s;
@@ -122,7 +122,7 @@ int cmd_train(int argc, char **argv) {
                    .seq_len = 256, .batch = 8, .steps = 200, .seed = 1337, .warmup = 20, .grad_accum = 1,
                    .save_every = 0, .keep = 3, .log_every = 10, .window = 0, .val_every = 0, .val_batches = 16,
                    .lr = 3e-3f, .min_lr_frac = 0.1f, .weight_decay = 0.1f, .grad_clip = 1.0f, .beta1 = 0.9f,
-                   .beta2 = 0.95f};
+                   .beta2 = 0.95f, .scan_states_layers = -1};
     ArgSpec specs[] = {
         {"--data", ARG_STR, &a.data, "prepared data directory (packmamba prepare)"},
         {"--preset", ARG_STR, &a.preset, "model size: tiny, 130m, 370m, 790m, 1.4b, 2.8b"},
@@ -150,6 +150,8 @@ int cmd_train(int argc, char **argv) {
         {"--deterministic", ARG_BOOL, &a.deterministic, "bit-identical runs on the GPU (no float atomics)"},
         {"--recompute-scan", ARG_BOOL, &a.recompute_scan,
          "GPU: the backward recomputes the scan states instead of keeping them from the forward (less memory, slower)"},
+        {"--scan-states-layers", ARG_INT, &a.scan_states_layers,
+         "GPU: only the last N layers keep their scan states (between --recompute-scan and the default, all)"},
         {"--keep-activations", ARG_BOOL, &a.keep_activations,
          "every layer keeps its norm, conv and dt_proj outputs instead of the backward recomputing them (faster, more memory)"},
         {"--resume", ARG_BOOL, &a.resume, "continue from the newest checkpoint in --out"},
@@ -196,7 +198,7 @@ int cmd_train(int argc, char **argv) {
     Model m;
     model_create(&m, &cfg, bk, (uint64_t)a.seed);
     model_alloc_optimizer(&m);
-    m.keep_scan_states = !a.recompute_scan;
+    m.keep_scan_states = a.recompute_scan ? 0 : a.scan_states_layers >= 0 ? a.scan_states_layers : cfg.n_layer;
     m.keep_activations = a.keep_activations;
     model_alloc_activations(&m, a.batch, a.seq_len);
     dist_attach(&m, a.grad_accum);  // with several ranks: reduce each layer's gradients during the backward

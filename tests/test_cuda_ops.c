@@ -793,6 +793,8 @@ static void test_classifier(void **state) {
     classifier_case(4100, 64, 136, 1, 0);   // more tokens than one chunk
     classifier_case(4100, 48, 1000, 0, 1);  // forward only, logits of several chunks
     classifier_case(200, 64, 1302, 1, 1);   // Vp not a multiple of 4: the kernel that streams the row twice
+    classifier_case(300, 64, 1308, 1, 1);   // an odd number of float4: the second block's half is one shorter
+    classifier_case(50, 32, 4, 1, 1);       // one float4: the second block of the pair holds nothing
     FINISH();
 }
 
@@ -1127,7 +1129,8 @@ static void test_model_deterministic(void **state) {
 // optimizer steps of model_forward_backward on packed batches (documents starting inside rows), once with each;
 // losses and parameters must be bit-identical (the backward reads the same state values either way). Also a
 // batch of shorter rows than allocated (more rows, more chunk states than the buffer holds): the model must fall
-// back to recomputing, with the same result.
+// back to recomputing, with the same result. And with only the last layer keeping its states
+// (--scan-states-layers 1): the same bits as recomputing every layer's.
 static void test_model_scan_states(void **state) {
     (void)state;
     NEED_GPU();
@@ -1136,15 +1139,17 @@ static void test_model_scan_states(void **state) {
     const int B = 2, T = 160;
     Batch bs[3] = {make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size),
                    make_batch(18, 17, cfg.vocab_size)};  // 18 rows x 2 chunks of 16 > 2 rows x 10
-    double losses[3][3];
-    int valid[3][3];
-    float *params[3];
+    double losses[4][3];
+    int valid[4][3];
+    float *params[4];
     OptimConfig o = optim_defaults();
-    for (int r = 0; r < 3; r++) {  // kept states; recomputed; kept states and kept activations (Model.keep_*)
+    // kept states; recomputed; kept states and kept activations (Model.keep_*); only the last layer keeps states
+    for (int r = 0; r < 4; r++) {
         Model m;
         model_create(&m, &cfg, GD, 5);  // deterministic mode: the embedding backward's atomics would differ run to run
         model_alloc_optimizer(&m);
-        m.keep_scan_states = r != 1;
+        assert_true(cfg.n_layer >= 2);  // else "the last layer only" would be every layer
+        m.keep_scan_states = r == 1 ? 0 : r == 3 ? 1 : cfg.n_layer;
         m.keep_activations = r == 2;
         model_alloc_activations(&m, B, T);
         if (r != 1) assert_non_null(m.arena_states);  // else the comparison below would be vacuous
@@ -1168,9 +1173,14 @@ static void test_model_scan_states(void **state) {
             check_same_bits("kept activations: losses", losses[0], losses[2], sizeof losses[0]);
             check_same_bits("kept activations: params after 3 steps", params[0], params[2], m.n_params * sizeof(float));
         }
+        if (r == 3) {
+            g_fails += !(m.layers[cfg.n_layer - 1].scan_states && !m.layers[0].scan_states && valid[3][0]);
+            check_same_bits("last layer's states kept: losses", losses[1], losses[3], sizeof losses[0]);
+            check_same_bits("last layer's states kept: params", params[1], params[3], m.n_params * sizeof(float));
+        }
         model_destroy(&m);
     }
-    free(params[0]), free(params[1]), free(params[2]);
+    free(params[0]), free(params[1]), free(params[2]), free(params[3]);
     for (int s = 0; s < 3; s++) batch_free(&bs[s]);
     FINISH();
 }
