@@ -1,6 +1,7 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v14 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v13 with the
+// Version v18 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v14 with the
+// forward's block width chosen so the busiest SM holds the fewest channels (32-wide blocks at B8 D1536). v14: v13 with the
 // backward main pass cut into time segments also where 64-wide blocks were chosen (rows * Cd too small for one
 // 128-wide block per SM), when the cost model favours it. v13: v12 with no
 // branch inside the backward's 4-token groups (both threads of a channel store its outputs), so the scheduler
@@ -1001,7 +1002,20 @@ static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
         const int v4ch = b128 >= 120 ? 128 : 64;
         // Segments only pay where fewer than a quarter of the SMs would get a block (measured, docs/perf.md v8:
         // at B8 D1536 the summary pass cost more than the 36 idle SMs were worth; at B1 D1536 L16K 3.9x faster).
-        if (4 * b128 > sms) return FwdPlan{v4ch, 1, nch * FT, 1};
+        // Without segments (v18): the block width that puts the fewest channels on the busiest SM, counting
+        // ceil(blocks / SMs) blocks there; ties go to the wider block (more warps each). At B8 D1536 v4's 192
+        // blocks of 64 gave 60 SMs two blocks (128 channels) and 72 SMs one; 384 blocks of 32 give each SM
+        // three or two (96 channels at most).
+        if (4 * b128 > sms) {
+            FwdPlan best = {128, 1, nch * FT, 1};
+            long best_load = (long)((b128 + sms - 1) / sms) * 128;
+            for (int ch = 64; ch >= 32; ch /= 2) {
+                const int nb = rows * ((Cd + ch - 1) / ch);
+                const long load = (long)((nb + sms - 1) / sms) * ch;
+                if (load < best_load) best_load = load, best = {ch, 1, nch * FT, 1};
+            }
+            return best;
+        }
         const int v4blk = v4ch == 128 ? b128 : rows * ((Cd + 63) / 64), v4slots = v4ch == 128 ? sms : 2 * sms;
         float best = (float)((v4blk + v4slots - 1) / v4slots) * nch;
         p = {v4ch, 1, nch * FT, 1};
@@ -1124,7 +1138,10 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
                               const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                               const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows, int T,
                               int Cd, int nck, cudaStream_t stream) {
-    if (pl.ch == 64)
+    if (pl.ch == 32)  // four blocks of 4 warps per SM (<= 128 registers)
+        scan_fwd_staged_launch<32, 4>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+    else if (pl.ch == 64)
         scan_fwd_staged_launch<64, 1>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
     else if (pl.minb == 2)

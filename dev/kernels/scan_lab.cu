@@ -26,7 +26,8 @@
 
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
-#include "scan_v13.cuh"
+#include "scan_v14.cuh"
+#include "scan_v18b.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -93,12 +94,16 @@ static float *g_states = NULL;
                             ldbc, D, z, ldz, pos, M, T, Cd, N, g_states, ws, wsb, det, stream);                  \
     }
 ST_WRAPPERS(prod_st, ::)
+ST_WRAPPERS(v14_st, scan_v14::)
+ST_WRAPPERS(v18b_st, scan_v18b::)
 
 static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
-    {"v13", scan_v13::cuda_scan_workspace_bytes, scan_v13::cuda_scan_fwd, scan_v13::cuda_scan_bwd},
-    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v14 since 2026-11-30)
+    {"v14", scan_v14::cuda_scan_workspace_bytes, scan_v14::cuda_scan_fwd, scan_v14::cuda_scan_bwd},
+    {"v14+st", scan_v14::cuda_scan_workspace_bytes, v14_st_fwd, v14_st_bwd},
+    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v18 since 2026-11-30)
     {"prod+st", cuda_scan_workspace_bytes, prod_st_fwd, prod_st_bwd},
+    {"v18b+st", scan_v18b::cuda_scan_workspace_bytes, v18b_st_fwd, v18b_st_bwd},
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);
 static_assert(sizeof(versions) / sizeof(versions[0]) <= 16, "the timing table holds 16 versions");

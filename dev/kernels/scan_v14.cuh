@@ -1,8 +1,10 @@
-// scan_v13.cuh — frozen copy of .gpu/scan/cuda_scan_v13.cu as version v13 (made by dev/kernels/mkver.sh).
-namespace scan_v13 {
+// scan_v14.cuh — frozen copy of src/cuda_scan.cu as version v14 (made by dev/kernels/mkver.sh).
+namespace scan_v14 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v13 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v12 with no
+// Version v14 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v13 with the
+// backward main pass cut into time segments also where 64-wide blocks were chosen (rows * Cd too small for one
+// 128-wide block per SM), when the cost model favours it. v13: v12 with no
 // branch inside the backward's 4-token groups (both threads of a channel store its outputs), so the scheduler
 // interleaves the group's tokens. v12: v11 with the
 // forward able to leave the backward its checkpoints (cuda_scan_fwd_ex / cuda_scan_bwd_ex: the training step
@@ -1018,21 +1020,22 @@ static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
     return p;
 }
 
-// Plan of the backward main pass (v10): block width, chunks (SCAN_K tokens) per time segment, segments.
-// v9's plan (no segments) where a quarter of the SMs or more get a 128-wide block, as for the forward; else
-// 64-wide blocks (two per SM) and the segment count with the least cost in chunk-steps of the busiest SM:
+// Plan of the backward main pass (v10, v14): block width, chunks (SCAN_K tokens) per time segment, segments.
+// v9's plan (no segments) where 128-wide blocks are chosen (every SM or nearly gets one); else 64-wide blocks
+// (two per SM) and the segment count with the least cost in chunk-steps of the busiest SM:
 // waves of blocks times chunks per segment, times 1 + BSEG_R (nseg-1)/nseg for the summary pass. BSEG_R =
 // the summary walk's cost per chunk over the main pass's (a guess: ~1/8 of the instructions, but the same
-// tile loads and cooperative pass).
+// tile loads and cooperative pass). (v10 considered segments only where fewer than a quarter of the SMs got a
+// 128-wide block; v14 wherever 64-wide blocks are chosen.)
 static constexpr float BSEG_R = 0.35f;
 static constexpr int BSEG_MIN_CHUNKS = 8;  // fewest chunks per backward segment
 struct BwdPlan {
     int ch, SLK, nseg;
 };
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
-    const int sms = scan_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K, b128 = rows * ((Cd + 127) / 128);
+    const int sms = scan_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
     BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1};
-    if (4 * b128 > sms) return p;
+    if (p.ch == 128) return p;
     const int nb = rows * ((Cd + 63) / 64), slots = 2 * sms;
     float best = (float)((nb + slots - 1) / slots) * nch;
     p = {64, nch, 1};
@@ -1278,4 +1281,4 @@ void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB
     scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
                   pos, M, T, Cd, N, states, workspace, workspace_bytes, deterministic, stream);
 }
-}  // namespace scan_v13
+}  // namespace scan_v14
