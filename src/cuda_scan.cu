@@ -1,7 +1,8 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
 // Version v18 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v14 with the
-// forward's block width chosen so the busiest SM holds the fewest channels (32-wide blocks at B8 D1536). v14: v13 with the
+// forward's block width chosen so the busiest SM holds the fewest channels (32-wide blocks at B8 D1536), and a
+// lighter backward summary pass (v18c: no u tile, two pass values, P from the summed delta). v14: v13 with the
 // backward main pass cut into time segments also where 64-wide blocks were chosen (rows * Cd too small for one
 // 128-wide block per SM), when the cost model favours it. v13: v12 with no
 // branch inside the backward's 4-token groups (both threads of a channel store its outputs), so the scheduler
@@ -716,9 +717,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
 #pragma unroll
     for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
     float dbias = 0.f, dDacc = 0.f;
-    float pa[NS];  // BSUMM: product of this segment's a_t
-#pragma unroll
-    for (int i = 0; i < NS; i++) pa[i] = 1.f;
+    float cum = 0.f;        // BSUMM: sum of delta*log2 e over the segment (this channel): P = 2^(A cum) (v18c)
+    unsigned anyst = 0u;    // BSUMM: nonzero when a document starts inside the segment
     const int seg = BSUMM ? blockIdx.z + 1 : SMODE == 1 ? blockIdx.z : 0;
     const int kbeg = SMODE ? seg * SLK : 0, kend = SMODE ? min(nck, kbeg + SLK) : nck;
     // (G, P) of segment h: this thread's states at lo.. and hi..
@@ -740,7 +740,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
     auto issue = [&](int k) {  // tiles of chunk k into stage k & 1
         int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
         __nv_bfloat16 *st = tiles + (size_t)(k & 1) * 4 * TILE;
-        load_tile<SCAN_K, NT, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
+        if (!BSUMM) load_tile<SCAN_K, NT, CH>(st, u, Cd, mrow + t0, len, c0, Cd);  // the summary needs no u
         load_tile<SCAN_K, NT, CH>(st + TILE, dpre, Cd, mrow + t0, len, c0, Cd);
         load_tile<SCAN_K, NT, CH>(st + 2 * TILE, z, ldz, mrow + t0, len, c0, Cd);
         load_tile<SCAN_K, NT, CH>(st + 3 * TILE, dout, Cd, mrow + t0, len, c0, Cd);
@@ -795,18 +795,24 @@ __global__ void __launch_bounds__(CH *BG, 1)
                 const float dl = softplus_f(bf2f(tdp[i]) + biasA);
                 const float zz = bf2f(tz[i]), go = bf2f(tdo[i]), sz = sigmoid_f(zz);
                 // dz factor: times y gives dz; softplus'(v) = sigmoid(v) = 1 - e^-delta
-                pa4[i] = make_float4(dl, go * zz * sz, go * sz * fmaf(zz, 1.f - sz, 1.f), 1.f - ex2_approx(-dl * LOG2E));
+                if (BSUMM)  // the summary reads delta and dy only
+                    pa4[i] = make_float4(dl, go * zz * sz, 0.f, 0.f);
+                else
+                    pa4[i] = make_float4(dl, go * zz * sz, go * sz * fmaf(zz, 1.f - sz, 1.f),
+                                         1.f - ex2_approx(-dl * LOG2E));
             } else {  // past the row's end (last chunk): inert tokens for the fixed-length recompute loop
                 pa4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
             }
         }
         __syncthreads();
         if (BSUMM) {  // the carry alone, from zero at the segment's end (see above)
+            anyst |= mask;
 #pragma unroll 2
             for (int j = len - 1; j >= 0; j--) {
                 const int i = j * CH + cl;
                 const float4 pv = pa4[i];
                 const float dlL = pv.x * LOG2E, gy = pv.y;
+                cum += dlL;
                 const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
                 const float *bcj = bck + j * 2 * SCAN_N;
                 const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo), cv1 = *(const float4 *)(bcj + SCAN_N + hi);
@@ -815,7 +821,6 @@ __global__ void __launch_bounds__(CH *BG, 1)
                 for (int n = 0; n < NS; n++) {
                     const float a = ex2_approx(fmaf(dlL, A[n], off));
                     carry[n] = a * fmaf(gy, cc[n], carry[n]);
-                    pa[n] *= a;
                 }
             }
         } else {  // the main pass
@@ -923,6 +928,9 @@ __global__ void __launch_bounds__(CH *BG, 1)
             float *Gp = sum_at(seg, 0), *Pp = sum_at(seg, 1);
             *(float4 *)(Gp + lo) = make_float4(carry[0], carry[1], carry[2], carry[3]);
             *(float4 *)(Gp + hi) = make_float4(carry[4], carry[5], carry[6], carry[7]);
+            float pa[NS];
+#pragma unroll
+            for (int n = 0; n < NS; n++) pa[n] = anyst ? 0.f : ex2_approx(cum * A[n]);
             *(float4 *)(Pp + lo) = make_float4(pa[0], pa[1], pa[2], pa[3]);
             *(float4 *)(Pp + hi) = make_float4(pa[4], pa[5], pa[6], pa[7]);
         }

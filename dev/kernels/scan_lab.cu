@@ -27,7 +27,6 @@
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
 #include "scan_v14.cuh"
-#include "scan_v18b.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -95,7 +94,6 @@ static float *g_states = NULL;
     }
 ST_WRAPPERS(prod_st, ::)
 ST_WRAPPERS(v14_st, scan_v14::)
-ST_WRAPPERS(v18b_st, scan_v18b::)
 
 static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
@@ -103,7 +101,6 @@ static const Version versions[] = {
     {"v14+st", scan_v14::cuda_scan_workspace_bytes, v14_st_fwd, v14_st_bwd},
     {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v18 since 2026-11-30)
     {"prod+st", cuda_scan_workspace_bytes, prod_st_fwd, prod_st_bwd},
-    {"v18b+st", scan_v18b::cuda_scan_workspace_bytes, v18b_st_fwd, v18b_st_bwd},
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);
 static_assert(sizeof(versions) / sizeof(versions[0]) <= 16, "the timing table holds 16 versions");
@@ -633,8 +630,9 @@ static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
 int main(int argc, char **argv) {
     bool cpu_only = argc > 1 && !strcmp(argv[1], "cpu");
     if (argc > 2 && !strcmp(argv[1], "profile")) {  // for ncu: one version's fwd+bwd twice at B8 D2048 L2048
+        const char *cd = getenv("LAB_PROFILE_CD");    // (or at B8 D$LAB_PROFILE_CD L2048)
         for (int vi = 0; vi < nversions; vi++)
-            if (!strcmp(versions[vi].name, argv[2])) time_size(8, 2048, 2048, NULL, vi);
+            if (!strcmp(versions[vi].name, argv[2])) time_size(8, 2048, cd ? atoi(cd) : 2048, NULL, vi);
         return 0;
     }
     int bad = fd_check();
