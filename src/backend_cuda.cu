@@ -16,6 +16,7 @@
 #include <cublas_v2.h>
 
 #include "cuda_common.h"
+#include "cuda_conv.h"
 #include "cuda_scan.h"
 
 extern "C" {
@@ -77,34 +78,9 @@ __device__ T block_sum(T v, T *sh) {
     return t;
 }
 
-// dst[j] += sum_{g < G} part[g * W + j]: the second pass of every deterministic column reduction in this
-// file. A block takes 32 adjacent columns (coalesced rows) and splits the G rows among COLSUM_Y thread rows:
-// thread row y sums g = y, y + COLSUM_Y, ... in order, then row 0 adds the COLSUM_Y sums in order. The order
-// is fixed by G alone, so results repeat bit for bit; the split keeps many loads in flight where a single
-// thread per column would walk all G rows alone. Columns j >= W1 go to dst2[j - W1] instead, so two
-// gradients that share one partial row (conv's dw and db) take one launch.
-#define COLSUM_Y 16
-__global__ void __launch_bounds__(32 * COLSUM_Y) colsum_final_kernel(float *dst, float *dst2, int W1,
-                                                                     const float *part, int G, int W) {
-    __shared__ float sh[COLSUM_Y][33];
-    int j = blockIdx.x * 32 + threadIdx.x, y = threadIdx.y;
-    float s = 0.0f;
-    if (j < W)
-        for (int g = y; g < G; g += COLSUM_Y) s += part[(size_t)g * W + j];
-    sh[y][threadIdx.x] = s;
-    __syncthreads();
-    if (y == 0 && j < W) {
-        float t = 0.0f;
-        for (int i = 0; i < COLSUM_Y; i++) t += sh[i][threadIdx.x];
-        if (j < W1) dst[j] += t;
-        else dst2[j - W1] += t;
-    }
-}
-
-// dst[j] += column j's sum for j < W1, dst2[j - W1] += for W1 <= j < W.
+// Column sums of partial rows (pm_colsum, cuda_common.h), on the backend's stream.
 static void colsum_final2(float *dst, float *dst2, int W1, const float *part, int G, int W) {
-    colsum_final_kernel<<<pm_ceil_div(W, 32), dim3(32, COLSUM_Y), 0, g_stream>>>(dst, dst2, W1, part, G, W);
-    cudaLaunchCheck();
+    pm_colsum(dst, dst2, W1, part, G, W, g_stream);
 }
 static void colsum_final(float *dst, const float *part, int G, int W) { colsum_final2(dst, NULL, W, part, G, W); }
 
@@ -556,21 +532,26 @@ static void cu_rmsnorm_bwd(void *dres, void *dres_act, void *dw, const void *dxn
 // column-major Y' (N x M) = W' (K x N, transposed) @ X' (K x M): D = op(A) op(B) with A = W, B = X.
 // Descriptors and the chosen algorithm are cached per shape (the heuristic query costs more than a small GEMM).
 
-// The fast (non-deterministic) backend times the heuristic's candidates on a shape's third use and keeps the
-// fastest (gemm_tune below); the deterministic one always runs the first candidate, so its results never depend
-// on a timing. At most GEMM_TUNE_PLANS shapes are tuned per process: the single and pad policies meet a new M
-// at every step, and tuning each of them would cost more than it saves.
+// The fast (non-deterministic) backend times the heuristic's candidates of a shape the first time it meets it
+// again in a later optimizer step (the backend counts its adamw calls as steps) and keeps the fastest; the
+// deterministic one always runs the first candidate, so its results never depend on a timing. A shape seen in
+// one step only is never tuned: the single and pad policies meet a new M at almost every step, and tuning each
+// would cost more than it saves (a first version tuned on a shape's third use and made `single` 2.4x slower on
+// real documents), and recurring lengths would still be tuned in the middle of such a run: once more than
+// GEMM_TUNE_SHAPES shapes have been planned, the workload is taken to be shape-varying and nothing more is tuned
+// (measured on the H200, 370m T=4096: single 8.4-11.4K tok/s with tuning, 14.5K without).
 #define GEMM_CANDS 8
-#define GEMM_TUNE_PLANS 96
+static long g_steps;      // adamw calls so far
+static long g_plans_made;  // GEMM plans made so far (distinct shapes, and re-made evicted ones)
+#define GEMM_TUNE_SHAPES 48
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldd, dtype, beta1, bias, align;
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, ld;
     cublasLtMatmulAlgo_t algo;        // the heuristic's first choice: what the deterministic backend runs
-    cublasLtMatmulAlgo_t cand[GEMM_CANDS];  // the heuristic's candidates (cand[0] == algo)
-    int ncand;
     cublasLtMatmulAlgo_t algo_fast;   // the fastest candidate when timed (the fast backend's), once tuned
-    int uses, tuned;                  // tuned: 0 not yet, 1 algo_fast valid
+    long born;                        // g_steps when the plan was made
+    int tuned;                        // 0 not yet, 1 algo_fast valid
     int bias_ok;   // the bias epilogue had a kernel; otherwise bias is added by a separate kernel
     int gemm_ex;   // cuBLASLt offered no kernel at all: classic cublasGemmEx (handles any layout)
 } GemmPlan;
@@ -587,9 +568,30 @@ static int ptr_align(const void *p) {
     return al;
 }
 
+// Asks the heuristic for up to n algorithms of plan p (its descriptor and layouts) into res; *found = how many.
+static cublasStatus_t plan_heuristic(GemmPlan *p, int n, cublasLtMatmulHeuristicResult_t *res, int *found) {
+    cublasLtMatmulPreference_t pref;
+    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
+    size_t ws = LT_WS_BYTES;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                     sizeof ws));
+    uint32_t al = (uint32_t)p->align;
+    cublasLtMatmulPreferenceAttributes_t which[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; i++) cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, which[i], &al, sizeof al));
+    *found = 0;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g_lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, n, res,
+                                                       found);
+    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
+    if (st == CUBLAS_STATUS_SUCCESS && *found == 0) st = CUBLAS_STATUS_NOT_SUPPORTED;
+    return st;
+}
+
 // Builds p->desc for this plan (a fresh descriptor each try, so a failed bias attempt leaves nothing behind)
-// and asks the heuristic for one algorithm. Returns the cuBLAS status, with CUBLAS_STATUS_NOT_SUPPORTED when
-// the heuristic found nothing.
+// and asks the heuristic for one algorithm (asking for GEMM_CANDS costs more, and the single and pad policies
+// make new plans at every step: gemm_tune asks for the rest when a shape comes back). Returns the cuBLAS status,
+// with CUBLAS_STATUS_NOT_SUPPORTED when the heuristic found nothing.
 static cublasStatus_t plan_try(GemmPlan *p, int with_bias) {
     if (p->desc) cublasLtMatmulDescDestroy(p->desc);
     p->desc = NULL;
@@ -603,30 +605,10 @@ static cublasStatus_t plan_try(GemmPlan *p, int with_bias) {
         cublasCheck(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
         cublasCheck(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
     }
-    cublasLtMatmulPreference_t pref;
-    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
-    size_t ws = LT_WS_BYTES;
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                                     sizeof ws));
-    uint32_t al = (uint32_t)p->align;
-    cublasLtMatmulPreferenceAttributes_t which[4] = {
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-    for (int i = 0; i < 4; i++) cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, which[i], &al, sizeof al));
-    cublasLtMatmulHeuristicResult_t res[GEMM_CANDS];
+    cublasLtMatmulHeuristicResult_t res;
     int found = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g_lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, GEMM_CANDS,
-                                                       res, &found);
-    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
-    if (st == CUBLAS_STATUS_SUCCESS && found == 0) st = CUBLAS_STATUS_NOT_SUPPORTED;
-    if (st == CUBLAS_STATUS_SUCCESS) {
-        p->algo = res[0].algo;
-        p->ncand = 0;
-        for (int i = 0; i < found; i++)
-            if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= LT_WS_BYTES)
-                p->cand[p->ncand++] = res[i].algo;
-        if (p->ncand == 0) p->cand[p->ncand++] = res[0].algo;
-    }
+    cublasStatus_t st = plan_heuristic(p, 1, &res, &found);
+    if (st == CUBLAS_STATUS_SUCCESS) p->algo = res.algo;
     return st;
 }
 
@@ -656,6 +638,8 @@ static GemmPlan *gemm_plan(int ta, int tb, int m, int n, int k, int lda, int ldb
     memset(p, 0, sizeof *p);
     p->ta = ta, p->tb = tb, p->m = m, p->n = n, p->k = k, p->lda = lda, p->ldb = ldb, p->ldd = ldd;
     p->dtype = (int)dtype, p->beta1 = beta1, p->bias = bias, p->align = align;
+    p->born = g_steps;
+    g_plans_made++;
     // stored shapes (column-major): A is m x k (or k x m when transposed), B is k x n (or n x k)
     cublasCheck(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, ta ? k : m, ta ? m : k, lda));
     cublasCheck(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, tb ? n : k, tb ? k : n, ldb));
@@ -685,7 +669,6 @@ __global__ void add_bias_kernel(bf16 *out, int ldo, const float *bias, int M, in
     if (n < N) out[(size_t)m * ldo + n] = f2bf(bf2f(out[(size_t)m * ldo + n]) + bias[n]);
 }
 
-static int g_tuned_plans;
 static int ranges_overlap(const void *a, size_t na, const void *b, size_t nb) {
     uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
     return x < y + nb && y < x + na;
@@ -699,8 +682,13 @@ static int ranges_overlap(const void *a, size_t na, const void *b, size_t nb) {
 static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
     p->tuned = 1;
     p->algo_fast = p->algo;
-    g_tuned_plans++;
-    if (p->ncand < 2) return;
+    cublasLtMatmulHeuristicResult_t res[GEMM_CANDS];
+    cublasLtMatmulAlgo_t cand[GEMM_CANDS];
+    int found = 0, ncand = 0;
+    if (plan_heuristic(p, GEMM_CANDS, res, &found) != CUBLAS_STATUS_SUCCESS) return;
+    for (int i = 0; i < found; i++)
+        if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= LT_WS_BYTES) cand[ncand++] = res[i].algo;
+    if (ncand < 2) return;
     size_t esz = p->dtype == CUDA_R_32F ? 4 : 2;
     size_t dbytes = ((size_t)p->ldd * (p->n - 1) + p->m) * esz;
     size_t abytes = ((size_t)p->lda * ((p->ta ? p->m : p->k) - 1) + (p->ta ? p->k : p->m)) * 2;
@@ -719,14 +707,14 @@ static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
     cudaCheck(cudaEventCreate(&e1));
     float alpha = 1.0f, beta = 0.0f, best_ms = 0.0f, first_ms = 0.0f;
     int best = -1;
-    for (int i = 0; i < p->ncand; i++) {
+    for (int i = 0; i < ncand; i++) {
         const int REPS = 5;
         cublasStatus_t st = cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, Dt, p->ld, Dt, p->ld,
-                                           &p->cand[i], g_lt_ws, LT_WS_BYTES, g_stream);
+                                           &cand[i], g_lt_ws, LT_WS_BYTES, g_stream);
         if (st != CUBLAS_STATUS_SUCCESS) continue;
         cudaCheck(cudaEventRecord(e0, g_stream));
         for (int r = 0; r < REPS; r++)
-            cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, Dt, p->ld, Dt, p->ld, &p->cand[i],
+            cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, Dt, p->ld, Dt, p->ld, &cand[i],
                            g_lt_ws, LT_WS_BYTES, g_stream);
         cudaCheck(cudaEventRecord(e1, g_stream));
         cudaCheck(cudaEventSynchronize(e1));
@@ -739,10 +727,10 @@ static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
     cudaCheck(cudaEventDestroy(e0));
     cudaCheck(cudaEventDestroy(e1));
     if (tmp) cudaCheck(cudaFree(tmp));
-    if (best > 0 && first_ms > 0.0f && best_ms < 0.98f * first_ms) p->algo_fast = p->cand[best];
+    if (best > 0 && first_ms > 0.0f && best_ms < 0.98f * first_ms) p->algo_fast = cand[best];
     if (getenv("PM_CUDA_VERBOSE"))
         fprintf(stderr, "packmamba: GEMM m=%d n=%d k=%d ta=%d tb=%d %s: %d candidates, first %.4f ms, best #%d %.4f ms\n",
-                p->m, p->n, p->k, p->ta, p->tb, p->dtype == CUDA_R_32F ? "f32-out" : "bf16-out", p->ncand,
+                p->m, p->n, p->k, p->ta, p->tb, p->dtype == CUDA_R_32F ? "f32-out" : "bf16-out", ncand,
                 first_ms, best, best_ms);
 }
 
@@ -778,7 +766,7 @@ static void gemm(int ta, int tb, int m, int n, int k, const bf16 *A, int lda, co
         if (p->bias_ok)
             cublasCheck(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                        sizeof bias));
-        if (tune && !p->tuned && ++p->uses >= 3 && g_tuned_plans < GEMM_TUNE_PLANS && gemm_tune_enabled())
+        if (tune && !p->tuned && g_steps > p->born && g_plans_made <= GEMM_TUNE_SHAPES && gemm_tune_enabled())
             gemm_tune(p, A, B, D);
         const cublasLtMatmulAlgo_t *algo = tune && p->tuned ? &p->algo_fast : &p->algo;
         cublasCheck(cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, D, p->ld, D, p->ld, algo,
@@ -845,368 +833,21 @@ static void cu_matmul_bwd_det(void *dinp, int ldd, int accumulate_dinp, void *dW
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// depthwise causal conv1d + SiLU with document resets
-//
-// A tap j steps back from token t is read only if j <= min(pos[t], t % T) (backend.h). One thread per
-// channel and run of CONV_L tokens, sliding a K-wide window of xi in registers; channels are adjacent across
-// the warp, so every load is coalesced.
-
-#define CONV_L 32  // tokens per thread: K-1 extra loads per run, traded for more threads in flight
-#define CONV_THREADS 128
-
-__device__ __forceinline__ int conv_lim(const int32_t *pos, int t, int T) {
-    int p = pos[t], r = t % T;
-    return p < r ? p : r;
-}
-// The conv's pre-activation at one token: bias + taps over the window x (x[K-1] the token itself), tap k read
-// only if it is K-1-k <= lim steps back (document start). Every kernel below sums in this one order.
-template <int K>
-__device__ __forceinline__ float conv_pre(float b, const float (&w)[K], const float (&x)[K], int lim) {
-    float v = b;
-#pragma unroll
-    for (int k = 0; k < K; k++)
-        if (K - 1 - k <= lim) v += w[k] * x[k];
-    return v;
-}
-// g * d silu(v) / dv
-__device__ __forceinline__ float dsilu(float g, float v) {
-    float s = pm_sigmoid(v);
-    return g * s * (1.0f + v * (1.0f - s));
-}
-
-template <int K>
-__global__ void __launch_bounds__(CONV_THREADS) conv_silu_fwd_kernel(bf16 *u, const bf16 *xi, int ldx,
-                                                                      const float *w, const float *b,
-                                                                      const int32_t *pos, int M, int T, int C) {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    int t0 = blockIdx.y * CONV_L, t1 = t0 + CONV_L < M ? t0 + CONV_L : M;
-    float wk[K], xw[K];  // xw[k] = xi[t - (K-1) + k]
-#pragma unroll
-    for (int k = 0; k < K; k++) wk[k] = w[c * K + k];
-    float bc = b[c];
-#pragma unroll
-    for (int k = 0; k < K - 1; k++) {
-        int t = t0 - (K - 1) + k;
-        xw[k + 1] = t >= 0 ? bf2f(xi[(size_t)t * ldx + c]) : 0.0f;
-    }
-#pragma unroll 4
-    for (int t = t0; t < t1; t++) {
-#pragma unroll
-        for (int k = 0; k < K - 1; k++) xw[k] = xw[k + 1];
-        xw[K - 1] = bf2f(xi[(size_t)t * ldx + c]);
-        float v = conv_pre<K>(bc, wk, xw, conv_lim(pos, t, T));
-        u[(size_t)t * C + c] = f2bf(v * pm_sigmoid(v));
-    }
-}
-
-// The same with two adjacent channels per thread (bf16x2 loads and stores: 4 bytes per lane, 128 per warp
-// access, and the per-token work of pos[t] and t % T shared by two channels), runs of CONV_L2 tokens. Used when
-// C and ldx are even and xi, u are 4-byte aligned (always, for the model's shapes).
-#define CONV_L2 16  // shorter runs than CONV_L: half the threads per token, so twice the runs keep the chip full
-template <int K>
-__global__ void __launch_bounds__(CONV_THREADS) conv_silu_fwd2_kernel(__nv_bfloat162 *u, const __nv_bfloat162 *xi,
-                                                                       int ldx2, const float *w, const float *b,
-                                                                       const int32_t *pos, int M, int T, int C2) {
-    int c2 = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c2 >= C2) return;
-    int t0 = blockIdx.y * CONV_L2, t1 = t0 + CONV_L2 < M ? t0 + CONV_L2 : M;
-    float wa[K], wb[K], xa[K], xb[K];  // channels 2*c2 (a) and 2*c2+1 (b); x*[k] = xi[t - (K-1) + k]
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        wa[k] = w[(2 * c2) * K + k];
-        wb[k] = w[(2 * c2 + 1) * K + k];
-    }
-    float ba = b[2 * c2], bb = b[2 * c2 + 1];
-#pragma unroll
-    for (int k = 0; k < K - 1; k++) {
-        int t = t0 - (K - 1) + k;
-        float2 f = t >= 0 ? __bfloat1622float2(xi[(size_t)t * ldx2 + c2]) : make_float2(0.0f, 0.0f);
-        xa[k + 1] = f.x;
-        xb[k + 1] = f.y;
-    }
-#pragma unroll 4
-    for (int t = t0; t < t1; t++) {
-#pragma unroll
-        for (int k = 0; k < K - 1; k++) {
-            xa[k] = xa[k + 1];
-            xb[k] = xb[k + 1];
-        }
-        float2 f = __bfloat1622float2(xi[(size_t)t * ldx2 + c2]);
-        xa[K - 1] = f.x;
-        xb[K - 1] = f.y;
-        int lim = conv_lim(pos, t, T);
-        float va = conv_pre<K>(ba, wa, xa, lim), vb = conv_pre<K>(bb, wb, xb, lim);
-        u[(size_t)t * C2 + c2] = __floats2bfloat162_rn(va * pm_sigmoid(va), vb * pm_sigmoid(vb));
-    }
-}
-
-// dv[t] = du[t] * silu'(pre[t]);  dxi[t'] = sum_j dv[t'+j] * w[K-1-j] over taps valid for t'+j;
-// dw[k] += dv[t] * xi[t-(K-1)+k] (valid taps), db += dv[t] — partials per (run, channel).
-template <int K>
-__global__ void __launch_bounds__(CONV_THREADS) conv_silu_bwd_kernel(bf16 *dxi, int ldx, float *part_w,
-                                                                      float *part_b, const bf16 *du,
-                                                                      const bf16 *xi, const float *w,
-                                                                      const float *b, const int32_t *pos, int M,
-                                                                      int T, int C) {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    int t0 = blockIdx.y * CONV_L, t1 = t0 + CONV_L < M ? t0 + CONV_L : M;
-    float wk[K], xw[K], dvw[K], dwp[K], dbp = 0.0f;
-    int limw[K];  // windows over t-(K-1) .. t
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        wk[k] = w[c * K + k];
-        dvw[k] = 0.0f;
-        limw[k] = -1;
-        dwp[k] = 0.0f;
-    }
-    float bc = b[c];
-#pragma unroll
-    for (int k = 0; k < K - 1; k++) {
-        int t = t0 - (K - 1) + k;
-        xw[k + 1] = t >= 0 ? bf2f(xi[(size_t)t * ldx + c]) : 0.0f;
-    }
-#pragma unroll 4
-    for (int t = t0; t <= t1 + K - 2; t++) {
-#pragma unroll
-        for (int k = 0; k < K - 1; k++) {
-            xw[k] = xw[k + 1];
-            dvw[k] = dvw[k + 1];
-            limw[k] = limw[k + 1];
-        }
-        float dv = 0.0f;
-        int lim = -1;
-        if (t < M) {
-            xw[K - 1] = bf2f(xi[(size_t)t * ldx + c]);
-            lim = conv_lim(pos, t, T);
-            dv = dsilu(bf2f(du[(size_t)t * C + c]), conv_pre<K>(bc, wk, xw, lim));
-            if (t < t1) {
-                dbp += dv;
-#pragma unroll
-                for (int k = 0; k < K; k++)
-                    if (K - 1 - k <= lim) dwp[k] += dv * xw[k];
-            }
-        } else {
-            xw[K - 1] = 0.0f;
-        }
-        dvw[K - 1] = dv;
-        limw[K - 1] = lim;
-        int tp = t - (K - 1);  // dv[tp .. t] are all known now
-        if (tp >= t0) {
-            float g = 0.0f;
-#pragma unroll
-            for (int j = 0; j < K; j++)
-                if (j <= limw[j]) g += dvw[j] * wk[K - 1 - j];
-            dxi[(size_t)tp * ldx + c] = f2bf(g);
-        }
-    }
-    size_t run = blockIdx.y;
-#pragma unroll
-    for (int k = 0; k < K; k++) part_w[run * C * K + (size_t)c * K + k] = dwp[k];
-    part_b[run * C + c] = dbp;
-}
-
-// The backward with two adjacent channels per lane (bf16x2 loads and stores, as the forward) and one run of
-// CONV_BL tokens per warp; the CONV_BW warps of a block take consecutive runs of the same 64 channels. Per
-// batch of CONV_PF tokens a lane issues all of the next batch's xi, du and pos loads (12 bytes per token; the
-// v4 kernel had one 2-byte load per dependent step) before it slides the windows over the current one. The
-// runs' dw/db partials are added in warp order in shared memory, so each block writes one partial row:
-// G = M / 128 rows (128 at 130m) where the one-channel kernel wrote one per 32-token run (512), and dw and db
-// share that row, so one column-sum launch finishes both. Orders are fixed by M alone: deterministic, no
-// atomics. Registers: 96 at K = 4 under the bound of 5 blocks (20 warps) per SM, no spills.
-#define CONV_BL 32  // tokens per warp: the K-1 halo tokens re-read at each end are 9% extra (mostly L1 hits,
-                    // the neighbouring warp of the block reads the same rows at the same time)
-#define CONV_BW 4   // warps (runs) per block
-#define CONV_PF 4   // tokens loaded ahead per batch
-template <int K>
-__global__ void __launch_bounds__(32 * CONV_BW, 5)
-    conv_silu_bwd2_kernel(__nv_bfloat162 *dxi, int ldx2, float *part, const __nv_bfloat162 *du,
-                          const __nv_bfloat162 *xi, const float *w, const float *b, const int32_t *pos, int M, int T,
-                          int C2) {
-    __shared__ float sh[CONV_BW][2 * K + 2][32];  // each warp's partials, value-major: lanes hit distinct banks
-    int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
-    int c2r = blockIdx.x * 32 + lane;
-    int active = c2r < C2;
-    int c2 = active ? c2r : C2 - 1;  // idle lanes of the last column block shadow a real column (no stores)
-    int t0 = (blockIdx.y * CONV_BW + wp) * CONV_BL, t1 = t0 + CONV_BL < M ? t0 + CONV_BL : M;
-    // channels 2*c2 (a) and 2*c2+1 (b); windows over t-(K-1) .. t: x* = xi, dv* = dv, lw = tap limit
-    float wa[K], wb[K], xa[K], xb[K], dva[K], dvb[K], dwa[K], dwb[K], dba = 0.0f, dbb = 0.0f;
-    int lw[K];
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        wa[k] = w[(2 * c2) * K + k];
-        wb[k] = w[(2 * c2 + 1) * K + k];
-        dva[k] = dvb[k] = 0.0f;
-        dwa[k] = dwb[k] = 0.0f;
-        lw[k] = -1;
-    }
-    float ba = b[2 * c2], bb = b[2 * c2 + 1];
-#pragma unroll
-    for (int k = 0; k < K - 1; k++) {
-        int t = t0 - (K - 1) + k;
-        float2 f = t >= 0 && t < M ? __bfloat1622float2(xi[(size_t)t * ldx2 + c2]) : make_float2(0.0f, 0.0f);
-        xa[k + 1] = f.x;
-        xb[k + 1] = f.y;
-    }
-    // One token: slide the windows, recompute the pre-activation, dv = du * silu'(pre); accumulate dw/db for
-    // tokens of the run; once dv[tp .. tp+K-1] are known, dxi[tp] = sum of dv[tp+j] * w[K-1-j] over the taps
-    // valid at tp+j. Tokens t1 .. t1+K-2 only complete dxi of the run's last tokens (their dw/db belong to the
-    // next run); past M they read as du = 0, lim = -1.
-    auto step = [&](int t, float2 x, float2 g, int lim, bool in_run) {
-#pragma unroll
-        for (int k = 0; k < K - 1; k++) {
-            xa[k] = xa[k + 1], xb[k] = xb[k + 1];
-            dva[k] = dva[k + 1], dvb[k] = dvb[k + 1];
-            lw[k] = lw[k + 1];
-        }
-        xa[K - 1] = x.x, xb[K - 1] = x.y, lw[K - 1] = lim;
-        float da = dsilu(g.x, conv_pre<K>(ba, wa, xa, lim)), db = dsilu(g.y, conv_pre<K>(bb, wb, xb, lim));
-        dva[K - 1] = da, dvb[K - 1] = db;
-        if (in_run) {
-            dba += da, dbb += db;
-#pragma unroll
-            for (int k = 0; k < K; k++)
-                if (K - 1 - k <= lim) {
-                    dwa[k] += da * xa[k];
-                    dwb[k] += db * xb[k];
-                }
-        }
-        int tp = t - (K - 1);
-        if (tp >= t0) {
-            float ga = 0.0f, gb = 0.0f;
-#pragma unroll
-            for (int j = 0; j < K; j++)
-                if (j <= lw[j]) {
-                    ga += dva[j] * wa[K - 1 - j];
-                    gb += dvb[j] * wb[K - 1 - j];
-                }
-            if (active) dxi[(size_t)tp * ldx2 + c2] = __floats2bfloat162_rn(ga, gb);
-        }
-    };
-    // Batches of CONV_PF tokens, double-buffered: batch n+1's loads are issued before batch n is computed, so
-    // each lane keeps 2 * CONV_PF tokens' loads in flight through the compute.
-    __nv_bfloat162 xr[CONV_PF], gr[CONV_PF];
-    int lm[CONV_PF];
-    auto load = [&](int tb, __nv_bfloat162 *xo, __nv_bfloat162 *go, int *lo) {
-#pragma unroll
-        for (int i = 0; i < CONV_PF; i++) {
-            int t = tb + i;
-            if (t < t1) {
-                xo[i] = xi[(size_t)t * ldx2 + c2];
-                go[i] = du[(size_t)t * C2 + c2];
-                lo[i] = pos[t];
-            }
-        }
-    };
-    load(t0, xr, gr, lm);
-    int r = t0 % T;  // t % T, kept by increments (no division per token)
-    for (int tb = t0; tb < t1; tb += CONV_PF) {
-        __nv_bfloat162 xn[CONV_PF], gn[CONV_PF];
-        int ln[CONV_PF];
-        load(tb + CONV_PF, xn, gn, ln);
-#pragma unroll
-        for (int i = 0; i < CONV_PF; i++) {
-            int t = tb + i;
-            if (t < t1) {
-                int lim = lm[i] < r ? lm[i] : r;
-                step(t, __bfloat1622float2(xr[i]), __bfloat1622float2(gr[i]), lim, true);
-                r = r + 1 == T ? 0 : r + 1;
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < CONV_PF; i++) xr[i] = xn[i], gr[i] = gn[i], lm[i] = ln[i];
-    }
-#pragma unroll
-    for (int i = 0; i < K - 1; i++) {
-        int t = t1 + i;
-        if (t < M) {
-            step(t, __bfloat1622float2(xi[(size_t)t * ldx2 + c2]), __bfloat1622float2(du[(size_t)t * C2 + c2]),
-                 conv_lim(pos, t, T), false);
-        } else if (t0 < t1) {
-            step(t, make_float2(0.0f, 0.0f), make_float2(0.0f, 0.0f), -1, false);
-        }
-    }
-    // partials: warp order, in shared memory; then one row per block, dw (C*K) then db (C)
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        sh[wp][k][lane] = dwa[k];
-        sh[wp][K + k][lane] = dwb[k];
-    }
-    sh[wp][2 * K][lane] = dba;
-    sh[wp][2 * K + 1][lane] = dbb;
-    __syncthreads();
-    // thread j takes the block's j-th output column (its 64 channels' K taps, then their 64 biases), so the
-    // row's stores are contiguous
-    size_t C = 2 * (size_t)C2, row = (size_t)blockIdx.y * C * (K + 1);
-    int cbase = blockIdx.x * 64;
-    for (int j = threadIdx.x; j < 64 * (K + 1); j += blockDim.x) {
-        int cc = j < 64 * K ? j / K : j - 64 * K;  // channel within the block
-        int i = j < 64 * K ? (cc & 1) * K + j % K : 2 * K + (cc & 1);
-        if (cbase + cc >= (int)C) continue;
-        float t = sh[0][i][cc >> 1];
-        for (int q = 1; q < CONV_BW; q++) t += sh[q][i][cc >> 1];
-        part[j < 64 * K ? row + (size_t)(cbase + cc) * K + j % K : row + C * K + cbase + cc] = t;
-    }
-}
-
-#define CONV_DISPATCH(KERNEL, ...)                                                   \
-    switch (K) {                                                                     \
-        case 1: KERNEL<1><<<grid, CONV_THREADS, 0, g_stream>>>(__VA_ARGS__); break; \
-        case 2: KERNEL<2><<<grid, CONV_THREADS, 0, g_stream>>>(__VA_ARGS__); break; \
-        case 3: KERNEL<3><<<grid, CONV_THREADS, 0, g_stream>>>(__VA_ARGS__); break; \
-        case 4: KERNEL<4><<<grid, CONV_THREADS, 0, g_stream>>>(__VA_ARGS__); break; \
-        default: pm_die("conv1d: kernel width %d unsupported on CUDA (1..4)", K);     \
-    }
+// depthwise causal conv1d + SiLU with document resets: the kernels are in cuda_conv.cu (4 channels per thread,
+// a ring of tokens loaded ahead through cp.async, deterministic weight gradients)
 
 static void cu_conv_silu_fwd(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
                              int M, int T, int C, int K) {
-    if (M == 0) return;
-    if (C % 2 == 0 && ldx % 2 == 0 && (uintptr_t)xi % 4 == 0 && (uintptr_t)u % 4 == 0) {
-        dim3 grid(pm_ceil_div(C / 2, CONV_THREADS), pm_ceil_div(M, CONV_L2));
-        CONV_DISPATCH(conv_silu_fwd2_kernel, (__nv_bfloat162 *)u, (const __nv_bfloat162 *)xi, ldx / 2,
-                      (const float *)w, (const float *)b, pos, M, T, C / 2);
-        cudaLaunchCheck();
-        return;
-    }
-    dim3 grid(pm_ceil_div(C, CONV_THREADS), pm_ceil_div(M, CONV_L));
-    CONV_DISPATCH(conv_silu_fwd_kernel, (bf16 *)u, (const bf16 *)xi, ldx, (const float *)w, (const float *)b, pos,
-                  M, T, C);
-    cudaLaunchCheck();
+    cuda_conv_silu_fwd((bf16 *)u, (const bf16 *)xi, ldx, (const float *)w, (const float *)b, pos, M, T, C, K,
+                       g_stream);
 }
 
-#define CONV_BWD2(KK)                                                                                         \
-    conv_silu_bwd2_kernel<KK><<<grid, 32 * CONV_BW, 0, g_stream>>>(                                          \
-        (__nv_bfloat162 *)dxi, ldx / 2, part, (const __nv_bfloat162 *)du, (const __nv_bfloat162 *)xi,        \
-        (const float *)w, (const float *)b, pos, M, T, C / 2)
 static void cu_conv_silu_bwd(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi,
                              const void *w, const void *b, const int32_t *pos, int M, int T, int C, int K) {
     if (M == 0) return;
-    if (C % 2 == 0 && ldx % 2 == 0 && is_aligned(xi, 4) && is_aligned(dxi, 4) && is_aligned(du, 4)) {
-        int G = (int)pm_ceil_div(M, CONV_BL * CONV_BW), W = C * (K + 1);
-        float *part = (float *)scratch_get(&s_conv_part, (size_t)G * W * sizeof(float));
-        dim3 grid(pm_ceil_div(C / 2, 32), G);
-        switch (K) {
-            case 1: CONV_BWD2(1); break;
-            case 2: CONV_BWD2(2); break;
-            case 3: CONV_BWD2(3); break;
-            case 4: CONV_BWD2(4); break;
-            default: pm_die("conv1d: kernel width %d unsupported on CUDA (1..4)", K);
-        }
-        cudaLaunchCheck();
-        colsum_final2((float *)dw, (float *)db, C * K, part, G, W);
-        return;
-    }
-    int G = (int)pm_ceil_div(M, CONV_L);
-    size_t wbytes = (size_t)G * C * K * sizeof(float);
-    float *part_w = (float *)scratch_get(&s_conv_part, wbytes + (size_t)G * C * sizeof(float));
-    float *part_b = part_w + (size_t)G * C * K;
-    dim3 grid(pm_ceil_div(C, CONV_THREADS), G);
-    CONV_DISPATCH(conv_silu_bwd_kernel, (bf16 *)dxi, ldx, part_w, part_b, (const bf16 *)du, (const bf16 *)xi,
-                  (const float *)w, (const float *)b, pos, M, T, C);
-    cudaLaunchCheck();
-    colsum_final((float *)dw, part_w, G, C * K);
-    colsum_final((float *)db, part_b, G, C);
+    float *part = (float *)scratch_get(&s_conv_part, cuda_conv_bwd_part_bytes(M, C, K));
+    cuda_conv_silu_bwd((bf16 *)dxi, ldx, (float *)dw, (float *)db, (const bf16 *)du, (const bf16 *)xi,
+                       (const float *)w, (const float *)b, pos, M, T, C, K, part, g_stream);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1604,6 +1245,7 @@ __global__ void __launch_bounds__(ADAM_THREADS) adamw_kernel(float *__restrict__
 
 static void cu_adamw(void *params, void *params_act, const void *grads, void *m, void *v,
                      const ParamSegment *segs, int nsegs, const AdamWArgs *a) {
+    g_steps++;  // the optimizer steps the GEMM tuning counts (gemm_tune)
     if (nsegs != g_adam_nsegs || memcmp(segs, g_adam_segs, nsegs * sizeof *segs) != 0) {
         size_t np = 0;
         for (int i = 0; i < nsegs; i++) np += (segs[i].size + ADAM_CHUNK - 1) / ADAM_CHUNK;

@@ -1,5 +1,5 @@
-// cuda_common.h — error checking and small bf16 helpers shared by the CUDA sources (backend_cuda.cu,
-// cuda_scan.cu). Every CUDA and cuBLASLt call goes through cudaCheck / cublasCheck: a failure prints one
+// cuda_common.h — error checking, small bf16 helpers, the SM count and the deterministic column sum shared by the
+// CUDA sources (backend_cuda.cu, cuda_scan.cu, cuda_conv.cu). Every CUDA and cuBLASLt call goes through cudaCheck / cublasCheck: a failure prints one
 // line naming the call site and a hint, then exits (a half-computed training step is never useful).
 #pragma once
 #include <cublasLt.h>
@@ -66,3 +66,43 @@ __device__ __forceinline__ float bf2f(__nv_bfloat16 x) { return __bfloat162float
 __device__ __forceinline__ __nv_bfloat16 f2bf(float x) { return __float2bfloat16_rn(x); }
 
 __device__ __forceinline__ float pm_sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
+
+// Streaming multiprocessors of the current device (132 on the H200 if the query fails), queried once.
+static inline int pm_cuda_sm_count(void) {
+    static int n = 0;
+    if (n == 0) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0)
+            n = 132;
+    }
+    return n;
+}
+
+// dst[j] += sum_{g < G} part[g * W + j] for j < W1, dst2[j - W1] += for W1 <= j < W: the second pass of every
+// deterministic column reduction (per-group partial rows in a fixed partition, then this). A block takes 32
+// adjacent columns (coalesced rows) and splits the G rows among PM_COLSUM_Y thread rows: thread row y sums g = y,
+// y + PM_COLSUM_Y, ... in order, then row 0 adds the PM_COLSUM_Y sums in order. The order is fixed by G alone, so
+// results repeat bit for bit; the split keeps many loads in flight where a single thread per column would walk
+// all G rows alone. Two gradients that share one partial row (the conv's dw and db) take one launch.
+#define PM_COLSUM_Y 16
+static __global__ void __launch_bounds__(32 * PM_COLSUM_Y)
+    pm_colsum_kernel(float *dst, float *dst2, int W1, const float *part, int G, int W) {
+    __shared__ float sh[PM_COLSUM_Y][33];
+    int j = blockIdx.x * 32 + threadIdx.x, y = threadIdx.y;
+    float s = 0.0f;
+    if (j < W)
+        for (int g = y; g < G; g += PM_COLSUM_Y) s += part[(size_t)g * W + j];
+    sh[y][threadIdx.x] = s;
+    __syncthreads();
+    if (y == 0 && j < W) {
+        float t = 0.0f;
+        for (int i = 0; i < PM_COLSUM_Y; i++) t += sh[i][threadIdx.x];
+        if (j < W1) dst[j] += t;
+        else dst2[j - W1] += t;
+    }
+}
+static inline void pm_colsum(float *dst, float *dst2, int W1, const float *part, int G, int W, cudaStream_t st) {
+    pm_colsum_kernel<<<pm_ceil_div(W, 32), dim3(32, PM_COLSUM_Y), 0, st>>>(dst, dst2, W1, part, G, W);
+    cudaLaunchCheck();
+}

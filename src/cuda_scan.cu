@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cuda_common.h"  // bf2f, pm_cuda_sm_count
 
 static constexpr int SCAN_N = 16;         // states per channel (Mamba-1 d_state); the kernels are built for it
 static constexpr int SCAN_THREADS = 128;  // channels per block (one row's slice of channels)
@@ -72,7 +73,6 @@ static void scan_check_shape(int M, int T, int Cd, int N) {
 }
 
 // ---- device helpers ----
-__device__ __forceinline__ float bf2f(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ float ex2_approx(float x) {  // 2^x on the special-function unit
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -968,23 +968,13 @@ static void scan_smem_optin(const void *fn, size_t bytes, int *done, const char 
 // Staged blocks are CH = 128 channels wide, or 64 when 128 would leave most SMs without a block.
 static int scan_pick_ch(int rows, int Cd) { return rows * ((Cd + 127) / 128) >= 120 ? 128 : 64; }
 
-static int scan_sm_count(void) {
-    static int n = 0;
-    if (n == 0) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0)
-            n = 132;  // H200
-    }
-    return n;
-}
 // Time segments per row for the staged forward / checkpoint kernels: enough blocks for ~4 waves of minb
 // blocks per SM (several waves so the last one is not mostly idle), but segments of at least
 // SCAN_SEG_MIN_CHUNKS chunks (each block's start-up is not free) and at most SCAN_SEG_MAX. *SL = tokens per
 // segment (a multiple of FT); returns the number of segments.
 static int scan_pick_seg(int rows, int nblk, int T, int minb, int *SL) {
     int nch = (T + FT - 1) / FT, blocks = rows * nblk;
-    int want = (4 * minb * scan_sm_count() + blocks - 1) / blocks;
+    int want = (4 * minb * pm_cuda_sm_count() + blocks - 1) / blocks;
     int nseg = want < nch / SCAN_SEG_MIN_CHUNKS ? want : nch / SCAN_SEG_MIN_CHUNKS;
     if (nseg > SCAN_SEG_MAX) nseg = SCAN_SEG_MAX;
     if (nseg < 1) nseg = 1;
@@ -1004,7 +994,7 @@ struct FwdPlan {
 // guess (two blocks give 1.33x the throughput of one), to be replaced by the lab's v8s-vs-v4 measurement.
 static constexpr float SEG_R = 0.75f, SEG_K2 = 1.5f;
 static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
-    const int sms = scan_sm_count(), nch = (T + FT - 1) / FT, b128 = rows * ((Cd + 127) / 128);
+    const int sms = pm_cuda_sm_count(), nch = (T + FT - 1) / FT, b128 = rows * ((Cd + 127) / 128);
     FwdPlan p;
     if (SEG_POLICY == 0) {
         const int v4ch = b128 >= 120 ? 128 : 64;
@@ -1057,7 +1047,7 @@ struct BwdPlan {
     int ch, SLK, nseg;
 };
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
-    const int sms = scan_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
+    const int sms = pm_cuda_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
     BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1};
     if (p.ch == 128) return p;
     const int nb = rows * ((Cd + 63) / 64), slots = 2 * sms;

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "cuda_common.h"  // what the frozen versions after v14 take from src (bf2f, pm_cuda_sm_count)
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
 #include "scan_v14.cuh"

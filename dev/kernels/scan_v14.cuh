@@ -68,7 +68,7 @@ static void scan_check_shape(int M, int T, int Cd, int N) {
 }
 
 // ---- device helpers ----
-__device__ __forceinline__ float bf2f(__nv_bfloat16 x) { return __bfloat162float(x); }
+// (bf2f: cuda_common.h's, identical; dropped here when src/cuda_scan.cu began to include it)
 __device__ __forceinline__ float ex2_approx(float x) {  // 2^x on the special-function unit
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
