@@ -893,10 +893,11 @@ static void cu_scan_bwd_fast(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 0); }
 // ---------------------------------------------------------------------------------------------------------
 // classifier: tied LM head + softmax cross-entropy, chunked over tokens
 //
-// Per chunk of tokens (classifier_chunk): logits (chunk, Vp) fp32 = x @ wte^T (cuBLASLt, fp32 out); one block per
-// token finds max and sum of exp in one online pass, writes the loss, and (backward) overwrites its own row
-// with bf16 dlogits = (softmax - onehot) * scale, packed into the row's first half (row stride 2*Vp bf16);
-// then dx = dlogits @ wte and dwte += dlogits^T @ x. Only a (chunk, Vp) fp32 buffer ever exists.
+// Per chunk of tokens (classifier_chunk): logits (chunk, Vp) fp32 = x @ wte^T (cuBLASLt, fp32 out); a pair of
+// blocks per token (softmax_xent_pair_kernel; one block streaming the row twice where half a row does not fit in
+// shared memory) finds max and sum of exp, writes the loss, and (backward) overwrites the row with bf16 dlogits =
+// (softmax - onehot) * scale, packed into the row's first half (row stride 2*Vp bf16); then dx = dlogits @ wte
+// and dwte += dlogits^T @ x. Only a (chunk, Vp) fp32 buffer ever exists.
 
 // Chunk size: M/4 tokens (at least CL_CHUNK_MIN, at most CL_CHUNK_MAX, a multiple of 256). The fp32 chunk is
 // the backend's largest buffer (4096 x 50280 x 4 B = 824 MB); a quarter of the batch keeps it a small share of

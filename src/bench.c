@@ -1058,6 +1058,7 @@ int cmd_bench(int argc, char **argv) {
         return 0;
     }
     if (!out && !list) pm_die("bench: --out DIR is required");
+    if (scan_states_layers < -1) pm_die("bench: --scan-states-layers %d: must be >= 0", scan_states_layers);
 
     BenchConfig *cfgs = NULL;
     int n_cfg = 0;

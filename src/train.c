@@ -173,6 +173,7 @@ int cmd_train(int argc, char **argv) {
     if (policy < 0) pm_die("train: --packing %s: expected single, pad or pack", a.packing);
     if (a.seq_len < 1 || a.batch < 1 || a.grad_accum < 1 || a.steps < 0)
         pm_die("train: --seq-len, --batch and --grad-accum must be >= 1 and --steps >= 0");
+    if (a.scan_states_layers < -1) pm_die("train: --scan-states-layers %d: must be >= 0", a.scan_states_layers);
 
     // Data parallel (dist.h): MPI only under mpirun with several ranks; rank 0 alone writes files and logs.
     dist_init(&argc, &argv);

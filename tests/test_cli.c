@@ -409,7 +409,7 @@ static void test_bad_configs(void **state) {
     } flags[] = {
         {"--preset 7b", "7b"},     {"--packing zip", "zip"},   {"--seq-len 0", "seq-len"},
         {"--batch -1", "batch"},   {"--batch x", "batch"},     {"--no-such-flag", "no-such-flag"},
-        {"--config missing.json", "missing.json"},
+        {"--config missing.json", "missing.json"}, {"--scan-states-layers -3", "scan-states-layers"},
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         int rc = pm("train --data data --out badrun --steps 2 %s", flags[i].args);
