@@ -975,10 +975,20 @@ __global__ void __launch_bounds__(CL_THREADS) softmax_xent_kernel(float *logits,
 // maxima and sums of exp are exchanged through distributed shared memory and combined in rank order, so both
 // blocks get the same bits (deterministic). exp(v - max) is computed once and kept in shared memory: the
 // dlogits pass only scales it.
+// Clusters exist from compute capability 9.0 (Hopper): in a build that also targets older GPUs their device pass
+// compiles this kernel empty, and softmax_xent never launches it there (g_cc_major).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define PM_CLUSTER_PAIR
+#define PM_HAS_CLUSTERS 0
+#else
+#define PM_CLUSTER_PAIR __cluster_dims__(2, 1, 1)
+#define PM_HAS_CLUSTERS 1
+#endif
 #define CLS_THREADS 512  // two blocks per SM (half a row of shared memory each), 64 registers
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(CLS_THREADS, 2)
+__global__ void PM_CLUSTER_PAIR __launch_bounds__(CLS_THREADS, 2)
     softmax_xent_pair_kernel(float *logits, float *loss, const int32_t *targets, int Vp, float loss_scale,
                              int backward) {
+#if PM_HAS_CLUSTERS
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
     extern __shared__ float4 half4[];  // (H4): this block's half of the row, then exp(v - max)
@@ -1043,15 +1053,17 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(CLS_THREADS, 2)
         }
     }
     cluster.sync();  // the partner's last reads of this block's part[] are done before it exits
+#endif
 }
 
 static int g_smem_optin;     // the device's per-block shared memory limit (opt-in), bytes
+static int g_cc_major;       // the device's compute capability (major): clusters from 9
 static int g_cls_smem_set;   // dynamic shared memory the pair kernel is currently allowed
 
 static void softmax_xent(float *logits, float *loss, const int32_t *targets, int mc, int Vp, float loss_scale,
                          int backward) {
     size_t smem = (size_t)((Vp / 4 + 1) / 2) * 16;  // half a row, in float4
-    if (Vp % 4 == 0 && smem + 512 <= (size_t)g_smem_optin) {
+    if (g_cc_major >= 9 && Vp % 4 == 0 && smem + 512 <= (size_t)g_smem_optin) {
         if ((int)smem > g_cls_smem_set) {
             cudaCheck(cudaFuncSetAttribute(softmax_xent_pair_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)smem));
@@ -1310,6 +1322,7 @@ static int cuda_init(void) {
     cudaCheck(cudaGetDevice(&dev));
     cudaCheck(cudaDeviceGetAttribute(&g_num_sms, cudaDevAttrMultiProcessorCount, dev));
     cudaCheck(cudaDeviceGetAttribute(&g_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    cudaCheck(cudaDeviceGetAttribute(&g_cc_major, cudaDevAttrComputeCapabilityMajor, dev));
     cudaCheck(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
     cublasStatus_t s = cublasLtCreate(&g_lt);
     if (s != CUBLAS_STATUS_SUCCESS) {
