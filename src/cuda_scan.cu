@@ -1046,11 +1046,28 @@ static constexpr int BSEG_MIN_CHUNKS = 8;  // fewest chunks per backward segment
 struct BwdPlan {
     int ch, SLK, nseg;
 };
+// Shared memory of the device: per block (opt-in) and per SM, queried once (H200: 227 KB / 228 KB).
+static void scan_smem_limits(int *per_block, int *per_sm) {
+    static int b = 0, m = 0;
+    if (b == 0) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&b, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&m, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess)
+            b = 232448, m = 233472;  // H200
+    }
+    *per_block = b, *per_sm = m;
+}
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     const int sms = pm_cuda_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
+    int smem_block, smem_sm;
+    scan_smem_limits(&smem_block, &smem_sm);
     BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1};
-    if (p.ch == 128) return p;
-    const int nb = rows * ((Cd + 63) / 64), slots = 2 * sms;
+    // 128-wide blocks need 212 KB of shared memory: GPUs with less per block (A100: 163 KB) take 64-wide ones
+    if (p.ch == 128 && bwd_smem(128) <= (size_t)smem_block) return p;
+    // 64-wide blocks per SM: two on the H200 (108 KB each; ~1 KB per block is reserved by the system)
+    const int fit = smem_sm / (int)(bwd_smem(64) + 1024), per_sm = fit > 1 ? fit : 1;
+    const int nb = rows * ((Cd + 63) / 64), slots = per_sm * sms;
     float best = (float)((nb + slots - 1) / slots) * nch;
     p = {64, nch, 1};
     for (int S = 2; S <= SCAN_SEG_MAX && S <= nch / BSEG_MIN_CHUNKS; S++) {
