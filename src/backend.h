@@ -147,5 +147,8 @@ typedef struct Backend {
 const Backend *backend_cpu(void);
 // NULL with pm_error set when there is no usable GPU (or the binary was built without CUDA).
 const Backend *backend_cuda(int deterministic);
+// How many GEMM shapes the CUDA backend has timed its cuBLASLt candidates for so far (its tuning; 0 without CUDA).
+// For tests: a tuning path that never runs would otherwise go unnoticed.
+int backend_cuda_gemm_tunings(void);
 // By name: "cpu" or "cuda"; dies with a clear message when unavailable.
 const Backend *backend_get(const char *name, int deterministic);

@@ -33,7 +33,6 @@ static cudaStream_t g_stream;
 static cublasLtHandle_t g_lt;
 static void *g_lt_ws;  // cuBLASLt workspace
 static const size_t LT_WS_BYTES = 32u << 20;
-static int g_num_sms;
 
 // A lazily grown device buffer.
 typedef struct {
@@ -153,7 +152,7 @@ __global__ void bf16_to_f32_kernel(float *dst, const bf16 *src, size_t n) {
         dst[i] = bf2f(src[i]);
 }
 static unsigned elementwise_grid(size_t n) {
-    size_t g = (n + 255) / 256, cap = (size_t)g_num_sms * 32;
+    size_t g = (n + 255) / 256, cap = (size_t)pm_cuda_sm_count() * 32;
     return (unsigned)(g < 1 ? 1 : g > cap ? cap : g);
 }
 static void cu_f32_to_act(void *dst, const void *src, size_t n) {
@@ -679,9 +678,11 @@ static int ranges_overlap(const void *a, size_t na, const void *b, size_t nb) {
 // timing noise does not flip between near-equal kernels. The runs write a scratch copy of D when the plan
 // accumulates (beta = 1) or D overlaps an operand; otherwise D itself, which the real call then overwrites.
 // Candidates that fail to run are skipped. PM_GEMM_TUNE=0 turns tuning off; PM_CUDA_VERBOSE=1 reports it.
+static int g_gemm_tunings;  // plans passed through gemm_tune (backend_cuda_gemm_tunings)
 static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
     p->tuned = 1;
     p->algo_fast = p->algo;
+    g_gemm_tunings++;
     cublasLtMatmulHeuristicResult_t res[GEMM_CANDS];
     cublasLtMatmulAlgo_t cand[GEMM_CANDS];
     int found = 0, ncand = 0;
@@ -976,7 +977,7 @@ __global__ void __launch_bounds__(CL_THREADS) softmax_xent_kernel(float *logits,
 // blocks get the same bits (deterministic). exp(v - max) is computed once and kept in shared memory: the
 // dlogits pass only scales it.
 // Clusters exist from compute capability 9.0 (Hopper): in a build that also targets older GPUs their device pass
-// compiles this kernel empty, and softmax_xent never launches it there (g_cc_major).
+// compiles this kernel empty, and softmax_xent never launches it there (pm_cuda_device()->cc_major).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define PM_CLUSTER_PAIR
 #define PM_HAS_CLUSTERS 0
@@ -1056,14 +1057,13 @@ __global__ void PM_CLUSTER_PAIR __launch_bounds__(CLS_THREADS, 2)
 #endif
 }
 
-static int g_smem_optin;     // the device's per-block shared memory limit (opt-in), bytes
-static int g_cc_major;       // the device's compute capability (major): clusters from 9
 static int g_cls_smem_set;   // dynamic shared memory the pair kernel is currently allowed
 
 static void softmax_xent(float *logits, float *loss, const int32_t *targets, int mc, int Vp, float loss_scale,
                          int backward) {
     size_t smem = (size_t)((Vp / 4 + 1) / 2) * 16;  // half a row, in float4
-    if (g_cc_major >= 9 && Vp % 4 == 0 && smem + 512 <= (size_t)g_smem_optin) {
+    const PmCudaDevice *dv = pm_cuda_device();
+    if (dv->cc_major >= 9 && Vp % 4 == 0 && smem + 512 <= (size_t)dv->smem_block) {
         if ((int)smem > g_cls_smem_set) {
             cudaCheck(cudaFuncSetAttribute(softmax_xent_pair_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)smem));
@@ -1318,11 +1318,6 @@ static int cuda_init(void) {
         snprintf(g_init_err, sizeof g_init_err, "no CUDA GPU found (cudaGetDeviceCount returned 0)");
         return -1;
     }
-    int dev = 0;
-    cudaCheck(cudaGetDevice(&dev));
-    cudaCheck(cudaDeviceGetAttribute(&g_num_sms, cudaDevAttrMultiProcessorCount, dev));
-    cudaCheck(cudaDeviceGetAttribute(&g_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    cudaCheck(cudaDeviceGetAttribute(&g_cc_major, cudaDevAttrComputeCapabilityMajor, dev));
     cudaCheck(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
     cublasStatus_t s = cublasLtCreate(&g_lt);
     if (s != CUBLAS_STATUS_SUCCESS) {
@@ -1375,6 +1370,8 @@ static int cuda_init(void) {
     g_inited = 1;
     return 1;
 }
+
+extern "C" int backend_cuda_gemm_tunings(void) { return g_gemm_tunings; }
 
 extern "C" const Backend *backend_cuda(int deterministic) {
     if (cuda_init() != 1) {

@@ -7,3 +7,4 @@ const Backend *backend_cuda(int deterministic) {
     pm_error("this packmamba was built without CUDA (rebuild with nvcc available to use --device cuda)");
     return NULL;
 }
+int backend_cuda_gemm_tunings(void) { return 0; }

@@ -576,11 +576,6 @@ typedef struct {
     json_t *trace;  // traceEvents array
 } Bench;
 
-// Model.keep_scan_states for this bench: -1 (the default) = every layer.
-static int kept_scan_layers(const Bench *bn, const ModelConfig *c) {
-    return bn->keep_scan_states < 0 ? c->n_layer : bn->keep_scan_states;
-}
-
 static void model_label(const BenchConfig *c, char *buf, size_t n) {
     ModelConfig p;
     if (c->preset[0] && config_preset(c->preset, 256, &p) == 0 && p.n_layer == c->n_layer && p.d_model == c->d_model &&
@@ -715,7 +710,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     config_label(c, label, sizeof label);
     // Will the activations fit? (bk->alloc dies when memory runs out, losing the sweep.)
     double need =
-        (double)model_activation_bytes(&m->cfg, bk, c->B, c->T, kept_scan_layers(bn, &m->cfg), bn->keep_activations);
+        (double)model_activation_bytes(&m->cfg, bk, c->B, c->T, bn->keep_scan_states, bn->keep_activations);
     size_t avail = mem_available();
     if (avail) avail += cat_bytes(MEM_ACTS);  // the previous configuration's activations are freed first
     if (avail && need > 0.9 * (double)avail) {
@@ -725,7 +720,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
         return skipped(c, ci, label, why);
     }
     g_cat = MEM_ACTS;
-    m->keep_scan_states = kept_scan_layers(bn, &m->cfg);
+    m->keep_scan_states = bn->keep_scan_states;
     m->keep_activations = bn->keep_activations;
     model_alloc_activations(m, c->B, c->T);
     g_cat = MEM_BENCH;

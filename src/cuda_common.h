@@ -5,6 +5,7 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -67,17 +68,38 @@ __device__ __forceinline__ __nv_bfloat16 f2bf(float x) { return __float2bfloat16
 
 __device__ __forceinline__ float pm_sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
 
-// Streaming multiprocessors of the current device (132 on the H200 if the query fails), queried once.
-static inline int pm_cuda_sm_count(void) {
-    static int n = 0;
-    if (n == 0) {
+// One clear line naming the CUDA source (`who`) and exit, like pm_die (the kernel files are also linked
+// standalone by the kernel labs, without util.c).
+static inline void pm_cuda_die(const char *who, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "packmamba: %s: ", who);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+// What the kernels' plans need to know of the current device, queried once (the H200's values if a query
+// fails): SMs, shared memory per block (opt-in) and per SM, compute capability (major).
+typedef struct {
+    int sms, smem_block, smem_sm, cc_major;
+} PmCudaDevice;
+static inline const PmCudaDevice *pm_cuda_device(void) {
+    static PmCudaDevice d = {0, 0, 0, 0};
+    if (d.sms == 0) {
         int dev = 0;
         if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0)
-            n = 132;
+            cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&d.smem_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&d.smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            d.sms <= 0)
+            d = PmCudaDevice{132, 232448, 233472, 9};
     }
-    return n;
+    return &d;
 }
+static inline int pm_cuda_sm_count(void) { return pm_cuda_device()->sms; }
 
 // dst[j] += sum_{g < G} part[g * W + j] for j < W1, dst2[j - W1] += for W1 <= j < W: the second pass of every
 // deterministic column reduction (per-group partial rows in a fixed partition, then this). A block takes 32

@@ -74,15 +74,9 @@ namespace {
 #define CONV_RUN_MIN 32   // run lengths 32, 64, 128 (multiples of the 32-token lim segments)
 #define CONV_RUN_MAX 128  // beyond one wave anyway: runs of 128 (halo re-reads 2%)
 
-// One clear line and exit, like pm_die (this file is also linked standalone by the kernel lab).
-static void conv_die(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "packmamba: cuda_conv: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1);
+template <typename... Args>
+static void conv_die(const char *fmt, Args... args) {  // one clear line and exit
+    pm_cuda_die("cuda_conv", fmt, args...);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -509,8 +503,8 @@ __global__ void __launch_bounds__(32 * W, MINB)
 // ---------------------------------------------------------------------------------------------------------
 // host side
 
-// Channels per thread: the widest V in 8, 4, 2 for which C and ldx are multiples of V and every pointer of a
-// strided tensor is 2V-byte aligned (so every row's V-channel groups are); else 1.
+// Channels per thread: the widest V in CONV_V_MAX, ..., 2 for which C and ldx are multiples of V and every pointer
+// of a strided tensor is 2V-byte aligned (so every row's V-channel groups are); else 1.
 // Production takes at most 4 channels per thread: the lab measured V = 4 faster than 8 on the H200 (fewer
 // registers, more warps in flight; docs/perf.md, conv v6): forward 0.039 against 0.041 ms at 130m, backward
 // (with 4 blocks per SM) 0.064 against 0.078 at 130m and 0.077 against 0.089 at 370m. The V = 8 kernels stay

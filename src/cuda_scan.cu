@@ -44,22 +44,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cuda_common.h"  // bf2f, pm_cuda_sm_count
+#include "cuda_common.h"  // bf2f, pm_cuda_device, pm_cuda_die
 
 static constexpr int SCAN_N = 16;         // states per channel (Mamba-1 d_state); the kernels are built for it
 static constexpr int SCAN_THREADS = 128;  // channels per block (one row's slice of channels)
 static constexpr int SCAN_K = 16;         // tokens per backward chunk = checkpoint interval
 static constexpr float LOG2E = 1.4426950408889634f;
 
-// One clear line and exit, like pm_die (this file is also linked standalone by the kernel lab).
-static void scan_die(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "packmamba: cuda_scan: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1);
+template <typename... Args>
+static void scan_die(const char *fmt, Args... args) {  // one clear line and exit
+    pm_cuda_die("cuda_scan", fmt, args...);
 }
 
 static void scan_check_launch(const char *what) {
@@ -1046,22 +1040,9 @@ static constexpr int BSEG_MIN_CHUNKS = 8;  // fewest chunks per backward segment
 struct BwdPlan {
     int ch, SLK, nseg;
 };
-// Shared memory of the device: per block (opt-in) and per SM, queried once (H200: 227 KB / 228 KB).
-static void scan_smem_limits(int *per_block, int *per_sm) {
-    static int b = 0, m = 0;
-    if (b == 0) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&b, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&m, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess)
-            b = 232448, m = 233472;  // H200
-    }
-    *per_block = b, *per_sm = m;
-}
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     const int sms = pm_cuda_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
-    int smem_block, smem_sm;
-    scan_smem_limits(&smem_block, &smem_sm);
+    const int smem_block = pm_cuda_device()->smem_block, smem_sm = pm_cuda_device()->smem_sm;
     BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1};
     // 128-wide blocks need 212 KB of shared memory: GPUs with less per block (A100: 163 KB) take 64-wide ones
     if (p.ch == 128 && bwd_smem(128) <= (size_t)smem_block) return p;
@@ -1222,12 +1203,6 @@ static void scan_fwd_impl(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv
     }
 }
 
-void cuda_scan_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
-                   const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
-                   const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                   cudaStream_t stream) {
-    scan_fwd_impl(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, NULL, stream);
-}
 void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                       const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
@@ -1296,15 +1271,6 @@ static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16
     scan_check_launch("scan_param_reduce_kernel");
 }
 
-void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
-                   __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
-                   const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
-                   const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
-                   const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                   void *workspace, size_t workspace_bytes, int deterministic, cudaStream_t stream) {
-    scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                  pos, M, T, Cd, N, NULL, workspace, workspace_bytes, deterministic, stream);
-}
 void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
                       __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
                       const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,

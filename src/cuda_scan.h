@@ -9,29 +9,17 @@
 // Workspace the backward needs for (M, T, Cd, N); the backend allocates it once at start.
 size_t cuda_scan_workspace_bytes(int M, int T, int Cd, int N);
 
-void cuda_scan_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
-                   const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
-                   const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd,
-                   int N, cudaStream_t stream);
-
 // The forward can leave the backward the scan states it needs (every 16th token's, fp32), so the backward skips
 // recomputing them: bytes of that buffer for (M, T, Cd, N).
 size_t cuda_scan_states_bytes(int M, int T, int Cd, int N);
-// cuda_scan_fwd that also writes `states` (cuda_scan_states_bytes; NULL: none) for cuda_scan_bwd_ex.
+// The forward; it also writes `states` (cuda_scan_states_bytes) for cuda_scan_bwd_ex unless that is NULL.
 void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                       const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
                       float *states, cudaStream_t stream);
 
-// Overwrites du, ddpre, dB, dC, dz; accumulates ddt_bias, dA_log, dD. Deterministic (no float atomics) when
-// `deterministic` is set.
-void cuda_scan_bwd(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
-                   __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
-                   const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
-                   const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
-                   const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                   void *workspace, size_t workspace_bytes, int deterministic, cudaStream_t stream);
-// cuda_scan_bwd given the states that cuda_scan_fwd_ex left for the same inputs (NULL: recompute them).
+// The backward: overwrites du, ddpre, dB, dC, dz; accumulates ddt_bias, dA_log, dD; always deterministic (no
+// float atomics). `states`: what cuda_scan_fwd_ex left for the same inputs, or NULL to recompute them.
 void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
                       __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
                       const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,

@@ -122,7 +122,7 @@ void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t se
     m->cfg = *c;
     config_derive(&m->cfg);
     m->bk = bk;
-    m->keep_scan_states = m->cfg.n_layer;
+    m->keep_scan_states = -1;  // every layer
     m->n_tensors = model_param_infos(&m->cfg, NULL);
     m->tensors = pm_malloc(sizeof(ParamInfo) * m->n_tensors);
     model_param_infos(&m->cfg, m->tensors);
@@ -294,11 +294,13 @@ static size_t states_per_layer(const ModelConfig *c, const Backend *bk, int B, i
     return (bk->scan_states_bytes(B * T, T, c->d_inner, c->d_state) + 255) / 256 * 256;
 }
 
-// Layers that keep their scan states: the last `keep` of them (all when keep >= n_layer).
-static int kept_state_layers(const ModelConfig *c, int keep) { return keep <= 0 ? 0 : keep < c->n_layer ? keep : c->n_layer; }
+// Layers that keep their scan states: the last `keep` of them (every layer when keep < 0 or keep >= n_layer).
+static int kept_state_layers(const ModelConfig *c, int keep) {
+    return keep == 0 ? 0 : keep > 0 && keep < c->n_layer ? keep : c->n_layer;
+}
 
 size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states) {
-    return (size_t)kept_state_layers(c, keep_scan_states) * states_per_layer(c, bk, B, T, keep_scan_states > 0);
+    return (size_t)kept_state_layers(c, keep_scan_states) * states_per_layer(c, bk, B, T, keep_scan_states != 0);
 }
 
 size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states,

@@ -78,8 +78,8 @@ typedef struct {
     } *layers;         // (n_layer)
     // How many layers keep their scan states, where the backend can (Backend.scan_states_bytes): the forward of a
     // training step leaves them for the backward, which then skips recomputing them — faster, for
-    // scan_states_bytes more memory per layer (docs/perf.md, v12). n_layer or more (model_create's default):
-    // every layer; 0: none; in between, the last keep_scan_states layers (a memory/speed dial). Read by
+    // scan_states_bytes more memory per layer (docs/perf.md, v12). Negative (model_create's default) or n_layer
+    // and more: every layer; 0: none; in between, the last keep_scan_states layers (a memory/speed dial). Read by
     // model_alloc_activations.
     int keep_scan_states;
     // 0 (the default): the backward recomputes each layer's xn, u and dpre (a norm, the conv and the dt_proj

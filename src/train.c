@@ -199,7 +199,7 @@ int cmd_train(int argc, char **argv) {
     Model m;
     model_create(&m, &cfg, bk, (uint64_t)a.seed);
     model_alloc_optimizer(&m);
-    m.keep_scan_states = a.recompute_scan ? 0 : a.scan_states_layers >= 0 ? a.scan_states_layers : cfg.n_layer;
+    m.keep_scan_states = a.recompute_scan ? 0 : a.scan_states_layers;  // -1 (the default): every layer
     m.keep_activations = a.keep_activations;
     model_alloc_activations(&m, a.batch, a.seq_len);
     dist_attach(&m, a.grad_accum);  // with several ranks: reduce each layer's gradients during the backward

@@ -391,6 +391,7 @@ static void test_bad_configs(void **state) {
         {"{\"seq_len\": 0}", "seq_len"},                                      // impossible sizes
         {"{\"batch\": -1}", "batch"},
         {"{\"grad-accum\": 0}", "grad-accum"},
+        {"{\"scan_states_layers\": -2}", "scan_states_layers"},
         {"{\"seq_len\": 1000000000000}", "seq_len"},
         {"{\"preset\": \"7b\"}", "7b"},                                       // unknown preset
         {"{\"packing\": \"zip\"}", "zip"},                                    // unknown packing

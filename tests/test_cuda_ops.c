@@ -533,12 +533,19 @@ static void test_matmul_tuned(void **state) {
     void *tp = g_f32(&one, 1), *tg = g_f32(&one, 1), *tm = g_f32(&one, 1), *tv = g_f32(&one, 1);
     ParamSegment tseg = {0, 1, 0};
     AdamWArgs ta = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 1};
+    int tunings0 = backend_cuda_gemm_tunings();
     for (int r = 0; r < REP; r++) {
         if (r == REP / 2) G->adamw(tp, NULL, tg, tm, tv, &tseg, 1, &ta);  // a step: the shapes are tuned next
         G->matmul_fwd(go, ldo, gi, K, gW, NULL, M, N, K);
         G->matmul_bwd(gdi, K, 1, gdW, NULL, gdo, N, gi, K, gW, M, N, K);
     }
     G->free(tp), G->free(tg), G->free(tm), G->free(tv);
+    const char *tune_env = getenv("PM_GEMM_TUNE");
+    if (!(tune_env && tune_env[0] == '0')) {  // else the checks below would not have seen a tuned GEMM
+        int tuned = backend_cuda_gemm_tunings() - tunings0;
+        printf("    GEMM shapes tuned here: %d (the forward, dinp and dW shapes)\n", tuned);
+        g_fails += tuned < 3;
+    }
     float *o = g_get_act(go, (size_t)M * ldo), *di = g_get_act(gdi, (size_t)M * K), *dW = g_get_f32(gdW, (size_t)N * K);
     check_slice("tuned matmul_fwd out (bf16)", o, r_o, M, ldo, 0, N, 1e-2);  // and columns past N untouched
     check_rel("tuned matmul_bwd dinp, 4 accumulations (bf16)", di, r_di, (size_t)M * K, 2e-2);

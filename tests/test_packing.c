@@ -66,6 +66,13 @@ static double rel_diff(const float *a, const float *b, size_t n) {
     return sqrt(num) / (sqrt(den) + 1e-30);
 }
 
+// The model every test here runs: 2 layers of width 32, a vocabulary of 50.
+static ModelConfig small_config(void) {
+    ModelConfig c = {.n_layer = 2, .d_model = 32, .vocab_size = 50};
+    config_derive(&c);
+    return c;
+}
+
 // Random documents of lengths 1..3T, the longer ones cut into T-sized pieces (each piece its own document).
 static int make_docs(PmRng *rng, int T, int vocab, int n_src, Doc *out, int max_out) {
     int n = 0;
@@ -92,8 +99,7 @@ static void perturb_params(Model *m, PmRng *rng) {
 static void test_packed_equals_separate(void **state) {
     (void)state;
     const int B = 12, T = 32;  // 4 source documents of <= 3T tokens always fit in 12 rows
-    ModelConfig c = {.n_layer = 2, .d_model = 32, .vocab_size = 50};
-    config_derive(&c);
+    ModelConfig c = small_config();
     Model m;
     model_create(&m, &c, backend_cpu(), 3);
     PmRng rng;
@@ -155,8 +161,7 @@ static void test_packed_equals_separate(void **state) {
 static void test_no_leakage(void **state) {
     (void)state;
     const int B = 2, T = 40;
-    ModelConfig c = {.n_layer = 2, .d_model = 32, .vocab_size = 50};
-    config_derive(&c);
+    ModelConfig c = small_config();
     Model m;
     model_create(&m, &c, backend_cpu(), 5);
     PmRng rng;
@@ -246,8 +251,7 @@ static void test_overfit_one_packed_batch(void **state) {
 static void test_keep_activations_same(void **state) {
     (void)state;
     const int B = 9, T = 32;  // 3 source documents of <= 3T tokens always fit in 9 rows
-    ModelConfig c = {.n_layer = 2, .d_model = 32, .vocab_size = 50};
-    config_derive(&c);
+    ModelConfig c = small_config();
     PmRng rng;
     pm_rng_seed(&rng, 5);
     Doc docs[16];

@@ -73,13 +73,14 @@ static float *lab_states(int M, int T, int Cd) {
     return buf;
 }
 static float *g_states = NULL;
-// fwd/bwd of one version's _ex entry points (namespace NS; "::" for src/cuda_scan.cu) as NAME_fwd / NAME_bwd
-#define ST_WRAPPERS(NAME, NS)                                                                                      \
+// fwd/bwd of one version's _ex entry points (namespace NS; "::" for src/cuda_scan.cu, which has only those) as
+// NAME_fwd / NAME_bwd, the forward keeping its states for the backward (KEEP 1, the "+st" versions) or not (0)
+#define SCAN_WRAPPERS(NAME, NS, KEEP)                                                                              \
     static void NAME##_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,               \
                            const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,                    \
                            const __nv_bfloat16 *Cm, int ldbc, const float *D, const __nv_bfloat16 *z, int ldz,   \
                            const int32_t *pos, int M, int T, int Cd, int N, cudaStream_t stream) {              \
-        g_states = lab_states(M, T, Cd);                                                                         \
+        g_states = KEEP ? lab_states(M, T, Cd) : NULL;                                                           \
         NS cuda_scan_fwd_ex(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, g_states,  \
                             stream);                                                                             \
     }                                                                                                            \
@@ -91,16 +92,18 @@ static float *g_states = NULL;
                            const int32_t *pos, int M, int T, int Cd, int N, void *ws, size_t wsb, int det,       \
                            cudaStream_t stream) {                                                                \
         NS cuda_scan_bwd_ex(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm,  \
-                            ldbc, D, z, ldz, pos, M, T, Cd, N, g_states, ws, wsb, det, stream);                  \
+                            ldbc, D, z, ldz, pos, M, T, Cd, N, KEEP ? g_states : NULL, ws, wsb, det,          \
+                            stream);                                                                             \
     }
-ST_WRAPPERS(prod_st, ::)
-ST_WRAPPERS(v14_st, scan_v14::)
+SCAN_WRAPPERS(prod, ::, 0)
+SCAN_WRAPPERS(prod_st, ::, 1)
+SCAN_WRAPPERS(v14_st, scan_v14::, 1)
 
 static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
     {"v14", scan_v14::cuda_scan_workspace_bytes, scan_v14::cuda_scan_fwd, scan_v14::cuda_scan_bwd},
     {"v14+st", scan_v14::cuda_scan_workspace_bytes, v14_st_fwd, v14_st_bwd},
-    {"prod", cuda_scan_workspace_bytes, cuda_scan_fwd, cuda_scan_bwd},  // src/cuda_scan.cu (v18 since 2026-11-30)
+    {"prod", cuda_scan_workspace_bytes, prod_fwd, prod_bwd},  // src/cuda_scan.cu (v18 since 2026-11-30)
     {"prod+st", cuda_scan_workspace_bytes, prod_st_fwd, prod_st_bwd},
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);
