@@ -750,6 +750,8 @@ static void test_scan(void **state) {
     scan_case(2, 100, 160, 16, 8);  // chunks not a multiple of T, channels not a multiple of the block
     scan_case(3, 64, 256, 16, 16);
     scan_case(9, 40, 960, 16, 8);   // 135 blocks of 64 channels on a 132-SM H200: the forward takes 32-wide blocks
+                                    // and the backward (270 blocks of 32) v20's 4-threads-per-channel kernel
+    scan_case(8, 56, 1480, 16, 8);  // v20's backward again, with a partial 32-channel block (376 blocks)
     FINISH();
 }
 

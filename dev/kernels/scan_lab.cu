@@ -28,6 +28,7 @@
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
 #include "scan_v14.cuh"
+#include "scan_v18.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -98,12 +99,14 @@ static float *g_states = NULL;
 SCAN_WRAPPERS(prod, ::, 0)
 SCAN_WRAPPERS(prod_st, ::, 1)
 SCAN_WRAPPERS(v14_st, scan_v14::, 1)
+SCAN_WRAPPERS(v18_st, scan_v18::, 1)
 
 static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
     {"v14", scan_v14::cuda_scan_workspace_bytes, scan_v14::cuda_scan_fwd, scan_v14::cuda_scan_bwd},
     {"v14+st", scan_v14::cuda_scan_workspace_bytes, v14_st_fwd, v14_st_bwd},
-    {"prod", cuda_scan_workspace_bytes, prod_fwd, prod_bwd},  // src/cuda_scan.cu (v18 since 2026-11-30)
+    {"v18+st", scan_v18::cuda_scan_workspace_bytes, v18_st_fwd, v18_st_bwd},
+    {"prod", cuda_scan_workspace_bytes, prod_fwd, prod_bwd},  // src/cuda_scan.cu (v20 since 2026-11-30)
     {"prod+st", cuda_scan_workspace_bytes, prod_st_fwd, prod_st_bwd},
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);
@@ -658,7 +661,10 @@ int main(int argc, char **argv) {
                       // partial, documents long enough (mean 3000) that states cross segment boundaries
                       {"B1 D128 L1000 segments", 1, 1000, 128, 80, 48, 64, 256, 128, 3000},
                       {"B2 D256 L1024 seg+resets", 2, 1024, 256, 80, 48, 64, 512, 256, 200},
-                      {"B4 D512 L1024 seg CH128", 4, 1024, 512, 80, 48, 64, 1024, 512, 300}};
+                      {"B4 D512 L1024 seg CH128", 4, 1024, 512, 80, 48, 64, 1024, 512, 300},
+                      // v20's 4-threads-per-channel backward takes >= 2 blocks of 32 channels per SM: a partial
+                      // block (520 = 16 * 32 + 8) and a partial last chunk (200 = 12 * 16 + 8)
+                      {"B16 D520 L200 bwd4", 16, 200, 520, 80, 48, 64, 1040, 520, 70}};
     for (int vi = 0; vi < nversions; vi++)
         for (const Shape &s : shapes)
             if ((argc < 3 || !strcmp(argv[2], versions[vi].name)) && selected(versions[vi].name))

@@ -1,0 +1,1281 @@
+// scan_v18.cuh — frozen copy of src/cuda_scan.cu as version v18 (made by dev/kernels/mkver.sh).
+namespace scan_v18 {
+// cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
+// bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
+// Version v18 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v14 with the
+// forward's block width chosen so the busiest SM holds the fewest channels (32-wide blocks at B8 D1536), and a
+// lighter backward summary pass (v18c: no u tile, two pass values, P from the summed delta). v14: v13 with the
+// backward main pass cut into time segments also where 64-wide blocks were chosen (rows * Cd too small for one
+// 128-wide block per SM), when the cost model favours it. v13: v12 with no
+// branch inside the backward's 4-token groups (both threads of a channel store its outputs), so the scheduler
+// interleaves the group's tokens. v12: v11 with the
+// forward able to leave the backward its checkpoints (cuda_scan_fwd_ex / cuda_scan_bwd_ex: the training step
+// skips the checkpoint pass), and the per-chunk false wait on the prefetches removed (settle). v11: v10 with the
+// exposed latencies and the integer work that ncu's per-instruction view showed taken out — B/C prefetches kept
+// as raw bf16 until stored (converting them at once made each thread wait for its loads), pos for the next
+// chunk's document starts loaded a chunk ahead, outputs staged in shared memory and written in 16-byte pieces,
+// the backward's reverse walk run over a fixed 16 tokens in groups of 4 with compile-time offsets, and the
+// per-(token, channel) pass values packed so one load fetches them. v10: time segments in the backward main pass
+// too (the state adjoint carried backwards across segments), only where the rows leave most of the GPU idle; the
+// kernel's segment mode is a template parameter, so the shapes that fill the GPU compile to v9's code. v9: v8's
+// kernels with v8's time segments used only where the rows leave most of the GPU idle (long rows, small B); the
+// shapes that already fill the GPU run v4's plan. v8: v4 (branch-free token loops: document starts force
+// a_t = 0 instead of branching; tokens past the end of a chunk run on zeroed pass arrays and are not stored)
+// with time segments in the forward and the checkpoint pass: each row is cut into up to 16 segments scanned by
+// different blocks, after a summary pass gives each segment its incoming state, and the kernels are held to 64
+// registers so two blocks fit per SM.
+//
+// Layout and parallelism (DESIGN §3): token-major (M, Cd) tensors; each channel of a row is walked in token
+// order with its N = 16 fp32 states in registers (no block scan), so u/dpre/z/dout tiles are coalesced across
+// channels and B_t/C_t (shared by every channel of the row) are broadcast. In the fast ("staged") path the
+// states of a channel are split over several threads (4 in the forward, 2 in the backward) so that there are
+// enough warps per scheduler even when rows*Cd is only ~16K; the generic path (v1: one thread per channel,
+// plain loads) runs for odd strides or misaligned pointers.
+//
+// Backward: (1) a forward pass stores the state every SCAN_K tokens ("checkpoints") in the workspace;
+// (2) a reverse pass over chunks of SCAN_K tokens: recompute the chunk's states from its checkpoint into shared
+// memory, then walk the chunk backwards carrying the state adjoint. dB/dC (summed over channels) are reduced in
+// a warp by a butterfly transpose, then over the block's warps in shared memory, and written as per-block
+// partials; a second kernel sums partials in a fixed order. Per-channel parameter gradients are per-row partials
+// summed over rows in a fixed order by a third kernel. No atomics anywhere: the result is bit-identical run to
+// run whether or not `deterministic` is set.
+
+
+
+
+static constexpr int SCAN_N = 16;         // states per channel (Mamba-1 d_state); the kernels are built for it
+static constexpr int SCAN_THREADS = 128;  // channels per block (one row's slice of channels)
+static constexpr int SCAN_K = 16;         // tokens per backward chunk = checkpoint interval
+static constexpr float LOG2E = 1.4426950408889634f;
+
+template <typename... Args>
+static void scan_die(const char *fmt, Args... args) {  // one clear line and exit
+    pm_cuda_die("cuda_scan", fmt, args...);
+}
+
+static void scan_check_launch(const char *what) {
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) scan_die("%s: %s", what, cudaGetErrorString(e));
+}
+
+static void scan_check_shape(int M, int T, int Cd, int N) {
+    if (N != SCAN_N) scan_die("d_state N=%d is not supported (the kernels are built for N=%d)", N, SCAN_N);
+    if (T <= 0 || M <= 0 || Cd <= 0 || M % T != 0) scan_die("bad shape M=%d T=%d Cd=%d", M, T, Cd);
+}
+
+// ---- device helpers ----
+__device__ __forceinline__ float ex2_approx(float x) {  // 2^x on the special-function unit
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float rcp_approx(float x) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float lg2_approx(float x) {
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+// softplus(v) = ln(1 + e^v), and v itself above 20 (the reference's threshold)
+__device__ __forceinline__ float softplus_f(float v) {
+    return v > 20.f ? v : lg2_approx(1.f + ex2_approx(v * LOG2E)) * 0.69314718055994531f;
+}
+// 1 / (1 + e^-v); e^-v overflowing to +inf gives rcp = 0, the right limit
+__device__ __forceinline__ float sigmoid_f(float v) { return rcp_approx(1.f + ex2_approx(-v * LOG2E)); }
+
+// A value loaded before a kernel's chunk loop, passed through an identity shuffle there, so the wait for its load
+// happens once, before the loop. Otherwise ptxas waits for it at its first use inside the loop on a scoreboard
+// that the loop's own prefetches reuse, i.e. every chunk waits for its prefetch there (seen in v11's profile).
+__device__ __forceinline__ float settle(float x) { return __shfl_sync(0xffffffffu, x, threadIdx.x & 31); }
+
+static size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
+
+// ---- generic path (v1): any strides and alignment ----
+// grid (ceil(Cd/128), rows); thread = (row, channel c)
+__global__ void __launch_bounds__(SCAN_THREADS)
+    scan_fwd_generic_kernel(__nv_bfloat16 *out, float *states, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
+                    const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
+                    int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd) {
+    int c = blockIdx.x * SCAN_THREADS + threadIdx.x;
+    int row = blockIdx.y;
+    if (c >= Cd) return;
+    float A2[SCAN_N];  // A * log2(e), so exp(delta*A) = 2^(delta*A2)
+#pragma unroll
+    for (int n = 0; n < SCAN_N; n++) A2[n] = -__expf(A_log[(size_t)c * SCAN_N + n]) * LOG2E;
+    float bias = dt_bias[c], Dc = Dp[c];
+    float s[SCAN_N];
+#pragma unroll
+    for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+    const int nck = (T + SCAN_K - 1) / SCAN_K;
+    for (int t = 0; t < T; t++) {
+        size_t m = (size_t)row * T + t;
+        if (states && t % SCAN_K == 0) {  // (rows, nck, Cd, N): the staged backward's checkpoint layout
+            float *ck = states + (((size_t)row * nck + t / SCAN_K) * Cd + c) * SCAN_N;
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) ck[n] = s[n];
+        }
+        float uu = bf2f(u[m * Cd + c]);
+        float dl = softplus_f(bf2f(dpre[m * Cd + c]) + bias);
+        float zz = bf2f(z[m * ldz + c]);
+        if (t == 0 || pos[m] == 0) {  // document start: the state restarts (warp-uniform branch)
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+        }
+        float du = dl * uu, y = Dc * uu;
+        const __nv_bfloat16 *Bt = Bm + m * ldbc, *Ct = Cm + m * ldbc;
+#pragma unroll
+        for (int n = 0; n < SCAN_N; n++) {
+            float a = ex2_approx(dl * A2[n]);
+            s[n] = fmaf(a, s[n], du * bf2f(Bt[n]));
+            y = fmaf(s[n], bf2f(Ct[n]), y);
+        }
+        out[m * Cd + c] = __float2bfloat16(y * zz * sigmoid_f(zz));
+    }
+}
+
+// (generic backward)
+// Pass 1: checkpoints. ckpt (rows, nchunk, N, Cd) = the state before each chunk's first token.
+__global__ void __launch_bounds__(SCAN_THREADS)
+    scan_ckpt_generic_kernel(float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                     const float *A_log, const __nv_bfloat16 *Bm, int ldbc, const int32_t *pos, int T, int Cd,
+                     int nchunk) {
+    int c = blockIdx.x * SCAN_THREADS + threadIdx.x;
+    int row = blockIdx.y;
+    if (c >= Cd) return;
+    float A2[SCAN_N];
+#pragma unroll
+    for (int n = 0; n < SCAN_N; n++) A2[n] = -__expf(A_log[(size_t)c * SCAN_N + n]) * LOG2E;
+    float bias = dt_bias[c];
+    float s[SCAN_N];
+#pragma unroll
+    for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+    for (int t = 0; t < T; t++) {
+        size_t m = (size_t)row * T + t;
+        if (t % SCAN_K == 0) {
+            float *ck = ckpt + ((size_t)(row * nchunk + t / SCAN_K) * SCAN_N) * Cd + c;
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) ck[(size_t)n * Cd] = s[n];
+        }
+        float uu = bf2f(u[m * Cd + c]);
+        float dl = softplus_f(bf2f(dpre[m * Cd + c]) + bias);
+        if (t == 0 || pos[m] == 0) {
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+        }
+        float du = dl * uu;
+        const __nv_bfloat16 *Bt = Bm + m * ldbc;
+#pragma unroll
+        for (int n = 0; n < SCAN_N; n++) s[n] = fmaf(ex2_approx(dl * A2[n]), s[n], du * bf2f(Bt[n]));
+    }
+}
+
+// Sum 32 values per lane over the warp: afterwards v[0] of lane l holds sum over lanes of v[l]. Each level
+// halves the values a lane holds (31 shuffles for 32 sums instead of 32*5). Written as a template so every
+// index into v is a compile-time constant (v stays in registers).
+template <int HALF>
+__device__ __forceinline__ void transpose_reduce_level(float (&v)[32], int lane) {
+    bool upper = (lane & HALF) != 0;
+#pragma unroll
+    for (int i = 0; i < HALF; i++) {
+        float keep = upper ? v[i + HALF] : v[i];
+        float send = upper ? v[i] : v[i + HALF];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, HALF);
+    }
+}
+__device__ __forceinline__ float warp_transpose_reduce32(float (&v)[32]) {
+    int lane = threadIdx.x & 31;
+    transpose_reduce_level<16>(v, lane);
+    transpose_reduce_level<8>(v, lane);
+    transpose_reduce_level<4>(v, lane);
+    transpose_reduce_level<2>(v, lane);
+    transpose_reduce_level<1>(v, lane);
+    return v[0];
+}
+
+// Pass 2: reverse over chunks. grid (nblk, rows), block SCAN_THREADS; dynamic smem: states (K, N, threads) f32
+// + warp sums (K, warps, 2N) f32. Threads past Cd run with zero inputs (they take part in shuffles/barriers).
+__global__ void __launch_bounds__(SCAN_THREADS)
+    scan_bwd_generic_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out, float *bc_part,
+                    float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
+                    const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                    const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
+                    const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nchunk) {
+    extern __shared__ float smem[];
+    float *S = smem;                                         // (K, N, SCAN_THREADS)
+    float *R = smem + SCAN_K * SCAN_N * SCAN_THREADS;        // (K, warps, 2N)
+    const int warps = SCAN_THREADS / 32;
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int c = blockIdx.x * SCAN_THREADS + tid;
+    int row = blockIdx.y, nblk = gridDim.x;
+    bool active = c < Cd;
+    float A[SCAN_N], A2[SCAN_N];
+#pragma unroll
+    for (int n = 0; n < SCAN_N; n++) {
+        A[n] = active ? -__expf(A_log[(size_t)c * SCAN_N + n]) : 0.f;
+        A2[n] = A[n] * LOG2E;
+    }
+    float bias = active ? dt_bias[c] : 0.f, Dc = active ? Dp[c] : 0.f;
+    float carry[SCAN_N], dA[SCAN_N];  // carry = a_{t+1} * ds_{t+1}, the adjoint flowing into s_t from t+1
+#pragma unroll
+    for (int n = 0; n < SCAN_N; n++) carry[n] = dA[n] = 0.f;
+    float dbias = 0.f, dDacc = 0.f;
+
+    for (int k = nchunk - 1; k >= 0; k--) {
+        int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        float s0[SCAN_N];  // state before t0
+        const float *ck = ckpt + ((size_t)(row * nchunk + k) * SCAN_N) * Cd + c;
+#pragma unroll
+        for (int n = 0; n < SCAN_N; n++) s0[n] = active ? ck[(size_t)n * Cd] : 0.f;
+        // recompute the chunk's states into shared memory
+        {
+            float s[SCAN_N];
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) s[n] = s0[n];
+            for (int j = 0; j < len; j++) {
+                size_t m = (size_t)row * T + t0 + j;
+                float uu = active ? bf2f(u[m * Cd + c]) : 0.f;
+                float dl = softplus_f((active ? bf2f(dpre[m * Cd + c]) : 0.f) + bias);
+                if (t0 + j == 0 || pos[m] == 0) {
+#pragma unroll
+                    for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+                }
+                float dlu = dl * uu;
+                const __nv_bfloat16 *Bt = Bm + m * ldbc;
+#pragma unroll
+                for (int n = 0; n < SCAN_N; n++) {
+                    s[n] = fmaf(ex2_approx(dl * A2[n]), s[n], dlu * bf2f(Bt[n]));
+                    S[(j * SCAN_N + n) * SCAN_THREADS + tid] = s[n];
+                }
+            }
+        }
+        // walk the chunk backwards
+        for (int j = len - 1; j >= 0; j--) {
+            int t = t0 + j;
+            size_t m = (size_t)row * T + t;
+            float uu = 0.f, v = bias, zz = 0.f, go = 0.f;
+            if (active) {
+                uu = bf2f(u[m * Cd + c]);
+                v += bf2f(dpre[m * Cd + c]);
+                zz = bf2f(z[m * ldz + c]);
+                go = bf2f(dout[m * Cd + c]);
+            }
+            float dl = softplus_f(v);
+            bool start = t == 0 || pos[m] == 0;
+            const __nv_bfloat16 *Bt = Bm + m * ldbc, *Ct = Cm + m * ldbc;
+            float sz = sigmoid_f(zz);
+            float y = Dc * uu;
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) y = fmaf(S[(j * SCAN_N + n) * SCAN_THREADS + tid], bf2f(Ct[n]), y);
+            float g = go * zz * sz;  // d y
+            float dzv = go * y * sz * (1.f + zz * (1.f - sz));
+            float duv = g * Dc, ddl = 0.f;
+            float bc[2 * SCAN_N];
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) {
+                float st = S[(j * SCAN_N + n) * SCAN_THREADS + tid];
+                float sp = start ? 0.f : (j > 0 ? S[((j - 1) * SCAN_N + n) * SCAN_THREADS + tid] : s0[n]);
+                float a = ex2_approx(dl * A2[n]);
+                float b = bf2f(Bt[n]), cc = bf2f(Ct[n]);
+                float ds = fmaf(g, cc, carry[n]);
+                float as = a * sp;
+                ddl = fmaf(ds, fmaf(A[n], as, b * uu), ddl);
+                dA[n] = fmaf(ds * dl, as, dA[n]);
+                duv = fmaf(ds * dl, b, duv);
+                bc[n] = ds * dl * uu;
+                bc[SCAN_N + n] = g * st;
+                carry[n] = start ? 0.f : a * ds;
+            }
+            float ddp = v > 20.f ? ddl : ddl * sigmoid_f(v);
+            dbias += ddp;
+            dDacc = fmaf(g, uu, dDacc);
+            if (active) {
+                du_out[m * Cd + c] = __float2bfloat16(duv);
+                ddpre_out[m * Cd + c] = __float2bfloat16(ddp);
+                dz_out[m * ldz + c] = __float2bfloat16(dzv);
+            }
+            float tot = warp_transpose_reduce32(bc);
+            R[(j * warps + warp) * 2 * SCAN_N + lane] = tot;
+        }
+        __syncthreads();
+        // sum the block's warps, one partial per (token, block)
+        for (int idx = tid; idx < len * 2 * SCAN_N; idx += SCAN_THREADS) {
+            int j = idx / (2 * SCAN_N), i = idx % (2 * SCAN_N);
+            float acc = 0.f;
+            for (int w = 0; w < warps; w++) acc += R[(j * warps + w) * 2 * SCAN_N + i];
+            size_t m = (size_t)row * T + t0 + j;
+            bc_part[(m * nblk + blockIdx.x) * 2 * SCAN_N + i] = acc;
+        }
+        __syncthreads();  // S and R are rewritten by the next chunk
+    }
+    if (active) {
+        float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
+        pp[0] = dbias;
+        pp[(size_t)Cd] = dDacc;
+#pragma unroll
+        for (int n = 0; n < SCAN_N; n++) pp[(size_t)(2 + n) * Cd] = dA[n] * A[n];  // dA_log = dA * dA/dA_log
+    }
+}
+
+// dB, dC (M, N) bf16 (ldbc) = sums of the per-block partials in block order. One thread per (token, 2N value).
+__global__ void scan_bc_reduce_kernel(__nv_bfloat16 *dB, __nv_bfloat16 *dC, const float *bc_part, int ldbc, int M,
+                                      int nblk) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)M * 2 * SCAN_N) return;
+    size_t m = idx / (2 * SCAN_N);
+    int i = idx % (2 * SCAN_N);
+    const float *p = bc_part + m * nblk * 2 * SCAN_N + i;
+    float acc = 0.f;
+    for (int b = 0; b < nblk; b++) acc += p[(size_t)b * 2 * SCAN_N];
+    if (i < SCAN_N)
+        dB[m * ldbc + i] = __float2bfloat16(acc);
+    else
+        dC[m * ldbc + i - SCAN_N] = __float2bfloat16(acc);
+}
+
+// ddt_bias, dD (Cd) and dA_log (Cd, N) += per-row partials summed in row order. One thread per (value, c).
+__global__ void scan_param_reduce_kernel(float *ddt_bias, float *dA_log, float *dD, const float *par_part, int rows,
+                                         int Cd) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (2 + SCAN_N) * Cd) return;
+    int j = idx / Cd, c = idx % Cd;
+    float acc = 0.f;
+    for (int r = 0; r < rows; r++) acc += par_part[((size_t)r * (2 + SCAN_N) + j) * Cd + c];
+    if (j == 0)
+        ddt_bias[c] += acc;
+    else if (j == 1)
+        dD[c] += acc;
+    else
+        dA_log[(size_t)c * SCAN_N + (j - 2)] += acc;
+}
+
+// ---- staged path (the fast one) ----
+// Tiles of u/dpre/z/dout (128 channels wide) arrive in shared memory by cp.async one chunk ahead; B_t/C_t
+// (strided, any alignment) are prefetched into registers one chunk ahead and kept in shared memory as fp32.
+// G threads share a channel, each holding N/G of its states, so there are enough warps per scheduler to hide
+// latency even when rows*Cd is only ~16K (one thread per channel gave 4 warps per SM and ran latency bound).
+// The per-(token, channel) work that does not depend on the state (softplus, SiLU, their derivatives) runs as
+// a cooperative pass over the chunk, one item per (token, channel) so nothing is computed G times.
+// Needs Cd % 8 == 0, ldz % 8 == 0 and 16-byte aligned u/dpre/z/dout (true for the backend's buffers);
+// otherwise the generic kernels above run.
+static constexpr int FT = 32;   // tokens per forward chunk (a multiple of SCAN_K: checkpoints fall on rows)
+static constexpr int FG = 4;    // threads per channel in the forward / checkpoint kernel (1, 2 or 4)
+static constexpr int BG = 2;    // threads per channel in the backward kernel
+// How the forward / checkpoint kernels are planned (v8): 0 = by the cost model in scan_fwd_plan (v4's plan,
+// no segments, when the GPU is already full); 1 = always segments, two blocks per SM (64 registers);
+// 2 = always segments, one block per SM (v4's register budget). The lab freezes each as its own version.
+static constexpr int SEG_POLICY = 0;
+static constexpr int SCAN_SEG_MAX = 16;  // most time segments per row (v8)
+static constexpr int SCAN_SEG_MIN_CHUNKS = 4;  // fewest forward chunks (FT tokens) per segment
+static constexpr int MODE_FWD = 0, MODE_CKPT = 1, MODE_SUMM = 2, MODE_FWD_CKPT = 3;
+
+__device__ __forceinline__ void cp_async16(void *smem_dst, const void *gmem_src, bool pred) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
+    int n = pred ? 16 : 0;  // 0 source bytes: the 16 destination bytes are zero-filled
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "r"(n));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::); }
+
+// (TK tokens, CH channels) bf16 tile of X (row stride ld) from token row m0, channel c0, into dst (TK, CH);
+// token rows >= len and channels >= Cd read as zeros. NT threads.
+template <int TK, int NT, int CH>
+__device__ __forceinline__ void load_tile(__nv_bfloat16 *dst, const __nv_bfloat16 *X, int ld, size_t m0, int len,
+                                          int c0, int Cd) {
+    constexpr int PIECES = CH / 8;  // 16-byte pieces per token row
+    static_assert((TK * PIECES) % NT == 0, "tile pieces must split evenly over the threads");
+#pragma unroll
+    for (int i = 0; i < TK * PIECES / NT; i++) {
+        int piece = threadIdx.x + i * NT, j = piece / PIECES, p = piece % PIECES;
+        int c = c0 + 8 * p;
+        bool ok = j < len && c < Cd;
+        cp_async16(dst + j * CH + 8 * p, ok ? X + (m0 + j) * ld + c : X, ok);
+    }
+}
+
+// B_t, C_t of TK tokens as fp32 into bcf (TK, 2N): each of NT threads fetches V consecutive values (all of B or
+// all of C) into registers first, so the loads can be in flight while a chunk is computed. The raw bf16 bits
+// are kept until store() (v11): converting right after the load made every thread wait for it there.
+template <int TK, int NT>
+struct BCFetch {
+    static constexpr int V = TK * 2 * SCAN_N / NT;
+    static_assert(V >= 1 && SCAN_N % V == 0, "B/C values must split evenly");
+    unsigned short r[V];
+    __device__ __forceinline__ void fetch(const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, size_t m0,
+                                          int len) {
+        int j = threadIdx.x / (2 * SCAN_N / V), v0 = (threadIdx.x % (2 * SCAN_N / V)) * V;
+        const __nv_bfloat16 *src = (v0 < SCAN_N ? Bm + v0 : Cm + (v0 - SCAN_N)) + (m0 + j) * ldbc;
+#pragma unroll
+        for (int i = 0; i < V; i++) r[i] = j < len ? __bfloat16_as_ushort(src[i]) : (unsigned short)0;
+    }
+    __device__ __forceinline__ void store(float *bcf) const {
+        int j = threadIdx.x / (2 * SCAN_N / V), v0 = (threadIdx.x % (2 * SCAN_N / V)) * V;
+#pragma unroll
+        for (int i = 0; i < V; i++) bcf[j * 2 * SCAN_N + v0 + i] = __uint_as_float((unsigned)r[i] << 16);
+    }
+};
+
+// Document starts of a chunk, in two steps so the load of pos is in flight while the chunk before is computed
+// (v11): pos_fetch loads lane j's pos (token t0 + j); start_mask then has bit j set when token t0 + j
+// (row-relative) starts a document. Every warp computes it for itself.
+__device__ __forceinline__ int pos_fetch(const int32_t *pos, size_t m0, int len) {
+    int lane = threadIdx.x & 31;
+    return lane < len ? pos[m0 + lane] : 1;
+}
+__device__ __forceinline__ unsigned start_mask(int pv, int t0, int len) {
+    int lane = threadIdx.x & 31;
+    return __ballot_sync(0xffffffffu, lane < len && (t0 + lane == 0 || pv == 0));
+}
+
+// Store a (TK tokens, CH channels) bf16 tile src (TK, CH) of shared memory into X (row stride ld) at token row
+// m0, channel c0, in 16-byte pieces; token rows >= len and channels >= Cd are left alone. NT threads. (v11: the
+// kernels stage their outputs so that each warp writes whole 16-byte pieces instead of 2-byte scatters.)
+template <int TK, int NT, int CH>
+__device__ __forceinline__ void store_tile(__nv_bfloat16 *X, int ld, size_t m0, int len, int c0, int Cd,
+                                           const __nv_bfloat16 *src) {
+    constexpr int PIECES = CH / 8;
+    static_assert((TK * PIECES) % NT == 0, "tile pieces must split evenly over the threads");
+#pragma unroll
+    for (int i = 0; i < TK * PIECES / NT; i++) {
+        int piece = threadIdx.x + i * NT, j = piece / PIECES, p = piece % PIECES;
+        int c = c0 + 8 * p;
+        if (j < len && c < Cd) *(uint4 *)(X + (m0 + j) * ld + c) = *(const uint4 *)(src + j * CH + 8 * p);
+    }
+}
+
+// One level of a transposed butterfly over the lanes that differ in LANEBIT: afterwards v[0..HALF) hold sums of
+// the pair's values, the lower lane keeping indices [0, HALF), the upper [HALF, 2*HALF).
+template <int HALF, int LANEBIT, int V>
+__device__ __forceinline__ void tr_level(float (&v)[V]) {
+    bool upper = (threadIdx.x & LANEBIT) != 0;
+#pragma unroll
+    for (int i = 0; i < HALF; i++) {
+        float keep = upper ? v[i + HALF] : v[i];
+        float send = upper ? v[i] : v[i + HALF];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, LANEBIT);
+    }
+}
+
+// One kernel, four jobs (MODE): FWD writes out; FWD_CKPT writes out and the checkpoints as CKPT does, so the
+// backward can skip its checkpoint pass (v12); CKPT (the backward's checkpoint pass) writes the state before
+// every SCAN_K-th token into ckpt (rows, nck, Cd, N), no z, no out; SUMM writes a time segment's summary (see
+// below), no z, no out. grid (nblk, rows, segments), CH*FG threads; thread (channel cl = tid / FG, quarter
+// q = tid % FG) holds states q*NS .. q*NS+NS-1.
+//
+// Time segments (v8): a row is cut into nseg segments of SL tokens (SL a multiple of FT) so that there are
+// enough blocks for one or two (MINB) blocks per SM even when rows * Cd is small. The recurrence s_t = a_t s_{t-1} + b_t is
+// linear, so over a segment s_end = P * s_in + H, where H is the end state of the segment scanned from a zero
+// state and P the product of its a_t (per channel and state; 0 when a document starts inside the segment).
+// SUMM computes (H, P) of every segment but the last from a zero state, P as 2^(A * sum of delta*log2 e);
+// FWD and CKPT then rescan every segment from its true incoming state, which each block folds together from
+// the summaries of the segments before it (at most SCAN_SEG_MAX - 1 steps of N/FG FMAs). The segment state
+// crossing a segment boundary is the only thing carried, and nothing is summed across blocks: deterministic.
+// summ (rows, nseg - 1, 2 = {H, P}, Cd, N) f32.
+// Dynamic smem: tiles (2 stages, 3 arrays, FT, CH) bf16 | bcf (2, FT, 2N) f32 | delta*log2e, delta*u, silu(z)
+// (FT, CH) f32 | FWD only: the chunk's outputs (FT, CH) bf16, stored in 16-byte pieces after the chunk.
+static constexpr size_t fwd_smem(int CH, int MODE) {
+    return (size_t)2 * 3 * FT * CH * 2 + (size_t)2 * FT * 2 * SCAN_N * 4 + (size_t)3 * FT * CH * 4 +
+           (MODE == MODE_FWD || MODE == MODE_FWD_CKPT ? (size_t)FT * CH * 2 : 0);
+}
+template <int CH, int MODE, int MINB>
+__global__ void __launch_bounds__(CH *FG, MINB)
+    scan_fwd_staged_kernel(__nv_bfloat16 *out, float *ckpt, float *summ, const __nv_bfloat16 *u,
+                           const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                           const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
+                           const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck, int SL,
+                           int nseg) {
+    constexpr bool CKPT = MODE == MODE_CKPT || MODE == MODE_SUMM;  // no z, no y, no out
+    constexpr bool STORE_CK = MODE == MODE_CKPT || MODE == MODE_FWD_CKPT;
+    constexpr int NT = CH * FG, NS = SCAN_N / FG;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
+    float *bcf = (float *)(smem_raw + (size_t)2 * 3 * FT * CH * 2);
+    // (delta*log2e, delta*u) of a (token, channel) side by side: one 8-byte load per token (v11)
+    float2 *pdd = (float2 *)(bcf + 2 * FT * 2 * SCAN_N);
+    float *pg = (float *)(pdd + FT * CH);
+    __nv_bfloat16 *otile = (__nv_bfloat16 *)(pg + FT * CH);  // (FT, CH), FWD only
+    const int tid = threadIdx.x, q = tid % FG, cl = tid / FG, row = blockIdx.y;
+    const int c0 = blockIdx.x * CH, c = c0 + cl;
+    const bool active = c < Cd;
+    const size_t mrow = (size_t)row * T;
+    const int seg = blockIdx.z, tb = seg * SL, te = min(T, tb + SL);  // this block's tokens [tb, te)
+    const int kb = tb / FT, nch = (te + FT - 1) / FT;                   // its chunks [kb, nch)
+    float A[NS];  // exp(delta*A) = 2^((delta*log2 e) * A)
+#pragma unroll
+    for (int i = 0; i < NS; i++) A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + q * NS + i]) : 0.f;
+    const float Dc = settle((!CKPT && active) ? Dp[c] : 0.f);
+    const int clA = tid % CH;  // the channel this thread serves in the cooperative pass
+    const float biasA = settle(c0 + clA < Cd ? dt_bias[c0 + clA] : 0.f);
+    float s[NS];
+#pragma unroll
+    for (int i = 0; i < NS; i++) s[i] = 0.f;
+    if (MODE != MODE_SUMM && active) {  // the true state entering this segment, from the earlier summaries
+        for (int h = 0; h < seg; h++) {
+            const float *H = summ + (((size_t)row * (nseg - 1) + h) * 2 * Cd + c) * SCAN_N + q * NS;
+            const float *P = H + (size_t)Cd * SCAN_N;
+#pragma unroll
+            for (int i = 0; i < NS; i++) s[i] = fmaf(P[i], s[i], H[i]);
+        }
+    }
+    float cum = 0.f;        // SUMM: sum of delta*log2 e over the segment (this channel)
+    unsigned anyst = 0u;    // SUMM: nonzero when a document starts inside the segment
+
+    auto issue = [&](int k) {  // cp.async the tiles of chunk k into stage k & 1
+        int t0 = k * FT, len = min(FT, te - t0);
+        __nv_bfloat16 *st = tiles + (size_t)(k & 1) * 3 * FT * CH;
+        load_tile<FT, NT, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
+        load_tile<FT, NT, CH>(st + FT * CH, dpre, Cd, mrow + t0, len, c0, Cd);
+        if (!CKPT) load_tile<FT, NT, CH>(st + 2 * FT * CH, z, ldz, mrow + t0, len, c0, Cd);
+    };
+    BCFetch<FT, NT> bc;
+    issue(kb);
+    cp_async_commit();
+    bc.fetch(Bm, Cm, ldbc, mrow + tb, min(FT, te - tb));
+    bc.store(bcf + (kb & 1) * FT * 2 * SCAN_N);
+    unsigned mask_next = start_mask(pos_fetch(pos, mrow + tb, min(FT, te - tb)), tb, min(FT, te - tb));
+    int pv_next = 1;
+
+    for (int k = kb; k < nch; k++) {
+        const int t0 = k * FT, len = min(FT, te - t0), t1 = t0 + FT, len1 = min(FT, te - t1);
+        const unsigned mask = mask_next;
+        if (k + 1 < nch) issue(k + 1);
+        cp_async_commit();
+        cp_async_wait1();  // chunk k's tiles have landed (this thread's copies) ...
+        __syncthreads();   // ... and everyone's; bcf[k & 1] is visible
+        if (k + 1 < nch) {  // in flight during the chunk
+            bc.fetch(Bm, Cm, ldbc, mrow + t1, len1);
+            pv_next = pos_fetch(pos, mrow + t1, len1);
+        }
+        const __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 3 * FT * CH;
+        const __nv_bfloat16 *tdp = tu + FT * CH, *tz = tu + 2 * FT * CH;
+        // cooperative pass: one (token, channel) item per thread and step, independent across tokens
+#pragma unroll
+        for (int it = 0; it < FT * CH / NT; it++) {
+            int i = it * NT + tid, j = i / CH;
+            if (j < len) {
+                float dl = softplus_f(bf2f(tdp[i]) + biasA);
+                pdd[i] = make_float2(dl * LOG2E, dl * bf2f(tu[i]));
+                if (!CKPT) {
+                    float zz = bf2f(tz[i]);
+                    pg[i] = zz * sigmoid_f(zz);
+                }
+            } else {  // past the row's end: a = 1 and no input, so the state is left as it is
+                pdd[i] = make_float2(0.f, 0.f);
+                if (!CKPT) pg[i] = 0.f;
+            }
+        }
+        __syncthreads();
+        if (MODE == MODE_SUMM) {
+            anyst |= mask;
+#pragma unroll 8
+            for (int j = 0; j < FT; j++) cum += pdd[j * CH + cl].x;  // 0 past the segment's end
+        }
+        // the recurrence, 4 tokens at a time so y can be summed over the FG threads of a channel with one
+        // transposed butterfly (each thread then finishes one of the 4 tokens)
+        const float *bck = bcf + (k & 1) * FT * 2 * SCAN_N;
+        for (int j0 = 0; j0 < len; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
+            // the state before token j0 (the forward too when asked to leave the backward its checkpoints)
+            if (STORE_CK && j0 % SCAN_K == 0 && active) {
+                float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS);
+#pragma unroll
+                for (int i = 0; i < NS / 4; i++) ck[i] = make_float4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
+            }
+            float yp[4];
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {
+                const int j = j0 + jj;
+                {
+                    // a document start forces a_t = 2^-huge = 0: the state restarts without a branch
+                    const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+                    const float2 dd = pdd[j * CH + cl];
+                    const float dlL = dd.x, dlu = dd.y;
+                    const float4 *b4 = (const float4 *)(bck + j * 2 * SCAN_N + q * NS);
+                    const float4 *c4 = (const float4 *)(bck + j * 2 * SCAN_N + SCAN_N + q * NS);
+                    float y = 0.f;
+#pragma unroll
+                    for (int i4 = 0; i4 < NS / 4; i4++) {
+                        float4 b = b4[i4];
+                        float bb[4] = {b.x, b.y, b.z, b.w};
+                        float cc[4] = {0.f, 0.f, 0.f, 0.f};
+                        if (!CKPT) {
+                            float4 cv = c4[i4];
+                            cc[0] = cv.x, cc[1] = cv.y, cc[2] = cv.z, cc[3] = cv.w;
+                        }
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int i = 4 * i4 + e;
+                            s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[e]);
+                            if (!CKPT) y = fmaf(s[i], cc[e], y);
+                        }
+                    }
+                    yp[jj] = y;
+                }
+            }
+            if (!CKPT) {
+                // sum y over the FG threads of the channel; thread q then owns tokens j0 + q*4/FG + e
+                if constexpr (FG == 4) {
+                    tr_level<2, 2, 4>(yp);
+                    tr_level<1, 1, 4>(yp);
+                } else if constexpr (FG == 2) {
+                    tr_level<2, 1, 4>(yp);
+                }
+#pragma unroll
+                for (int e = 0; e < 4 / FG; e++) {
+                    const int i = (j0 + q * (4 / FG) + e) * CH + cl;  // rows past len are not stored
+                    otile[i] = __float2bfloat16(fmaf(Dc, bf2f(tu[i]), yp[e]) * pg[i]);
+                }
+            }
+        }
+        if (k + 1 < nch) {
+            bc.store(bcf + ((k + 1) & 1) * FT * 2 * SCAN_N);
+            mask_next = start_mask(pv_next, t1, len1);
+        }
+        __syncthreads();  // stage k & 1 and the pass arrays are rewritten next chunk; bcf[(k+1) & 1] published
+        // otile is rewritten only after the next chunk's two barriers
+        if (!CKPT) store_tile<FT, NT, CH>(out, Cd, mrow + t0, len, c0, Cd, otile);
+    }
+    if (MODE == MODE_SUMM && active) {
+        float *H = summ + (((size_t)row * (nseg - 1) + seg) * 2 * Cd + c) * SCAN_N + q * NS;
+        float *P = H + (size_t)Cd * SCAN_N;
+#pragma unroll
+        for (int i = 0; i < NS; i++) {
+            H[i] = s[i];
+            P[i] = anyst ? 0.f : ex2_approx(cum * A[i]);
+        }
+    }
+}
+
+// Backward main pass, staged. grid (nblk, rows), CH*BG threads; thread (channel cl = tid / BG, half q = tid % BG)
+// holds states q*NS .. q*NS+NS-1. Dynamic smem:
+// S (SCAN_K, 2 float4 per thread, CH*BG) f32 | tiles (2 stages, u/dpre/z/dout, SCAN_K, CH) bf16 |
+// bcf (2, SCAN_K, 2N) f32 | {delta, dy, dz factor, sigmoid(v)} (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32
+static constexpr size_t bwd_smem(int CH) {
+    return (size_t)SCAN_K * SCAN_N * CH * 4                        // S
+           + (size_t)2 * 4 * SCAN_K * CH * 2                       // tiles
+           + (size_t)2 * SCAN_K * 2 * SCAN_N * 4                   // bcf
+           + (size_t)4 * SCAN_K * CH * 4                           // pass arrays
+           + (size_t)SCAN_K * (CH * BG / 32) * 2 * SCAN_N * 4;     // R
+}
+
+// Time segments (v10): grid z cuts a row into nseg segments of SLK chunks, walked by different blocks. The
+// adjoint recurrence is linear: with carry_t = a_{t+1} ds_{t+1} (the adjoint reaching s_t from later tokens),
+// carry_{t-1} = a_t (gy_t C_t + carry_t), so over a segment h the carry leaving its first token is
+// P_h * (carry entering its last token) + G_h, where G_h is the carry walked from zero and P_h the product of
+// its a_t (0 when a document starts in it). BSUMM = true walks every segment but the first from a zero carry
+// and stores (G_h, P_h) in bsum (rows, nseg - 1, 2 = {G, P}, Cd, N) f32 (nothing else: no states, no outputs);
+// the main pass (BSUMM = false) then starts segment g from the carry folded from the summaries of the segments
+// after it (c = P_h c + G_h, h = nseg-1 .. g+1) and writes its parameter partials as row * nseg + g. Each token
+// belongs to one segment, so dB/dC partials and outputs are written once; nothing is summed across blocks.
+// SMODE: 0 = no segments (v9's code: compile-time bounds, no fold), 1 = a segment of the main pass, 2 = BSUMM.
+template <int CH, int SMODE>
+__global__ void __launch_bounds__(CH *BG, 1)
+    scan_bwd_staged_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out, float *bc_part,
+                           float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
+                           const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                           const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
+                           const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck, int SLK,
+                           int nseg, float *bsum) {
+    constexpr bool BSUMM = SMODE == 2;
+    constexpr int NT = CH * BG, BWARPS = NT / 32, NS = SCAN_N / BG, TILE = SCAN_K * CH;
+    constexpr size_t BWD_S = (size_t)SCAN_K * SCAN_N * CH * 4, BWD_TILES = (size_t)2 * 4 * TILE * 2,
+                     BWD_BC = (size_t)2 * SCAN_K * 2 * SCAN_N * 4, BWD_PA = (size_t)4 * TILE * 4;
+    static_assert(BG == 2 && NS == 8, "the layout below assumes 2 threads per channel");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    float4 *S = (float4 *)smem_raw;  // (SCAN_K, 2, NT) float4
+    __nv_bfloat16 *tiles = (__nv_bfloat16 *)(smem_raw + BWD_S);
+    float *bcf = (float *)(smem_raw + BWD_S + BWD_TILES);
+    // per (token, channel): {delta, dy, dz factor, softplus'(v)} in one 16-byte slot: one load per token (v11)
+    float4 *pa4 = (float4 *)(smem_raw + BWD_S + BWD_TILES + BWD_BC);
+    float *R = (float *)(smem_raw + BWD_S + BWD_TILES + BWD_BC + BWD_PA);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid % BG, cl = tid / BG;
+    const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y, nblk = gridDim.x;
+    const bool active = c < Cd;
+    const size_t mrow = (size_t)row * T;
+    // Slot i < 4 of this thread holds state lo + i, slot i >= 4 state hi + i - 4. Lanes with lane bit 4 set
+    // hold their two groups of 4 swapped, so the first level of the dB/dC butterfly below needs no selects:
+    // every lane keeps slots 0-3 and sends slots 4-7, which are the same states in its partner lane ^ 16.
+    const int g = (lane >> 4) & 1, lo = q * NS + 4 * g, hi = q * NS + 4 * (1 - g);
+    float A[NS];
+#pragma unroll
+    for (int i = 0; i < NS; i++)
+        A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + (i < 4 ? lo + i : hi + i - 4)]) : 0.f;
+    const float Dc = settle(active ? Dp[c] : 0.f);
+    const int clA = tid % CH;  // channel served in the cooperative pass
+    const float biasA = settle(c0 + clA < Cd ? dt_bias[c0 + clA] : 0.f);
+    float carry[NS], dA[NS];  // carry = a_{t+1} ds_{t+1}: the adjoint reaching s_t from token t+1
+#pragma unroll
+    for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
+    float dbias = 0.f, dDacc = 0.f;
+    float cum = 0.f;        // BSUMM: sum of delta*log2 e over the segment (this channel): P = 2^(A cum) (v18c)
+    unsigned anyst = 0u;    // BSUMM: nonzero when a document starts inside the segment
+    const int seg = BSUMM ? blockIdx.z + 1 : SMODE == 1 ? blockIdx.z : 0;
+    const int kbeg = SMODE ? seg * SLK : 0, kend = SMODE ? min(nck, kbeg + SLK) : nck;
+    // (G, P) of segment h: this thread's states at lo.. and hi..
+    auto sum_at = [&](int h, int which) {
+        return bsum + ((((size_t)row * (nseg - 1) + (h - 1)) * 2 + which) * Cd + c) * SCAN_N;
+    };
+    if (SMODE == 1 && active) {
+        for (int h = nseg - 1; h > seg; h--) {
+            const float *Gp = sum_at(h, 0), *Pp = sum_at(h, 1);
+            const float4 g0 = *(const float4 *)(Gp + lo), g1 = *(const float4 *)(Gp + hi);
+            const float4 p0 = *(const float4 *)(Pp + lo), p1 = *(const float4 *)(Pp + hi);
+            const float gg[NS] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+            const float pp[NS] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
+#pragma unroll
+            for (int i = 0; i < NS; i++) carry[i] = fmaf(pp[i], carry[i], gg[i]);
+        }
+    }
+
+    auto issue = [&](int k) {  // tiles of chunk k into stage k & 1
+        int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        __nv_bfloat16 *st = tiles + (size_t)(k & 1) * 4 * TILE;
+        if (!BSUMM) load_tile<SCAN_K, NT, CH>(st, u, Cd, mrow + t0, len, c0, Cd);  // the summary needs no u
+        load_tile<SCAN_K, NT, CH>(st + TILE, dpre, Cd, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NT, CH>(st + 2 * TILE, z, ldz, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NT, CH>(st + 3 * TILE, dout, Cd, mrow + t0, len, c0, Cd);
+    };
+    auto load_ck = [&](int k, float4 (&r)[2]) {  // this thread's half of chunk k's checkpoint, (rows, nck, Cd, N)
+        if (active && !BSUMM) {
+            const float *p = ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N;
+            r[0] = *(const float4 *)(p + lo), r[1] = *(const float4 *)(p + hi);
+        } else {
+            r[0] = r[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    };
+    BCFetch<SCAN_K, NT> bc;
+    float4 ck_next[2];
+    {
+        const int k = kend - 1, t0 = k * SCAN_K, len = SMODE ? min(SCAN_K, T - t0) : T - t0;
+        issue(k);
+        cp_async_commit();
+        bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
+        bc.store(bcf + (k & 1) * SCAN_K * 2 * SCAN_N);
+        load_ck(k, ck_next);
+    }
+    const int lenl = min(SCAN_K, T - (kend - 1) * SCAN_K);
+    unsigned mask_next = start_mask(pos_fetch(pos, mrow + (kend - 1) * SCAN_K, lenl), (kend - 1) * SCAN_K, lenl);
+    int pv_next = 1;
+
+    for (int k = kend - 1; k >= kbeg; k--) {
+        const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        const unsigned mask = mask_next;
+        float s[NS] = {ck_next[0].x, ck_next[0].y, ck_next[0].z, ck_next[0].w,
+                       ck_next[1].x, ck_next[1].y, ck_next[1].z, ck_next[1].w};
+        if (k > kbeg) issue(k - 1);
+        cp_async_commit();
+        cp_async_wait1();
+        __syncthreads();
+        if (k > kbeg) {  // in flight during the chunk
+            bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
+            pv_next = pos_fetch(pos, mrow + t0 - SCAN_K, SCAN_K);
+            load_ck(k - 1, ck_next);
+        }
+        __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 4 * TILE, *tdp = tu + TILE, *tz = tu + 2 * TILE,
+                      *tdo = tu + 3 * TILE;
+        // once the cooperative pass has read them, the dpre, z and dout tiles of this stage hold the chunk's
+        // du, ddpre and dz (v11), stored in 16-byte pieces after the walk
+        __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo;
+        const float *bck = bcf + (k & 1) * SCAN_K * 2 * SCAN_N;
+        // cooperative pass over (token, channel): delta, dy = dout*silu(z), the dz factor, softplus'(v)
+#pragma unroll
+        for (int it = 0; it < TILE / NT; it++) {
+            const int i = it * NT + tid;
+            if (i / CH < len) {
+                const float dl = softplus_f(bf2f(tdp[i]) + biasA);
+                const float zz = bf2f(tz[i]), go = bf2f(tdo[i]), sz = sigmoid_f(zz);
+                // dz factor: times y gives dz; softplus'(v) = sigmoid(v) = 1 - e^-delta
+                if (BSUMM)  // the summary reads delta and dy only
+                    pa4[i] = make_float4(dl, go * zz * sz, 0.f, 0.f);
+                else
+                    pa4[i] = make_float4(dl, go * zz * sz, go * sz * fmaf(zz, 1.f - sz, 1.f),
+                                         1.f - ex2_approx(-dl * LOG2E));
+            } else {  // past the row's end (last chunk): inert tokens for the fixed-length recompute loop
+                pa4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+        }
+        __syncthreads();
+        if (BSUMM) {  // the carry alone, from zero at the segment's end (see above)
+            anyst |= mask;
+#pragma unroll 2
+            for (int j = len - 1; j >= 0; j--) {
+                const int i = j * CH + cl;
+                const float4 pv = pa4[i];
+                const float dlL = pv.x * LOG2E, gy = pv.y;
+                cum += dlL;
+                const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+                const float *bcj = bck + j * 2 * SCAN_N;
+                const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo), cv1 = *(const float4 *)(bcj + SCAN_N + hi);
+                const float cc[NS] = {cv0.x, cv0.y, cv0.z, cv0.w, cv1.x, cv1.y, cv1.z, cv1.w};
+#pragma unroll
+                for (int n = 0; n < NS; n++) {
+                    const float a = ex2_approx(fmaf(dlL, A[n], off));
+                    carry[n] = a * fmaf(gy, cc[n], carry[n]);
+                }
+            }
+        } else {  // the main pass
+            // recompute the chunk's states from its checkpoint
+            // (all SCAN_K tokens: those past the row's end have delta = 0, so a = 1 and the input is 0)
+#pragma unroll 4
+            for (int j = 0; j < SCAN_K; j++) {
+                const int i = j * CH + cl;
+                const float dl = pa4[i].x, dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
+                const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;  // document start: a_t = 0
+                const float4 b0 = *(const float4 *)(bck + j * 2 * SCAN_N + lo);
+                const float4 b1 = *(const float4 *)(bck + j * 2 * SCAN_N + hi);
+                float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+                for (int n = 0; n < NS; n++) s[n] = fmaf(ex2_approx(fmaf(dlL, A[n], off)), s[n], dlu * bb[n]);
+                S[(j * 2 + 0) * NT + tid] = make_float4(s[0], s[1], s[2], s[3]);
+                S[(j * 2 + 1) * NT + tid] = make_float4(s[4], s[5], s[6], s[7]);
+            }
+            // walk the chunk backwards: all SCAN_K tokens, 4 at a time with compile-time offsets (v11); tokens
+            // past the row's end have zero pass arrays, tiles and B/C, so they add nothing and leave the carry
+            // alone (their outputs are not stored)
+            const int ridx = ((lane >> 3) & 1) * SCAN_N + lo + ((lane >> 1) & 3);  // R slot of this lane's sum
+#pragma unroll 1
+            for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
+                const unsigned mk = mask >> j0;
+#pragma unroll
+                for (int jj = 3; jj >= 0; jj--) {
+                    const int j = j0 + jj, i = j * CH + cl;
+                    const float4 pa = pa4[i];
+                    const float uu = bf2f(tu[i]), dl = pa.x, gy = pa.y, dlL = dl * LOG2E, dlu = dl * uu;
+                    // at a document start a_t is taken as 0 (2^-huge) so nothing flows to the previous token
+                    const float off = ((mk >> jj) & 1u) ? -1e30f : 0.f;
+                    const float *bcj = bck + j * 2 * SCAN_N;
+                    const float4 b0 = *(const float4 *)(bcj + lo), b1 = *(const float4 *)(bcj + hi);
+                    const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo),
+                                 cv1 = *(const float4 *)(bcj + SCAN_N + hi);
+                    float4 s0 = S[(j * 2 + 0) * NT + tid], s1 = S[(j * 2 + 1) * NT + tid];
+                    float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+                    float cc[NS] = {cv0.x, cv0.y, cv0.z, cv0.w, cv1.x, cv1.y, cv1.z, cv1.w};
+                    float st[NS] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+                    // y = sum s C, P = sum ds B, Q = sum A ds a s_{t-1}; then du = dy D + delta P,
+                    // ddelta = Q + u P
+                    float y = 0.f, P = 0.f, Q = 0.f;
+                    // this thread's dB (delta u ds) and dC (dy s) terms, summed over channels below;
+                    // v = [dB slots 0-3, dC slots 0-3, dB slots 4-7, dC slots 4-7]
+                    float v[2 * NS];
+#pragma unroll
+                    for (int n = 0; n < NS; n++) {
+                        const float a = ex2_approx(fmaf(dlL, A[n], off));
+                        const float ds = fmaf(gy, cc[n], carry[n]);  // total adjoint of s_t
+                        const float as = fmaf(-dlu, bb[n], st[n]);    // a_t s_{t-1} (0 up to rounding at a start)
+                        const float r = ds * as;
+                        y = fmaf(st[n], cc[n], y);
+                        P = fmaf(ds, bb[n], P);
+                        Q = fmaf(A[n], r, Q);
+                        dA[n] = fmaf(r, dl, dA[n]);
+                        v[(n & 4) * 2 + (n & 3)] = ds * dlu;
+                        v[(n & 4) * 2 + 4 + (n & 3)] = gy * st[n];
+                        carry[n] = a * ds;
+                    }
+                    y += __shfl_xor_sync(0xffffffffu, y, 1);
+                    P += __shfl_xor_sync(0xffffffffu, P, 1);
+                    Q += __shfl_xor_sync(0xffffffffu, Q, 1);
+                    const float ddp = fmaf(uu, P, Q) * pa.w;
+                    // zero past the row's end (psig, gy, uu are 0 there). Both threads of the channel hold the
+                    // same sums, so both store the same values: no branch on q, so the 4 tokens of the group
+                    // stay one basic block the scheduler can interleave (v13)
+                    dbias += ddp;
+                    dDacc = fmaf(gy, uu, dDacc);
+                    odu[i] = __float2bfloat16(fmaf(gy, Dc, dl * P));
+                    oddp[i] = __float2bfloat16(ddp);
+                    odz[i] = __float2bfloat16(pa.z * fmaf(Dc, uu, y));
+                    // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects
+                    // (see lo/hi); then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
+#pragma unroll
+                    for (int e = 0; e < NS; e++) v[e] += __shfl_xor_sync(0xffffffffu, v[e + NS], 16);
+                    tr_level<4, 8, 2 * NS>(v);
+                    tr_level<2, 4, 2 * NS>(v);
+                    tr_level<1, 2, 2 * NS>(v);
+                    // lane holds (bit 3 ? dC : dB) of state lo + 2*bit2 + bit1
+                    R[(j * BWARPS + warp) * 2 * SCAN_N + ridx] = v[0];
+                }
+            }
+            __syncthreads();
+            for (int idx = tid; idx < len * 2 * SCAN_N; idx += NT) {
+                const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
+                float acc = 0.f;
+#pragma unroll
+                for (int w = 0; w < BWARPS; w++) acc += R[(j * BWARPS + w) * 2 * SCAN_N + e];
+                bc_part[((mrow + t0 + j) * nblk + blockIdx.x) * 2 * SCAN_N + e] = acc;
+            }
+            // (stage k & 1 is refilled only after the barrier that ends this chunk)
+            store_tile<SCAN_K, NT, CH>(du_out, Cd, mrow + t0, len, c0, Cd, odu);
+            store_tile<SCAN_K, NT, CH>(ddpre_out, Cd, mrow + t0, len, c0, Cd, oddp);
+            store_tile<SCAN_K, NT, CH>(dz_out, ldz, mrow + t0, len, c0, Cd, odz);
+        }
+        if (k > kbeg) {
+            bc.store(bcf + ((k - 1) & 1) * SCAN_K * 2 * SCAN_N);
+            mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
+        }
+        __syncthreads();  // S, R, pass arrays and stage k & 1 are rewritten next chunk; bcf[(k-1) & 1] published
+    }
+    if (BSUMM) {
+        if (active) {
+            float *Gp = sum_at(seg, 0), *Pp = sum_at(seg, 1);
+            *(float4 *)(Gp + lo) = make_float4(carry[0], carry[1], carry[2], carry[3]);
+            *(float4 *)(Gp + hi) = make_float4(carry[4], carry[5], carry[6], carry[7]);
+            float pa[NS];
+#pragma unroll
+            for (int n = 0; n < NS; n++) pa[n] = anyst ? 0.f : ex2_approx(cum * A[n]);
+            *(float4 *)(Pp + lo) = make_float4(pa[0], pa[1], pa[2], pa[3]);
+            *(float4 *)(Pp + hi) = make_float4(pa[4], pa[5], pa[6], pa[7]);
+        }
+        return;
+    }
+    if (active) {
+        float *pp = par_part + ((size_t)row * (SMODE ? nseg : 1) + seg) * (2 + SCAN_N) * Cd + c;
+        if (q == 0) {
+            pp[0] = dbias;
+            pp[(size_t)Cd] = dDacc;
+        }
+#pragma unroll
+        for (int n = 0; n < NS; n++)  // dA_log = dA * dA/dA_log = dA * A
+            pp[(size_t)(2 + (n < 4 ? lo + n : hi + n - 4)) * Cd] = dA[n] * A[n];
+    }
+}
+
+static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+// The staged kernels copy 16-byte pieces of 8 channels in and (v11) out.
+static bool scan_staged_ok(const void *u, const void *dpre, const void *z, int ldz, const void *dout, int Cd,
+                           const void *out0, const void *out1, const void *out2) {
+    return Cd % 8 == 0 && ldz % 8 == 0 && aligned16(u) && aligned16(dpre) && aligned16(z) &&
+           (dout == NULL || aligned16(dout)) && aligned16(out0) && (out1 == NULL || aligned16(out1)) &&
+           (out2 == NULL || aligned16(out2));
+}
+// Raise a kernel's dynamic shared memory limit (once per kernel and process).
+static void scan_smem_optin(const void *fn, size_t bytes, int *done, const char *name) {
+    if (*done) return;
+    if (cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) != cudaSuccess)
+        scan_die("cannot give %s %zu bytes of shared memory", name, bytes);
+    *done = 1;
+}
+
+// ---- host entry points ----
+// Staged blocks are CH = 128 channels wide, or 64 when 128 would leave most SMs without a block.
+static int scan_pick_ch(int rows, int Cd) { return rows * ((Cd + 127) / 128) >= 120 ? 128 : 64; }
+
+// Time segments per row for the staged forward / checkpoint kernels: enough blocks for ~4 waves of minb
+// blocks per SM (several waves so the last one is not mostly idle), but segments of at least
+// SCAN_SEG_MIN_CHUNKS chunks (each block's start-up is not free) and at most SCAN_SEG_MAX. *SL = tokens per
+// segment (a multiple of FT); returns the number of segments.
+static int scan_pick_seg(int rows, int nblk, int T, int minb, int *SL) {
+    int nch = (T + FT - 1) / FT, blocks = rows * nblk;
+    int want = (4 * minb * pm_cuda_sm_count() + blocks - 1) / blocks;
+    int nseg = want < nch / SCAN_SEG_MIN_CHUNKS ? want : nch / SCAN_SEG_MIN_CHUNKS;
+    if (nseg > SCAN_SEG_MAX) nseg = SCAN_SEG_MAX;
+    if (nseg < 1) nseg = 1;
+    *SL = (nch + nseg - 1) / nseg * FT;
+    return (T + *SL - 1) / *SL;  // rounding SL up can leave fewer segments
+}
+
+// Plan of the forward / checkpoint kernels: block width (channels), blocks per SM the registers are held to,
+// tokens per segment, segments.
+struct FwdPlan {
+    int ch, minb, SL, nseg;
+};
+// Cost model (SEG_POLICY 0), in token-steps of the busiest SM: v4's plan (one 128-wide block per SM, or two
+// 64-wide ones) takes ceil(blocks / slots) * T; segments take the summary pass over (nseg-1)/nseg of the
+// tokens at SEG_R of the forward's cost, waves of two blocks per SM, and each block SEG_K2 times slower than
+// alone on its SM. SEG_R = 0.75 is v4's checkpoint pass over its forward (0.30 / 0.41 ms); SEG_K2 = 1.5 is a
+// guess (two blocks give 1.33x the throughput of one), to be replaced by the lab's v8s-vs-v4 measurement.
+static constexpr float SEG_R = 0.75f, SEG_K2 = 1.5f;
+static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
+    const int sms = pm_cuda_sm_count(), nch = (T + FT - 1) / FT, b128 = rows * ((Cd + 127) / 128);
+    FwdPlan p;
+    if (SEG_POLICY == 0) {
+        const int v4ch = b128 >= 120 ? 128 : 64;
+        // Segments only pay where fewer than a quarter of the SMs would get a block (measured, docs/perf.md v8:
+        // at B8 D1536 the summary pass cost more than the 36 idle SMs were worth; at B1 D1536 L16K 3.9x faster).
+        // Without segments (v18): the block width that puts the fewest channels on the busiest SM, counting
+        // ceil(blocks / SMs) blocks there; ties go to the wider block (more warps each). At B8 D1536 v4's 192
+        // blocks of 64 gave 60 SMs two blocks (128 channels) and 72 SMs one; 384 blocks of 32 give each SM
+        // three or two (96 channels at most).
+        if (4 * b128 > sms) {
+            FwdPlan best = {128, 1, nch * FT, 1};
+            long best_load = (long)((b128 + sms - 1) / sms) * 128;
+            for (int ch = 64; ch >= 32; ch /= 2) {
+                const int nb = rows * ((Cd + ch - 1) / ch);
+                const long load = (long)((nb + sms - 1) / sms) * ch;
+                if (load < best_load) best_load = load, best = {ch, 1, nch * FT, 1};
+            }
+            return best;
+        }
+        const int v4blk = v4ch == 128 ? b128 : rows * ((Cd + 63) / 64), v4slots = v4ch == 128 ? sms : 2 * sms;
+        float best = (float)((v4blk + v4slots - 1) / v4slots) * nch;
+        p = {v4ch, 1, nch * FT, 1};
+        for (int S = 2; S <= SCAN_SEG_MAX && S <= nch / SCAN_SEG_MIN_CHUNKS; S++) {
+            const int sl = (nch + S - 1) / S, ns = (nch + sl - 1) / sl;
+            const float cost = (1.f + SEG_R * (ns - 1) / ns) * (float)((b128 * ns + 2 * sms - 1) / (2 * sms)) * sl * SEG_K2;
+            if (cost < best) best = cost, p = {128, 2, sl * FT, ns};
+        }
+        return p;
+    }
+    p.minb = SEG_POLICY == 1 ? 2 : 1;
+    p.ch = 128;
+    p.nseg = scan_pick_seg(rows, (Cd + 127) / 128, T, p.minb, &p.SL);
+    if (b128 * p.nseg < 120) {  // too few blocks even so: 64-wide blocks (two per SM at v4's registers)
+        p.ch = 64, p.minb = 1;
+        p.nseg = scan_pick_seg(rows, (Cd + 63) / 64, T, 2, &p.SL);
+    }
+    return p;
+}
+
+// Plan of the backward main pass (v10, v14): block width, chunks (SCAN_K tokens) per time segment, segments.
+// v9's plan (no segments) where 128-wide blocks are chosen (every SM or nearly gets one); else 64-wide blocks
+// (two per SM) and the segment count with the least cost in chunk-steps of the busiest SM:
+// waves of blocks times chunks per segment, times 1 + BSEG_R (nseg-1)/nseg for the summary pass. BSEG_R =
+// the summary walk's cost per chunk over the main pass's (a guess: ~1/8 of the instructions, but the same
+// tile loads and cooperative pass). (v10 considered segments only where fewer than a quarter of the SMs got a
+// 128-wide block; v14 wherever 64-wide blocks are chosen.)
+static constexpr float BSEG_R = 0.35f;
+static constexpr int BSEG_MIN_CHUNKS = 8;  // fewest chunks per backward segment
+struct BwdPlan {
+    int ch, SLK, nseg;
+};
+static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
+    const int sms = pm_cuda_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
+    const int smem_block = pm_cuda_device()->smem_block, smem_sm = pm_cuda_device()->smem_sm;
+    BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1};
+    // 128-wide blocks need 212 KB of shared memory: GPUs with less per block (A100: 163 KB) take 64-wide ones
+    if (p.ch == 128 && bwd_smem(128) <= (size_t)smem_block) return p;
+    // 64-wide blocks per SM: two on the H200 (108 KB each; ~1 KB per block is reserved by the system)
+    const int fit = smem_sm / (int)(bwd_smem(64) + 1024), per_sm = fit > 1 ? fit : 1;
+    const int nb = rows * ((Cd + 63) / 64), slots = per_sm * sms;
+    float best = (float)((nb + slots - 1) / slots) * nch;
+    p = {64, nch, 1};
+    for (int S = 2; S <= SCAN_SEG_MAX && S <= nch / BSEG_MIN_CHUNKS; S++) {
+        const int slk = (nch + S - 1) / S, ns = (nch + slk - 1) / slk;
+        const float cost = (1.f + BSEG_R * (ns - 1) / ns) * (float)((nb * ns + slots - 1) / slots) * slk;
+        if (cost < best) best = cost, p = {64, slk, ns};
+    }
+    return p;
+}
+
+// Workspace layout, sized for the narrowest blocks and the most segments so any path fits: checkpoints
+// (rows, nchunk, N, Cd) f32 | dB/dC partials (M, ceil(Cd/64), 2N) f32 | parameter partials (rows * bwd
+// segments, 2 + N, Cd) f32 | segment summaries (rows, SCAN_SEG_MAX - 1, 2, Cd, N) f32 (the checkpoint pass's,
+// then the backward main pass's: the main pass's summary kernel runs after the checkpoint pass is done).
+static void scan_ws_layout(int M, int T, int Cd, int N, size_t *bc_off, size_t *par_off, size_t *seg_off,
+                           size_t *total) {
+    int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk_max = (Cd + 63) / 64;
+    int nsegb = scan_bwd_plan(rows, Cd, T).nseg;
+    *bc_off = align256((size_t)rows * nchunk * N * Cd * 4);
+    *par_off = *bc_off + align256((size_t)M * nblk_max * 2 * N * 4);
+    *seg_off = *par_off + align256((size_t)rows * nsegb * (2 + N) * Cd * 4);
+    *total = *seg_off + align256((size_t)rows * (SCAN_SEG_MAX - 1) * 2 * Cd * N * 4);
+}
+size_t cuda_scan_workspace_bytes(int M, int T, int Cd, int N) {
+    size_t bc_off, par_off, seg_off, total;
+    scan_ws_layout(M, T, Cd, N, &bc_off, &par_off, &seg_off, &total);
+    return total;
+}
+
+// The forward has no workspace in the interface; its segment summaries go to a buffer of this file, grown when
+// a bigger one is needed (cudaFree/cudaMalloc synchronize the device, so no queued kernel still uses the old
+// one). All of the backend's work is on one stream, so one buffer is enough.
+static float *scan_fwd_summ(size_t bytes) {
+    static float *buf = NULL;
+    static size_t have = 0;
+    if (bytes > have) {
+        if (buf) cudaFree(buf);
+        if (cudaMalloc((void **)&buf, bytes) != cudaSuccess) scan_die("cannot allocate %zu bytes of segment summaries", bytes);
+        have = bytes;
+    }
+    return buf;
+}
+
+// Segment summaries (when there is more than one segment), then the forward (ckpt_pass = false) or the
+// checkpoint pass over all segments.
+template <int CH, int MINB>
+static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ckpt, float *summ,
+                                   const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                                   const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                                   const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows,
+                                   int T, int Cd, int nck, int SL, int nseg, cudaStream_t stream) {
+    static int optin_f = 0, optin_fc = 0, optin_c = 0, optin_s = 0;
+    const int nblk = (Cd + CH - 1) / CH;
+    const size_t smem = fwd_smem(CH, MODE_CKPT), smem_f = fwd_smem(CH, MODE_FWD);
+    if (nseg > 1) {
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_SUMM, MINB>, smem, &optin_s, "scan_summ_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_SUMM, MINB><<<dim3(nblk, rows, nseg - 1), CH * FG, smem, stream>>>(
+            NULL, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
+        scan_check_launch("scan_summ_staged_kernel");
+    }
+    dim3 grid(nblk, rows, nseg);
+    if (ckpt_pass) {
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_CKPT, MINB>, smem, &optin_c, "scan_ckpt_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_CKPT, MINB><<<grid, CH * FG, smem, stream>>>(
+            NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
+        scan_check_launch("scan_ckpt_staged_kernel");
+    } else if (ckpt) {  // the forward, leaving the backward its checkpoints
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_FWD_CKPT, MINB>, smem_f, &optin_fc,
+                        "scan_fwd_ckpt_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_FWD_CKPT, MINB><<<grid, CH * FG, smem_f, stream>>>(
+            out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
+        scan_check_launch("scan_fwd_ckpt_staged_kernel");
+    } else {
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_FWD, MINB>, smem_f, &optin_f, "scan_fwd_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_FWD, MINB><<<grid, CH * FG, smem_f, stream>>>(
+            out, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, 0, SL, nseg);
+        scan_check_launch("scan_fwd_staged_kernel");
+    }
+}
+
+static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *out, float *ckpt, float *summ,
+                              const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                              const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                              const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows, int T,
+                              int Cd, int nck, cudaStream_t stream) {
+    if (pl.ch == 32)  // four blocks of 4 warps per SM (<= 128 registers)
+        scan_fwd_staged_launch<32, 4>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+    else if (pl.ch == 64)
+        scan_fwd_staged_launch<64, 1>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+    else if (pl.minb == 2)
+        scan_fwd_staged_launch<128, 2>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+    else
+        scan_fwd_staged_launch<128, 1>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+}
+
+// The backward's segment summaries (when there is more than one segment), then the main pass.
+template <int CH>
+static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dz, float *bc_part,
+                                   float *par_part, const float *ckpt, const __nv_bfloat16 *dout,
+                                   const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                                   const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                                   const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows,
+                                   int T, int Cd, int nck, int SLK, int nseg, float *bsum, cudaStream_t stream) {
+    static int optin = 0, optin_s = 0, optin_g = 0;
+    const int nblk = (Cd + CH - 1) / CH;
+    size_t smem = bwd_smem(CH);
+    if (nseg == 1) {  // v9's kernel
+        scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 0>, smem, &optin, "scan_bwd_staged_kernel");
+        scan_bwd_staged_kernel<CH, 0><<<dim3(nblk, rows), CH * BG, smem, stream>>>(
+            du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
+            Cd, nck, nck, 1, bsum);
+        scan_check_launch("scan_bwd_staged_kernel");
+        return;
+    }
+    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 2>, smem, &optin_s, "scan_bsumm_staged_kernel");
+    scan_bwd_staged_kernel<CH, 2><<<dim3(nblk, rows, nseg - 1), CH * BG, smem, stream>>>(
+        du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
+        nck, SLK, nseg, bsum);
+    scan_check_launch("scan_bsumm_staged_kernel");
+    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 1>, smem, &optin_g, "scan_bwd_seg_staged_kernel");
+    scan_bwd_staged_kernel<CH, 1><<<dim3(nblk, rows, nseg), CH * BG, smem, stream>>>(
+        du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
+        nck, SLK, nseg, bsum);
+    scan_check_launch("scan_bwd_seg_staged_kernel");
+}
+
+size_t cuda_scan_states_bytes(int M, int T, int Cd, int N) {
+    return (size_t)(M / T) * ((T + SCAN_K - 1) / SCAN_K) * Cd * N * 4;
+}
+
+// (the entry points call these; static so the lab's frozen copies, each in its own namespace, do not collide)
+static void scan_fwd_impl(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
+                          const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
+                          int ldbc, const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T,
+                          int Cd, int N, float *states, cudaStream_t stream) {
+    scan_check_shape(M, T, Cd, N);
+    int rows = M / T;
+    if (scan_staged_ok(u, dpre, z, ldz, NULL, Cd, out, NULL, NULL)) {
+        const FwdPlan pl = scan_fwd_plan(rows, Cd, T);
+        float *summ = pl.nseg > 1 ? scan_fwd_summ((size_t)rows * (pl.nseg - 1) * 2 * Cd * SCAN_N * 4) : NULL;
+        scan_fwd_dispatch(pl, false, out, states, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows,
+                          T, Cd, (T + SCAN_K - 1) / SCAN_K, stream);
+    } else {
+        dim3 grid((Cd + SCAN_THREADS - 1) / SCAN_THREADS, rows);
+        scan_fwd_generic_kernel<<<grid, SCAN_THREADS, 0, stream>>>(out, states, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
+                                                                   D, z, ldz, pos, T, Cd);
+        scan_check_launch("scan_fwd_generic_kernel");
+    }
+}
+
+void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                      const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+                      const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                      float *states, cudaStream_t stream) {
+    scan_fwd_impl(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, states, stream);
+}
+
+static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+                          __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
+                          const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                          const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                          const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd,
+                          int N, const float *states, void *workspace, size_t workspace_bytes, int deterministic,
+                          cudaStream_t stream) {
+    (void)deterministic;  // always deterministic: no atomics are used
+    scan_check_shape(M, T, Cd, N);
+    size_t bc_off, par_off, seg_off, need;
+    scan_ws_layout(M, T, Cd, N, &bc_off, &par_off, &seg_off, &need);
+    if (workspace_bytes < need) scan_die("workspace of %zu bytes, %zu needed", workspace_bytes, need);
+    int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk, par_rows = rows;
+    float *ckpt = (float *)workspace;
+    float *bc_part = (float *)((char *)workspace + bc_off);
+    float *par_part = (float *)((char *)workspace + par_off);
+    float *summ = (float *)((char *)workspace + seg_off);
+
+    if (scan_staged_ok(u, dpre, z, ldz, dout, Cd, du, ddpre, dz)) {
+        // the staged checkpoints are (rows, nchunk, Cd, N): each thread's states are contiguous. When the forward
+        // left them (states), the checkpoint pass is skipped (v12).
+        if (states)
+            ckpt = (float *)states;
+        else
+            scan_fwd_dispatch(scan_fwd_plan(rows, Cd, T), true, NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm,
+                              ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, stream);
+        // the main pass: its own block width and time segments (v10)
+        const BwdPlan bp = scan_bwd_plan(rows, Cd, T);
+        par_rows = rows * bp.nseg;
+        if (bp.ch == 128) {
+            nblk = (Cd + 127) / 128;
+            scan_bwd_staged_launch<128>(du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm,
+                                        ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, bp.SLK, bp.nseg, summ, stream);
+        } else {
+            nblk = (Cd + 63) / 64;
+            scan_bwd_staged_launch<64>(du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm,
+                                       ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, bp.SLK, bp.nseg, summ, stream);
+        }
+    } else {
+        nblk = (Cd + SCAN_THREADS - 1) / SCAN_THREADS;
+        dim3 grid(nblk, rows);
+        scan_ckpt_generic_kernel<<<grid, SCAN_THREADS, 0, stream>>>(ckpt, u, dpre, dt_bias, A_log, Bm, ldbc, pos, T,
+                                                                    Cd, nchunk);
+        scan_check_launch("scan_ckpt_generic_kernel");
+        size_t smem = (size_t)(SCAN_K * SCAN_N * SCAN_THREADS + SCAN_K * (SCAN_THREADS / 32) * 2 * SCAN_N) * 4;
+        static int optin = 0;
+        scan_smem_optin((const void *)scan_bwd_generic_kernel, smem, &optin, "scan_bwd_generic_kernel");
+        scan_bwd_generic_kernel<<<grid, SCAN_THREADS, smem, stream>>>(du, ddpre, dz, bc_part, par_part, ckpt, dout, u,
+                                                                      dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                                                      pos, T, Cd, nchunk);
+        scan_check_launch("scan_bwd_generic_kernel");
+    }
+
+    size_t nbc = (size_t)M * 2 * N;
+    scan_bc_reduce_kernel<<<(unsigned)((nbc + 255) / 256), 256, 0, stream>>>(dB, dC, bc_part, ldbc, M, nblk);
+    scan_check_launch("scan_bc_reduce_kernel");
+    int npar = (2 + N) * Cd;
+    scan_param_reduce_kernel<<<(npar + 255) / 256, 256, 0, stream>>>(ddt_bias, dA_log, dD, par_part, par_rows, Cd);
+    scan_check_launch("scan_param_reduce_kernel");
+}
+
+void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+                      __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
+                      const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                      const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+                      const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                      const float *states, void *workspace, size_t workspace_bytes, int deterministic,
+                      cudaStream_t stream) {
+    scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                  pos, M, T, Cd, N, states, workspace, workspace_bytes, deterministic, stream);
+}
+}  // namespace scan_v18
