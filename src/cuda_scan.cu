@@ -1,6 +1,7 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v21 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v18 with the
+// Version v22 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v21 with the
+// forward's token loop over a whole chunk at a compile-time bound (one unrolled block). v21: v18 with the
 // backward main pass keeping the chunk's recomputed states in registers instead of shared memory, and, where
 // rows * Cd is small (B8 D1536), a backward with 4 threads per channel in 32-wide blocks (v20) instead of time
 // segments. v18: v14 with the
@@ -581,9 +582,14 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         // the recurrence, 4 tokens at a time so y can be summed over the FG threads of a channel with one
         // transposed butterfly (each thread then finishes one of the 4 tokens)
         const float *bck = bcf + (k & 1) * FT * 2 * SCAN_N;
-        for (int j0 = 0; j0 < len; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
+        // (v22: all FT tokens with a compile-time bound, so the groups are unrolled into one block the scheduler
+        // can interleave; tokens past the row's end have zero pass arrays and leave the state alone. Not in the
+        // kernels held to 64 registers for two blocks per SM (MINB 2), where the unrolled code spills.)
+        const int jend = MINB == 1 ? FT : len;
+#pragma unroll
+        for (int j0 = 0; j0 < jend; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
             // the state before token j0 (the forward too when asked to leave the backward its checkpoints)
-            if (STORE_CK && j0 % SCAN_K == 0 && active) {
+            if (STORE_CK && j0 % SCAN_K == 0 && active && j0 < len) {
                 float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS);
 #pragma unroll
                 for (int i = 0; i < NS / 4; i++) ck[i] = make_float4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
@@ -1270,13 +1276,14 @@ static bool scan_use_bwd4(int rows, int Cd) {
     static int env = -1, per_sm = 0;
     if (env < 0) {
         const char *e = getenv("PM_SCAN_BWD4");
-        env = e && e[0] == '0' ? 0 : 1;
+        env = e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
         const size_t smem = bwd4_smem(32);  // 32 KB (< 48 KB: no opt-in); registers hold it to 3 per SM
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_bwd4_kernel<32>, 32 * BG4, smem) !=
             cudaSuccess)
             per_sm = 0;
     }
     const int sms = pm_cuda_sm_count(), blocks = rows * ((Cd + 31) / 32);
+    if (env == 2) return per_sm >= 1 && blocks <= per_sm * sms;  // (lab: wherever one wave holds the blocks)
     return env && per_sm >= 2 && scan_pick_ch(rows, Cd) == 64 && blocks >= 2 * sms && blocks <= per_sm * sms;
 }
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {

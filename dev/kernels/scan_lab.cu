@@ -678,12 +678,24 @@ int main(int argc, char **argv) {
     struct Big {
         int rows, T, Cd;
         double off_fwd, off_fb;
-    } bigs[] = {{8, 2048, 2048, 0.673, 3.215},
-                {2, 8192, 4096, 1.489, 6.696},
-                {8, 2048, 1536, 0, 0},     // the 130m model's scan (d_inner 1536); no official number
-                {1, 16384, 1536, 0, 0}};   // 130m at T = 16384, B = 1 (the study's worst case)
-    const int nbig = sizeof(bigs) / sizeof(bigs[0]);
-    Timing tim[nbig][16];  // (sizes, versions)
+    } bigs[16] = {{8, 2048, 2048, 0.673, 3.215},
+                  {2, 8192, 4096, 1.489, 6.696},
+                  {8, 2048, 1536, 0, 0},     // the 130m model's scan (d_inner 1536); no official number
+                  {1, 16384, 1536, 0, 0}};   // 130m at T = 16384, B = 1 (the study's worst case)
+    int nbig = 4;
+    // LAB_BIGS="BxTxCd,..." times these sizes instead (no official numbers)
+    if (const char *e = getenv("LAB_BIGS")) {
+        nbig = 0;
+        for (const char *p = e; *p && nbig < 16;) {
+            Big b = {0, 0, 0, 0, 0};
+            if (sscanf(p, "%dx%dx%d", &b.rows, &b.T, &b.Cd) != 3) break;
+            bigs[nbig++] = b;
+            p = strchr(p, ',');
+            if (!p) break;
+            p++;
+        }
+    }
+    Timing tim[16][16];  // (sizes, versions)
     for (int b = 0; b < nbig; b++) time_size(bigs[b].rows, bigs[b].T, bigs[b].Cd, tim[b]);
 
     // floors: bytes over the copy bandwidth (DESIGN §3: 4.24 TB/s), state exps over the SFU (16/clk/SM, 1.98 GHz)
