@@ -36,7 +36,8 @@
 //
 // Backward: (1) a forward pass stores the state every SCAN_K tokens ("checkpoints") in the workspace;
 // (2) a reverse pass over chunks of SCAN_K tokens: recompute the chunk's states from its checkpoint (into shared
-// memory in the generic path, registers in the staged one), then walk the chunk backwards carrying the state adjoint. dB/dC (summed over channels) are reduced in
+// memory in the generic path, registers in the staged one), then walk the chunk backwards carrying the state
+// adjoint. dB/dC (summed over channels) are reduced in
 // a warp by a butterfly transpose, then over the block's warps in shared memory, and written as per-block
 // partials; a second kernel sums partials in a fixed order. Per-channel parameter gradients are per-row partials
 // summed over rows in a fixed order by a third kernel. No atomics anywhere: the result is bit-identical run to
@@ -733,15 +734,15 @@ __global__ void __launch_bounds__(CH *BG, 1)
                            int nseg, float *bsum) {
     constexpr bool BSUMM = SMODE == 2;
     constexpr int NT = CH * BG, BWARPS = NT / 32, NS = SCAN_N / BG, TILE = SCAN_K * CH;
-    constexpr size_t BWD_S = 0, BWD_TILES = (size_t)2 * 4 * TILE * 2,
+    constexpr size_t BWD_TILES = (size_t)2 * 4 * TILE * 2,
                      BWD_BC = (size_t)2 * SCAN_K * 2 * SCAN_N * 4, BWD_PA = (size_t)4 * TILE * 4;
     static_assert(BG == 2 && NS == 8, "the layout below assumes 2 threads per channel");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    __nv_bfloat16 *tiles = (__nv_bfloat16 *)(smem_raw + BWD_S);
-    float *bcf = (float *)(smem_raw + BWD_S + BWD_TILES);
+    __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
+    float *bcf = (float *)(smem_raw + BWD_TILES);
     // per (token, channel): {delta, dy, dz factor, softplus'(v)} in one 16-byte slot: one load per token (v11)
-    float4 *pa4 = (float4 *)(smem_raw + BWD_S + BWD_TILES + BWD_BC);
-    float *R = (float *)(smem_raw + BWD_S + BWD_TILES + BWD_BC + BWD_PA);
+    float4 *pa4 = (float4 *)(smem_raw + BWD_TILES + BWD_BC);
+    float *R = (float *)(smem_raw + BWD_TILES + BWD_BC + BWD_PA);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid % BG, cl = tid / BG;
     const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y;
     const bool active = c < Cd;
@@ -995,14 +996,14 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                      const __nv_bfloat16 *Cm, int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz,
                      const int32_t *pos, int T, int Cd, int nck) {
     constexpr int NT = CH * BG4, BWARPS = NT / 32, NS = SCAN_N / BG4, TILE = SCAN_K * CH, BCS = SCAN_K * 2 * SCAN_N;
-    constexpr size_t B_S = 0, B_TILES = (size_t)2 * 4 * TILE * 2, B_BC = (size_t)2 * 2 * BCS * 4,
+    constexpr size_t B_TILES = (size_t)2 * 4 * TILE * 2, B_BC = (size_t)2 * 2 * BCS * 4,
                      B_PA = (size_t)TILE * 16;
     static_assert(NS == 4 && CH % 8 == 0, "the layout below assumes 4 threads per channel");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    __nv_bfloat16 *tiles = (__nv_bfloat16 *)(smem_raw + B_S);
-    float *bcf = (float *)(smem_raw + B_S + B_TILES);  // (stage, copy, SCAN_K, 2N)
-    float4 *pa4 = (float4 *)(smem_raw + B_S + B_TILES + B_BC);
-    float *R = (float *)(smem_raw + B_S + B_TILES + B_BC + B_PA);
+    __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
+    float *bcf = (float *)(smem_raw + B_TILES);  // (stage, copy, SCAN_K, 2N)
+    float4 *pa4 = (float4 *)(smem_raw + B_TILES + B_BC);
+    float *R = (float *)(smem_raw + B_TILES + B_BC + B_PA);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid & 3, cl = tid >> 2;
     const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y;
     const bool active = c < Cd;
