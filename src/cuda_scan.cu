@@ -1272,17 +1272,18 @@ struct BwdPlan {
 // its backward is 0.73 ms against 0.82 for v21's 2-thread kernel with 4 time segments (and 0.90 for v18). Where
 // v18's kernel needs no segments (B8 D2048: 128-wide blocks) or v20 would need a second, mostly idle wave (B8
 // D2048: 512 blocks on 396 slots: 1.58 ms fwd+bwd against 1.30 at v20) the 2-thread kernel stays.
-// PM_SCAN_BWD4=0 turns it off (A/B runs).
+// PM_SCAN_BWD4=0 turns it off, =2 forces it wherever one wave holds the blocks (A/B runs, the op tests).
 static bool scan_use_bwd4(int rows, int Cd) {
-    static int env = -1, per_sm = 0;
-    if (env < 0) {
-        const char *e = getenv("PM_SCAN_BWD4");
-        env = e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
+    static int per_sm = -1;
+    if (per_sm < 0) {
         const size_t smem = bwd4_smem(32);  // 32 KB (< 48 KB: no opt-in); registers hold it to 3 per SM
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_bwd4_kernel<32>, 32 * BG4, smem) !=
             cudaSuccess)
             per_sm = 0;
     }
+    // read each call (the op tests switch it to check both kernels against the CPU on any GPU)
+    const char *e = getenv("PM_SCAN_BWD4");
+    const int env = e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
     const int sms = pm_cuda_sm_count(), blocks = rows * ((Cd + 31) / 32);
     if (env == 2) return per_sm >= 1 && blocks <= per_sm * sms;  // (lab: wherever one wave holds the blocks)
     return env && per_sm >= 2 && scan_pick_ch(rows, Cd) == 64 && blocks >= 2 * sms && blocks <= per_sm * sms;

@@ -730,6 +730,31 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
         free(du), free(ddp), free(dx), free(dz), free(ddtb), free(dA), free(dD);
         G->free(gdu), G->free(gddp), G->free(gdx), G->free(gdz), G->free(gddtb), G->free(gdA), G->free(gdD);
     }
+    // The backward has two staged kernels (2 threads per channel; v20's 4 in 32-wide blocks) and picks one by the
+    // shape and the GPU's SM count: PM_SCAN_BWD4 forces each, so both meet the CPU at every shape on any GPU.
+    for (int f = 0; f < 2; f++) {
+        char label[96];
+        setenv("PM_SCAN_BWD4", f ? "2" : "0", 1);
+        void *gdu = g_act(nan, mc), *gddp = g_act(nan, mc), *gdx = g_act(pdx, (size_t)M * nx);
+        void *gdz = g_act(pdz, (size_t)M * ldz), *gddtb = g_f32(ddtb0, Cd), *gdA = g_f32(dA0, (size_t)Cd * N);
+        void *gdD = g_f32(dD0, Cd);
+        G->scan_bwd(gdu, gddp, act_off(gdx, R), act_off(gdx, R + N), act_off(gdz, Cd), gddtb, gdA, gdD, gdo, gu, gdp,
+                    gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M, T, Cd, N, gst);
+        float *du = g_get_act(gdu, mc), *ddp = g_get_act(gddp, mc), *dx = g_get_act(gdx, (size_t)M * nx);
+        float *dz = g_get_act(gdz, (size_t)M * ldz), *ddtb = g_get_f32(gddtb, Cd), *dA = g_get_f32(gdA, (size_t)Cd * N);
+        float *dD = g_get_f32(gdD, Cd);
+        const char *kind = f ? "4 threads/channel" : "2 threads/channel";
+        snprintf(label, sizeof label, "scan_bwd du, %s", kind), check_rel(label, du, r_du, mc, 1e-2);
+        snprintf(label, sizeof label, "scan_bwd ddpre, %s", kind), check_rel(label, ddp, r_ddp, mc, 1e-2);
+        snprintf(label, sizeof label, "scan_bwd dB|dC, %s", kind), check_slice(label, dx, r_dx, M, nx, R, 2 * N, 1e-2);
+        snprintf(label, sizeof label, "scan_bwd dz, %s", kind), check_slice(label, dz, r_dz, M, ldz, Cd, Cd, 1e-2);
+        snprintf(label, sizeof label, "scan_bwd ddt_bias, %s", kind), check_rel(label, ddtb, r_ddtb, Cd, 1e-4);
+        snprintf(label, sizeof label, "scan_bwd dA_log, %s", kind), check_rel(label, dA, r_dA, (size_t)Cd * N, 1e-4);
+        snprintf(label, sizeof label, "scan_bwd dD, %s", kind), check_rel(label, dD, r_dD, Cd, 1e-4);
+        free(du), free(ddp), free(dx), free(dz), free(ddtb), free(dA), free(dD);
+        G->free(gdu), G->free(gddp), G->free(gdx), G->free(gdz), G->free(gddtb), G->free(gdA), G->free(gdD);
+    }
+    unsetenv("PM_SCAN_BWD4");
     for (int i = 0; i < 3; i++) free(bits[i]);
     for (int i = 0; i < 5; i++) free(bits_g[i]);
     free(stnan), free(out2), G->free(gst), G->free(gout2);
