@@ -24,10 +24,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "cuda_common.h"  // what the frozen versions after v14 take from src (bf2f, pm_cuda_sm_count)
+#include "cuda_common.h"  // what the frozen versions since v14 take from src (bf2f, pm_cuda_sm_count)
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
-#include "scan_v14.cuh"
 #include "scan_v18.cuh"
 
 #define CK(x)                                                                                          \
@@ -98,13 +97,10 @@ static float *g_states = NULL;
     }
 SCAN_WRAPPERS(prod, ::, 0)
 SCAN_WRAPPERS(prod_st, ::, 1)
-SCAN_WRAPPERS(v14_st, scan_v14::, 1)
 SCAN_WRAPPERS(v18_st, scan_v18::, 1)
 
 static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
-    {"v14", scan_v14::cuda_scan_workspace_bytes, scan_v14::cuda_scan_fwd, scan_v14::cuda_scan_bwd},
-    {"v14+st", scan_v14::cuda_scan_workspace_bytes, v14_st_fwd, v14_st_bwd},
     {"v18+st", scan_v18::cuda_scan_workspace_bytes, v18_st_fwd, v18_st_bwd},
     {"prod", cuda_scan_workspace_bytes, prod_fwd, prod_bwd},  // src/cuda_scan.cu (v20 since 2026-11-30)
     {"prod+st", cuda_scan_workspace_bytes, prod_st_fwd, prod_st_bwd},
