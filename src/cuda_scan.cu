@@ -975,9 +975,10 @@ __global__ void __launch_bounds__(CH *BG, 1)
 // 384 blocks, one wave of three per SM, no segments. The per-state work is the same; the dB/dC butterfly is over
 // 8 channels (3 levels on 8 values, against 4 on 16); y, P and Z = uP + Q are summed over the channel's 4 lanes
 // by a transposed butterfly that leaves each lane one sum, so each lane computes and stores one output (du,
-// ddelta, dz) instead of all three. It still executes ~1.1x v18's instructions per (token, channel) (the
-// per-token scalar work is done by 4 lanes instead of 2), so it is used only where it saves the segments
-// (scan_use_bwd4). v21: the chunk's recomputed states stay in registers (16 tokens x 4 states; both token loops
+// ddelta, dz) instead of all three. It still executes ~1.2x the instructions of v18's main pass (524M against
+// 425M at B8 D1536, ncu: the per-token scalar work is done by 4 lanes instead of 2), so it is used only where it
+// saves the segments (scan_use_bwd4). Three blocks per SM is the registers' limit: held to 128 registers for
+// four, it spilled and ran 16% slower (v23a). v21: the chunk's recomputed states stay in registers (16 tokens x 4 states; both token loops
 // unrolled) instead of going through shared memory, which ncu showed 67-73% busy (L1/TEX throughput).
 // Everything else is v18's: checkpoints every SCAN_K tokens, the reverse walk in groups of 4 tokens, per-block
 // dB/dC partials and per-row parameter partials summed in a fixed order (no atomics: deterministic).
