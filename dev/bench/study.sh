@@ -8,9 +8,12 @@
 #                                     gnuplot plots and report.html there (`packmamba bench --report`).
 #
 # Binary: $PM_BIN, else .gpu/bin/packmamba (dev/gpu.sh pack builds it, with the libraries in .gpu/lib) for `run`
-# and build/packmamba for `report`. The corpus entries read data/default (dev/default_corpus.sh; carry it); without
-# it they are recorded as skipped. PM_STUDY_LIMIT (seconds, default 420) stops starting new configurations, so the
-# whole run ends inside the device tool's 10-minute command limit; what was measured is kept in any case.
+# and build/packmamba for `report`. The corpus entries read data/default (dev/default_corpus.sh); without it they
+# are recorded as skipped. The prepared corpus (52 MB) plus the tree is over the device tool's 64 MiB, so carry it
+# gzipped (`tar czf data/default.tgz -C data default`; carry data/default.tgz and .gpu/lib, and the binary alone
+# as PM_BIN) and unpack it there first: `tar xzf data/default.tgz -C data && dev/bench/study.sh run`.
+# PM_STUDY_LIMIT (seconds, default 420) stops starting new configurations, so the whole run ends inside the device
+# tool's 10-minute command limit; what was measured is kept in any case.
 set -u
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 MODE="${1:-}"
