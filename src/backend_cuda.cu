@@ -78,10 +78,7 @@ __device__ T block_sum(T v, T *sh) {
 }
 
 // Column sums of partial rows (pm_colsum, cuda_common.h), on the backend's stream.
-static void colsum_final2(float *dst, float *dst2, int W1, const float *part, int G, int W) {
-    pm_colsum(dst, dst2, W1, part, G, W, g_stream);
-}
-static void colsum_final(float *dst, const float *part, int G, int W) { colsum_final2(dst, NULL, W, part, G, W); }
+static void colsum_final(float *dst, const float *part, int G, int W) { pm_colsum(dst, NULL, W, part, G, W, g_stream); }
 
 // ---------------------------------------------------------------------------------------------------------
 // memory
@@ -257,7 +254,6 @@ __device__ __forceinline__ uint2 f4_to_bf16x4(float4 f) {
     memcpy(&u.y, &hi, 4);
     return u;
 }
-static int is_aligned(const void *p, unsigned bytes) { return (uintptr_t)p % bytes == 0; }
 
 // ---------------------------------------------------------------------------------------------------------
 // residual add + RMSNorm
@@ -373,8 +369,8 @@ static void cu_add_rmsnorm_fwd(void *res_out, void *xn, void *rstd, const void *
     if (M == 0) return;
     int write_res = !(res_out == res_in && h == NULL);
     int nv = C % 4 == 0 ? norm_nv(C, 20) : 0;
-    if (nv && is_aligned(res_out, 16) && is_aligned(res_in, 16) && is_aligned(w, 16) && is_aligned(xn, 8) &&
-        is_aligned(h, 8)) {
+    if (nv && pm_is_aligned(res_out, 16) && pm_is_aligned(res_in, 16) && pm_is_aligned(w, 16) &&
+        pm_is_aligned(xn, 8) && pm_is_aligned(h, 8)) {
         NORM_NV_DISPATCH20(nv, add_rmsnorm_fwd4_kernel, pm_ceil_div(M, NORM_WARPS), NORM_WARPS * 32, 0,
                          (float4 *)res_out, (uint2 *)xn, (float *)rstd, (const float4 *)res_in, (const uint2 *)h,
                          (const float4 *)w, M, C / 4, eps, write_res);
@@ -500,8 +496,8 @@ static void cu_rmsnorm_bwd(void *dres, void *dres_act, void *dw, const void *dxn
                            const void *w, const void *rstd, int M, int C) {
     if (M == 0) return;
     int nv = C % 4 == 0 ? norm_nv(C, 16) : 0;
-    if (nv && is_aligned(dres, 16) && is_aligned(res, 16) && is_aligned(w, 16) && is_aligned(dxn, 8) &&
-        is_aligned(dres_act, 8)) {
+    if (nv && pm_is_aligned(dres, 16) && pm_is_aligned(res, 16) && pm_is_aligned(w, 16) &&
+        pm_is_aligned(dxn, 8) && pm_is_aligned(dres_act, 8)) {
         int G = pm_ceil_div(M, NORM_BWD_WARPS * NORM_BWD_R);  // fixed by M: the order never depends on the GPU
         float *part = (float *)scratch_get(&s_norm_part, (size_t)G * C * sizeof(float));
         size_t smem = (size_t)NORM_BWD_WARPS * C * sizeof(float);  // <= 32 KB (C <= 2048): no opt-in needed
@@ -860,8 +856,7 @@ static void cu_scan_fwd(void *out, const void *u, const void *dpre, const void *
     if (M == 0) return;
     cuda_scan_fwd_ex((bf16 *)out, (const bf16 *)u, (const bf16 *)dpre, (const float *)dt_bias,
                      (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc, (const float *)D, (const bf16 *)z,
-                     ldz, pos, M, T, Cd, N, (float *)states, g_stream);
-    cudaLaunchCheck();
+                     ldz, pos, M, T, Cd, N, (float *)states, g_stream);  // (checks its own launches)
 }
 static size_t cu_scan_states_bytes(int M, int T, int Cd, int N) { return cuda_scan_states_bytes(M, T, Cd, N); }
 
@@ -877,8 +872,7 @@ static void scan_bwd_impl(void *du, void *ddpre, void *dB, void *dC, void *dz, v
                      (float *)dA_log, (float *)dD, (const bf16 *)dout, (const bf16 *)u, (const bf16 *)dpre,
                      (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc,
                      (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, (const float *)states, ws,
-                     wsb ? s_big.bytes : 0, det, g_stream);
-    cudaLaunchCheck();
+                     wsb ? s_big.bytes : 0, det, g_stream);  // (checks its own launches)
 }
 #define SCAN_BWD_ARGS                                                                                       \
     void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log, void *dD,             \

@@ -1,11 +1,13 @@
-// cuda_common.h — error checking, small bf16 helpers, the SM count and the deterministic column sum shared by the
-// CUDA sources (backend_cuda.cu, cuda_scan.cu, cuda_conv.cu). Every CUDA and cuBLASLt call goes through cudaCheck / cublasCheck: a failure prints one
-// line naming the call site and a hint, then exits (a half-computed training step is never useful).
+// cuda_common.h — what the CUDA sources (backend_cuda.cu, cuda_scan.cu, cuda_conv.cu) share: error checking, small
+// bf16 helpers, pointer alignment, the device facts their plans read, and the deterministic column sum. Every CUDA
+// and cuBLASLt call goes through cudaCheck / cublasCheck: a failure prints one line naming the call site and a
+// hint, then exits (a half-computed training step is never useful).
 #pragma once
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -61,6 +63,8 @@ static inline void pm_cublas_fail(cublasStatus_t s, const char *call, const char
 #define cudaLaunchCheck() cudaCheck(cudaGetLastError())
 
 static inline unsigned pm_ceil_div(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
+// p is a multiple of `bytes` (vector loads and stores need their width's alignment)
+static inline int pm_is_aligned(const void *p, size_t bytes) { return (uintptr_t)p % bytes == 0; }
 
 // bf16 <-> fp32. Loads widen exactly; stores round to nearest even.
 __device__ __forceinline__ float bf2f(__nv_bfloat16 x) { return __bfloat162float(x); }

@@ -512,9 +512,8 @@ __global__ void __launch_bounds__(32 * W, MINB)
 #define CONV_V_MAX 4
 static int conv_vec(int C, int ldx, const void *p0, const void *p1, const void *p2) {
     for (int V = CONV_V_MAX; V >= 2; V /= 2) {
-        uintptr_t a = 2 * (uintptr_t)V;
-        if (C % V == 0 && ldx % V == 0 && (uintptr_t)p0 % a == 0 && (uintptr_t)p1 % a == 0 &&
-            (uintptr_t)p2 % a == 0)
+        const size_t a = 2 * (size_t)V;
+        if (C % V == 0 && ldx % V == 0 && pm_is_aligned(p0, a) && pm_is_aligned(p1, a) && pm_is_aligned(p2, a))
             return V;
     }
     return 1;
@@ -527,7 +526,6 @@ static int conv_check(int M, int T, int C, int K, int ldx) {
     if (M < 0 || T <= 0 || C <= 0 || ldx < C) conv_die("bad shape M=%d T=%d C=%d ldx=%d", M, T, C, ldx);
     return 1;
 }
-
 
 // Run length for a grid of `cw` warps across the channels and M tokens, given `wave` resident warps on the
 // GPU: the shortest of 32, 64, 128 whose grid fits in one wave, else 128.

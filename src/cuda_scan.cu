@@ -1170,13 +1170,12 @@ __global__ void __launch_bounds__(CH *BG4, 3)
     }
 }
 
-static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 // The staged kernels copy 16-byte pieces of 8 channels in and (v11) out.
 static bool scan_staged_ok(const void *u, const void *dpre, const void *z, int ldz, const void *dout, int Cd,
                            const void *out0, const void *out1, const void *out2) {
-    return Cd % 8 == 0 && ldz % 8 == 0 && aligned16(u) && aligned16(dpre) && aligned16(z) &&
-           (dout == NULL || aligned16(dout)) && aligned16(out0) && (out1 == NULL || aligned16(out1)) &&
-           (out2 == NULL || aligned16(out2));
+    return Cd % 8 == 0 && ldz % 8 == 0 && pm_is_aligned(u, 16) && pm_is_aligned(dpre, 16) &&
+           pm_is_aligned(z, 16) && (dout == NULL || pm_is_aligned(dout, 16)) && pm_is_aligned(out0, 16) &&
+           (out1 == NULL || pm_is_aligned(out1, 16)) && (out2 == NULL || pm_is_aligned(out2, 16));
 }
 // Raise a kernel's dynamic shared memory limit (once per kernel and process).
 static void scan_smem_optin(const void *fn, size_t bytes, int *done, const char *name) {
