@@ -105,11 +105,15 @@ typedef struct Backend {
                      const int32_t *pos, int M, int T, int Cd, int N, void *states);
     // Backward of scan_fwd given dout (M, Cd) ACT. Overwrites du, ddpre (M, Cd) ACT, dB, dC (ldbc) ACT,
     // dz (ldz) ACT; accumulates ddt_bias, dD (Cd) and dA_log (Cd, N) F32. states: NULL (recompute what it needs)
-    // or what scan_fwd left there for these same inputs; the results are the same either way.
+    // or what scan_fwd left there for these same inputs; the results are the same either way. out: NULL, or
+    // (M, Cd) ACT where the backward writes scan_fwd's output again, from the states it recomputes anyway (the
+    // out_proj weight gradient needs it, so the model keeps no copy of it per layer). Both backends write the
+    // forward's bits: the same states, summed over n in the forward's order.
     void (*scan_bwd)(void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log,
                      void *dD, const void *dout, const void *u, const void *dpre, const void *dt_bias,
                      const void *A_log, const void *Bm, const void *Cm, int ldbc, const void *D,
-                     const void *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N, const void *states);
+                     const void *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N, const void *states,
+                     void *out);
     // Optional (NULL: the backend cannot keep scan states): bytes of the states buffer above.
     size_t (*scan_states_bytes)(int M, int T, int Cd, int N);
 

@@ -511,8 +511,9 @@ static inline void lanes_sum_add(real *restrict acc, real *restrict v, int N) {
 //   s_t = a_t s_{t-1} + delta_t B_t u_t,  a_t = exp(delta_t A)
 //   dL/ds_t = dy_t C_t + a_{t+1} dL/ds_{t+1}   (the second term is 0 when t+1 starts a document)
 // dB/dC contributions (summed over the block's lanes) are added into gB/gC (M, N); the per-channel parameter
-// gradients go to pp (Cd, N + 2) of this row.
-PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, real *dz, real *pp,
+// gradients go to pp (Cd, N + 2) of this row. outp (M, Cd), if not NULL: the forward's output again, from the
+// same states summed in the forward's order (tests hold it to scan_fwd's bits).
+PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, real *dz, real *pp, real *outp,
                                     const real *dout, const real *u, const real *dpre, const real *dt_bias,
                                     const real *A_log, const real *Bm, const real *Cm, int ldbc, const real *D,
                                     const real *z, int ldz, const int32_t *pos, int T, int Cd, int N, int t0,
@@ -564,7 +565,7 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
         lanes_load(go, dout + (size_t)t * Cd + c0, w);
         const real *Bt = Bm + (size_t)t * ldbc, *Ct = Cm + (size_t)t * ldbc;
 #pragma omp simd
-        for (int j = 0; j < SCAN_CB; j++) y[j] = Dc[j] * uu[j];
+        for (int j = 0; j < SCAN_CB; j++) y[j] = 0;
         for (int n = 0; n < N; n++) {
             real cn = Ct[n];
             const real *stn = st + n * SCAN_CB;
@@ -573,13 +574,17 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
         }
 #pragma omp simd
         for (int j = 0; j < SCAN_CB; j++) {
+            y[j] += Dc[j] * uu[j];                        // the gate's input, as in scan_fwd_unit
             dy[j] = go[j] * silu_v(zz[j]);                // through the gate
+            dd[j] = y[j] * silu_v(zz[j]);                 // the forward's output (dd is free until below)
             y[j] = go[j] * y[j] * silu_grad_v(zz[j]);     // dz
             duu[j] = dy[j] * Dc[j];
-            dd[j] = 0;                                    // dL/ddelta
             dDc[j] += dy[j] * uu[j];
         }
         lanes_store(dz + (size_t)t * ldz + c0, y, w);
+        if (outp) lanes_store(outp + (size_t)t * Cd + c0, dd, w);
+#pragma omp simd
+        for (int j = 0; j < SCAN_CB; j++) dd[j] = 0;
         for (int n = 0; n < N; n++) {
             real bn = Bt[n], cn = Ct[n];
             const real *stn = st + n * SCAN_CB, *spn = sp + n * SCAN_CB, *An = A + n * SCAN_CB;
@@ -629,9 +634,9 @@ static void scan_bwd(void *du_, void *ddpre_, void *dB_, void *dC_, void *dz_, v
                      void *dD_, const void *dout_, const void *u_, const void *dpre_, const void *dt_bias_,
                      const void *A_log_, const void *Bm_, const void *Cm_, int ldbc, const void *D_,
                      const void *z_, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                     const void *states) {
+                     const void *states, void *out_) {
     (void)states;
-    real *du = du_, *ddpre = ddpre_, *dz = dz_;                      // (M, Cd), (M, Cd), (M, Cd) ldz
+    real *du = du_, *ddpre = ddpre_, *dz = dz_, *outp = out_;        // (M, Cd), (M, Cd), (M, Cd) ldz, (M, Cd)
     real *dB = dB_, *dC = dC_;                                       // (M, N) ldbc
     real *ddt_bias = ddt_bias_, *dA_log = dA_log_, *dD = dD_;        // (Cd), (Cd, N), (Cd)
     const real *dout = dout_, *u = u_, *dpre = dpre_, *z = z_;       // (M, Cd) ..., z ldz
@@ -651,7 +656,7 @@ static void scan_bwd(void *du_, void *ddpre_, void *dB_, void *dC_, void *dz_, v
             for (int b = b0; b < b1; b++) {
                 int c0 = b * SCAN_CB, w = Cd - c0 < SCAN_CB ? Cd - c0 : SCAN_CB;
                 scan_bwd_unit(du, ddpre, dBp + (size_t)g * M * N, dCp + (size_t)g * M * N, dz,
-                              pp + (size_t)r * Cd * P, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                              pp + (size_t)r * Cd * P, outp, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
                               pos, T, Cd, N, t0, t1, c0, w);
             }
         }

@@ -864,24 +864,24 @@ static void scan_bwd_impl(void *du, void *ddpre, void *dB, void *dC, void *dz, v
                           void *dD, const void *dout, const void *u, const void *dpre, const void *dt_bias,
                           const void *A_log, const void *Bm, const void *Cm, int ldbc, const void *D,
                           const void *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                          const void *states, int det) {
+                          const void *states, void *out, int det) {
     if (M == 0) return;
     size_t wsb = cuda_scan_workspace_bytes(M, T, Cd, N);
     void *ws = wsb ? scratch_get(&s_big, wsb) : NULL;
     cuda_scan_bwd_ex((bf16 *)du, (bf16 *)ddpre, (bf16 *)dB, (bf16 *)dC, (bf16 *)dz, (float *)ddt_bias,
                      (float *)dA_log, (float *)dD, (const bf16 *)dout, (const bf16 *)u, (const bf16 *)dpre,
                      (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc,
-                     (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, (const float *)states, ws,
-                     wsb ? s_big.bytes : 0, det, g_stream);  // (checks its own launches)
+                     (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, (const float *)states, (bf16 *)out,
+                     ws, wsb ? s_big.bytes : 0, det, g_stream);  // (checks its own launches)
 }
 #define SCAN_BWD_ARGS                                                                                       \
     void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log, void *dD,             \
         const void *dout, const void *u, const void *dpre, const void *dt_bias, const void *A_log,           \
         const void *Bm, const void *Cm, int ldbc, const void *D, const void *z, int ldz, const int32_t *pos, \
-        int M, int T, int Cd, int N, const void *states
+        int M, int T, int Cd, int N, const void *states, void *out
 #define SCAN_BWD_PASS                                                                                             \
     du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, \
-        Cd, N, states
+        Cd, N, states, out
 static void cu_scan_bwd_det(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 1); }
 static void cu_scan_bwd_fast(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 0); }
 

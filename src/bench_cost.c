@@ -98,7 +98,9 @@ int op_cost(const CostShape *s, const char *region, OpCost *out) {
         o.calls = c->n_layer;
         for (int l = 0; l < c->n_layer; l++) gemm_fwd(&o, M, d, di, a);
     } else if (!strcmp(region, "bwd.out_proj")) {
-        o.calls = c->n_layer;
+        // two calls per layer: d(y) before the scan's backward, the weight gradient after it (the scan's backward
+        // writes the y it takes again: the model keeps no copy)
+        o.calls = 2 * c->n_layer;
         for (int l = 0; l < c->n_layer; l++) gemm_bwd(&o, M, d, di, a, f);
     } else if (!strcmp(region, "fwd.conv")) {
         // K multiply-adds + bias (2K + 1), SiLU = x / (1 + exp(-x)) (4); read xi, write u

@@ -259,11 +259,11 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, Car
         L->rstd = carve(f, M);
         L->xz = carve(a, M * 2 * di);
         L->xdbl = carve(a, M * nx);
-        L->y = carve(a, M * di);
         if (m->keep_activations) {
             L->xn = carve(a, M * d);
             L->u = carve(a, M * di);
             L->dpre = carve(a, M * di);
+            L->y = carve(a, M * di);
         }
     }
     if (!m->keep_activations) {  // one buffer each, shared by the layers (refilled by the backward's recompute)
@@ -274,6 +274,7 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, Car
         m->xn = m->u = m->dpre = NULL;
     }
     m->h = carve(a, M * d);
+    if (!m->keep_activations) m->y = carve(a, M * di);
     m->res_f = carve(f, M * d);
     m->rstd_f = carve(f, M);
     m->losses = carve(f, M);
@@ -419,11 +420,11 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
                bk->matmul_fwd(L->xdbl, nx, u, di, PACT(l, P_X_PROJ), NULL, M, nx, di));  // (M, R+2N)
         REGION(m, "fwd.dt_proj", bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R));  // (M, di)
         REGION(m, "fwd.scan",
-               bk->scan_fwd(L->y, u, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
+               bk->scan_fwd(L->y ? L->y : m->y, u, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
                             act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
                             act_at(m, L->xz, di), 2 * di, m->pos, M, T, di, N,
                             m->states_valid ? L->scan_states : NULL /* NULL where not kept */));  // (M, di)
-        REGION(m, "fwd.out_proj", bk->matmul_fwd(m->h, d, L->y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
+        REGION(m, "fwd.out_proj", bk->matmul_fwd(m->h, d, L->y ? L->y : m->y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
     }
     struct LayerActs *last = &m->layers[c->n_layer - 1];
     REGION(m, "fwd.norm",
@@ -478,15 +479,20 @@ static void backward_body(Model *m) {
                                   M, T, di, K);
                 bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
             });
+        // out_proj: d(y) now; its weight gradient after the scan's backward, which writes this layer's y (the
+        // gated scan output) into m->y again from the states it recomputes anyway, bit for bit (unless the layer
+        // kept its own: keep_activations).
         REGION(m, "bwd.out_proj",
-               bk->matmul_bwd(m->dy, di, 0, PF32(m->grads, l, P_OUT_PROJ), NULL, m->dh, d, L->y, di,
-                              PACT(l, P_OUT_PROJ), M, d, di));
+               bk->matmul_bwd(m->dy, di, 0, NULL, NULL, m->dh, d, NULL, di, PACT(l, P_OUT_PROJ), M, d, di));
         REGION(m, "bwd.scan",
                bk->scan_bwd(m->du, m->ddpre, act_at(m, m->dxdbl, R), act_at(m, m->dxdbl, R + N), act_at(m, m->dxz, di),
                             PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, u,
                             dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
                             act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, L->xz, di), 2 * di,
-                            m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL));
+                            m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL, L->y ? NULL : m->y));
+        REGION(m, "bwd.out_proj",
+               bk->matmul_bwd(NULL, di, 0, PF32(m->grads, l, P_OUT_PROJ), NULL, m->dh, d, L->y ? L->y : m->y, di,
+                              PACT(l, P_OUT_PROJ), M, d, di));
         REGION(m, "bwd.dt_proj",
                bk->matmul_bwd(m->dxdbl, nx, 0, PF32(m->grads, l, P_DT_W), NULL, m->ddpre, di, L->xdbl, nx,
                               PACT(l, P_DT_W), M, di, R));

@@ -62,19 +62,20 @@ typedef struct {
     void *arena_act, *arena_f32;  // one allocation per element kind
     int32_t *tokens, *pos, *targets;  // (M) each, backend memory
     // Stored per layer for the backward: only what is expensive to recompute. xn, u and dpre are recomputed in
-    // the backward (a norm, the depthwise conv and the small dt_proj GEMM: a few % of the step) and h is consumed
-    // by the next layer's residual add, so those live in shared buffers — this is what keeps peak memory below the
-    // official implementation's.
+    // the backward (a norm, the depthwise conv and the small dt_proj GEMM: a few % of the step), y is written
+    // again by the scan's backward (from the states it recomputes anyway: ~3% of the step, docs/perf.md v24) and
+    // h is consumed by the next layer's residual add, so those live in shared buffers — this is what keeps peak
+    // memory below the official implementation's.
     struct LayerActs {
         void *res;    // F32 (M, d_model) residual stream entering this layer's norm
         void *rstd;   // F32 (M)
         void *xz;     // ACT (M, 2*d_inner) in_proj output: xi | z
         void *xdbl;   // ACT (M, dt_rank + 2N) x_proj output: dt_low | B | C
-        void *y;      // ACT (M, d_inner) gated scan output
         void *scan_states;  // the scan states the training forward leaves for the backward (backend-defined,
                             // Backend.scan_states_bytes), or NULL when not kept
-        void *xn, *u, *dpre;  // with keep_activations: this layer's own ACT (M, d_model), (M, d_inner), (M, d_inner),
-                              // so the backward recomputes nothing; else NULL (the shared buffers below are used)
+        void *xn, *u, *dpre, *y;  // with keep_activations: this layer's own ACT (M, d_model), (M, d_inner) x 3 (y:
+                                  // the gated scan output), so the backward recomputes nothing; else NULL (the
+                                  // shared buffers below are used)
     } *layers;         // (n_layer)
     // How many layers keep their scan states, where the backend can (Backend.scan_states_bytes): the forward of a
     // training step leaves them for the backward, which then skips recomputing them — faster, for
@@ -82,9 +83,10 @@ typedef struct {
     // and more: every layer; 0: none; in between, the last keep_scan_states layers (a memory/speed dial). Read by
     // model_alloc_activations.
     int keep_scan_states;
-    // 0 (the default): the backward recomputes each layer's xn, u and dpre (a norm, the conv and the dt_proj
-    // GEMM). 1: every layer keeps them — faster (no recompute: 3-4% of a step), for (d_model + 2 d_inner) ACT
-    // values per token per layer more memory. Read by model_alloc_activations.
+    // 0 (the default): the backward recomputes each layer's xn, u, dpre and y (a norm, the conv, the dt_proj
+    // GEMM; y in the scan's backward). 1: every layer keeps them — faster (no recompute: 5-7% of a step), for
+    // (d_model + 3 d_inner) ACT values per token per layer more memory. Either way the results are the same bits.
+    // Read by model_alloc_activations.
     int keep_activations;
     void *arena_states;    // one allocation for every layer's scan_states
     size_t states_cap;     // bytes of each layer's scan_states
@@ -93,6 +95,8 @@ typedef struct {
     void *u;           // ACT (M, d_inner) silu(conv(xi)) of the current layer (NULL with keep_activations)
     void *dpre;        // ACT (M, d_inner) dt_proj output (before bias and softplus) of the current layer (ditto)
     void *h;           // ACT (M, d_model) mixer output of the current layer
+    void *y;           // ACT (M, d_inner) gated scan output of the current layer (NULL with keep_activations); the
+                       // scan backward writes it again for the out_proj weight gradient (Backend.scan_bwd's out)
     void *res_f;       // F32 (M, d_model) final residual
     void *rstd_f;      // F32 (M)
     void *xf;          // ACT (M, d_model) final normed

@@ -659,13 +659,17 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
     void *cout = CPU->alloc(mc * 4), *cdo = c_put(dout, mc), *cdu = CPU->alloc(mc * 4), *cddp = CPU->alloc(mc * 4);
     void *cdx = c_put(dxdbl0, (size_t)M * nx), *cdz = c_put(dxz0, (size_t)M * ldz);
     void *cddtb = c_put(ddtb0, Cd), *cdA = c_put(dA0, (size_t)Cd * N), *cdD = c_put(dD0, Cd);
+    void *cyo = CPU->alloc(mc * 4);
     float *cxf = cx, *czf = cz, *cdxf = cdx, *cdzf = cdz;
     CPU->scan_fwd(cout, cu, cdp, cdtb, cA, cxf + R, cxf + R + N, nx, cD, czf + Cd, ldz, cp, M, T, Cd, N, NULL);
     CPU->scan_bwd(cdu, cddp, cdxf + R, cdxf + R + N, cdzf + Cd, cddtb, cdA, cdD, cdo, cu, cdp, cdtb, cA, cxf + R,
-                  cxf + R + N, nx, cD, czf + Cd, ldz, cp, M, T, Cd, N, NULL);
+                  cxf + R + N, nx, cD, czf + Cd, ldz, cp, M, T, Cd, N, NULL, cyo);
+    // the backward writes the forward's output again (for the out_proj weight gradient), in the forward's order
+    float *r_yo = c_get(cyo, mc);
     float *r_out = c_get(cout, mc), *r_du = c_get(cdu, mc), *r_ddp = c_get(cddp, mc);
     float *r_dx = c_get(cdx, (size_t)M * nx), *r_dz = c_get(cdz, (size_t)M * ldz);
     float *r_ddtb = c_get(cddtb, Cd), *r_dA = c_get(cdA, (size_t)Cd * N), *r_dD = c_get(cdD, Cd);
+    check_same_bits("scan_bwd out (CPU) = scan_fwd out", r_yo, r_out, mc * 4);
     // GPU
     void *gp = g_i32(pos, M), *gu = g_act(u, mc), *gdp = g_act(dpre, mc), *gx = g_act(xdbl, (size_t)M * nx);
     void *gz = g_act(xz, (size_t)M * ldz), *gD = g_f32(D, Cd), *gdtb = g_f32(dtb, Cd), *gA = g_f32(Alog, (size_t)Cd * N);
@@ -691,15 +695,19 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
                 T, Cd, N, gst);
     float *out2 = g_get_act(gout2, mc);
     check_same_bits("scan_fwd out, keeping states", out, out2, mc * 4);
-    float *bits[3] = {NULL, NULL, NULL}, *bits_g[5] = {NULL, NULL, NULL, NULL, NULL};
+    float *bits[3] = {NULL, NULL, NULL}, *bits_g[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    // The GPU backward's out: the forward's output again, from the states it recomputes, summed over the states in
+    // the forward's order: bit-identical to the forward's. Passed in calls 0 and 3 (recomputed and kept states),
+    // NULL in 1 and 2.
     const Backend *modes[4] = {G, GD, GD, G};
     for (int k = 0; k < 4; k++) {
         void *gdu = g_act(nan, mc), *gddp = g_act(nan, mc), *gdx = g_act(pdx, (size_t)M * nx);
         void *gdz = g_act(pdz, (size_t)M * ldz), *gddtb = g_f32(ddtb0, Cd), *gdA = g_f32(dA0, (size_t)Cd * N);
-        void *gdD = g_f32(dD0, Cd);
+        void *gdD = g_f32(dD0, Cd), *gyo = g_act(nan, mc);
         modes[k]->scan_bwd(gdu, gddp, act_off(gdx, R), act_off(gdx, R + N), act_off(gdz, Cd), gddtb, gdA, gdD, gdo, gu,
                            gdp, gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M, T, Cd,
-                           N, k == 3 ? gst : NULL);
+                           N, k == 3 ? gst : NULL, k == 0 || k == 3 ? gyo : NULL);
+        float *yo = g_get_act(gyo, mc);
         float *du = g_get_act(gdu, mc), *ddp = g_get_act(gddp, mc), *dx = g_get_act(gdx, (size_t)M * nx);
         float *dz = g_get_act(gdz, (size_t)M * ldz), *ddtb = g_get_f32(gddtb, Cd), *dA = g_get_f32(gdA, (size_t)Cd * N);
         float *dD = g_get_f32(gdD, Cd);
@@ -712,14 +720,17 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
             check_rel("scan_bwd ddt_bias", ddtb, r_ddtb, Cd, 1e-4);
             check_rel("scan_bwd dA_log", dA, r_dA, (size_t)Cd * N, 1e-4);
             check_rel("scan_bwd dD", dD, r_dD, Cd, 1e-4);
+            check_same_bits("scan_bwd out = scan_fwd out", yo, out, mc * 4);
+            check_rel("scan_bwd out (bf16) vs CPU", yo, r_out, mc, 1e-2);
             bits_g[0] = dup(du, mc), bits_g[1] = dup(dx, (size_t)M * nx), bits_g[2] = dup(dA, (size_t)Cd * N);
-            bits_g[3] = dup(ddp, mc), bits_g[4] = dup(dz, (size_t)M * ldz);
+            bits_g[3] = dup(ddp, mc), bits_g[4] = dup(dz, (size_t)M * ldz), bits_g[5] = dup(yo, mc);
         } else if (k == 3) {
             check_same_bits("scan_bwd du, kept states", bits_g[0], du, mc * 4);
             check_same_bits("scan_bwd dB|dC, kept states", bits_g[1], dx, (size_t)M * nx * 4);
             check_same_bits("scan_bwd dA_log, kept states", bits_g[2], dA, (size_t)Cd * N * 4);
             check_same_bits("scan_bwd ddpre, kept states", bits_g[3], ddp, mc * 4);
             check_same_bits("scan_bwd dz, kept states", bits_g[4], dz, (size_t)M * ldz * 4);
+            check_same_bits("scan_bwd out, kept states", bits_g[5], yo, mc * 4);
         } else if (k == 1) {
             bits[0] = dup(du, mc), bits[1] = dup(dx, (size_t)M * nx), bits[2] = dup(dA, (size_t)Cd * N);
         } else {
@@ -727,8 +738,9 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
             check_same_bits("scan_bwd dB|dC", bits[1], dx, (size_t)M * nx * 4);
             check_same_bits("scan_bwd dA_log", bits[2], dA, (size_t)Cd * N * 4);
         }
-        free(du), free(ddp), free(dx), free(dz), free(ddtb), free(dA), free(dD);
-        G->free(gdu), G->free(gddp), G->free(gdx), G->free(gdz), G->free(gddtb), G->free(gdA), G->free(gdD);
+        free(du), free(ddp), free(dx), free(dz), free(ddtb), free(dA), free(dD), free(yo);
+        G->free(gdu), G->free(gddp), G->free(gdx), G->free(gdz), G->free(gddtb), G->free(gdA), G->free(gdD),
+            G->free(gyo);
     }
     // The backward has two staged kernels (2 threads per channel; v20's 4 in 32-wide blocks) and picks one by the
     // shape and the GPU's SM count: PM_SCAN_BWD4 forces each, so both meet the CPU at every shape on any GPU.
@@ -741,9 +753,11 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
         setenv("PM_SCAN_BWD4", f ? "2" : "0", 1);
         void *gdu = g_act(nan, mc), *gddp = g_act(nan, mc), *gdx = g_act(pdx, (size_t)M * nx);
         void *gdz = g_act(pdz, (size_t)M * ldz), *gddtb = g_f32(ddtb0, Cd), *gdA = g_f32(dA0, (size_t)Cd * N);
-        void *gdD = g_f32(dD0, Cd);
+        void *gdD = g_f32(dD0, Cd), *gyo = g_act(nan, mc);
         G->scan_bwd(gdu, gddp, act_off(gdx, R), act_off(gdx, R + N), act_off(gdz, Cd), gddtb, gdA, gdD, gdo, gu, gdp,
-                    gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M, T, Cd, N, gst);
+                    gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M, T, Cd, N, gst,
+                    gyo);
+        float *yo = g_get_act(gyo, mc);
         float *du = g_get_act(gdu, mc), *ddp = g_get_act(gddp, mc), *dx = g_get_act(gdx, (size_t)M * nx);
         float *dz = g_get_act(gdz, (size_t)M * ldz), *ddtb = g_get_f32(gddtb, Cd), *dA = g_get_f32(gdA, (size_t)Cd * N);
         float *dD = g_get_f32(gdD, Cd);
@@ -755,24 +769,27 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
         snprintf(label, sizeof label, "scan_bwd ddt_bias, %s", kind), check_rel(label, ddtb, r_ddtb, Cd, 1e-4);
         snprintf(label, sizeof label, "scan_bwd dA_log, %s", kind), check_rel(label, dA, r_dA, (size_t)Cd * N, 1e-4);
         snprintf(label, sizeof label, "scan_bwd dD, %s", kind), check_rel(label, dD, r_dD, Cd, 1e-4);
+        snprintf(label, sizeof label, "scan_bwd out, %s", kind), check_same_bits(label, yo, out, mc * 4);
         dx_forced[f] = dx, ddtb_forced[f] = ddtb;
-        free(du), free(ddp), free(dz), free(dA), free(dD);
-        G->free(gdu), G->free(gddp), G->free(gdx), G->free(gdz), G->free(gddtb), G->free(gdA), G->free(gdD);
+        free(du), free(ddp), free(dz), free(dA), free(dD), free(yo);
+        G->free(gdu), G->free(gddp), G->free(gdx), G->free(gdz), G->free(gddtb), G->free(gdA), G->free(gdD),
+            G->free(gyo);
     }
     unsetenv("PM_SCAN_BWD4");
-    assert_true(memcmp(ddtb_forced[0], ddtb_forced[1], (size_t)Cd * sizeof(float)) != 0 ||
-                memcmp(dx_forced[0], dx_forced[1], (size_t)M * nx * sizeof(float)) != 0);
+    if (Cd % 8 == 0)  // (otherwise the generic kernel runs either way)
+        assert_true(memcmp(ddtb_forced[0], ddtb_forced[1], (size_t)Cd * sizeof(float)) != 0 ||
+                    memcmp(dx_forced[0], dx_forced[1], (size_t)M * nx * sizeof(float)) != 0);
     free(dx_forced[0]), free(dx_forced[1]), free(ddtb_forced[0]), free(ddtb_forced[1]);
     for (int i = 0; i < 3; i++) free(bits[i]);
-    for (int i = 0; i < 5; i++) free(bits_g[i]);
+    for (int i = 0; i < 6; i++) free(bits_g[i]);
     free(stnan), free(out2), G->free(gst), G->free(gout2);
     free(pos), free(u), free(dpre), free(xdbl), free(xz), free(D), free(dtb), free(Alog), free(dout), free(dxdbl0),
         free(dxz0), free(ddtb0), free(dA0), free(dD0);
-    free(r_out), free(r_du), free(r_ddp), free(r_dx), free(r_dz), free(r_ddtb), free(r_dA), free(r_dD), free(nan),
+    free(r_yo), free(r_out), free(r_du), free(r_ddp), free(r_dx), free(r_dz), free(r_ddtb), free(r_dA), free(r_dD), free(nan),
         free(pdx), free(pdz), free(out);
     CPU->free(cp), CPU->free(cu), CPU->free(cdp), CPU->free(cx), CPU->free(cz), CPU->free(cD), CPU->free(cdtb),
         CPU->free(cA), CPU->free(cout), CPU->free(cdo), CPU->free(cdu), CPU->free(cddp), CPU->free(cdx),
-        CPU->free(cdz), CPU->free(cddtb), CPU->free(cdA), CPU->free(cdD);
+        CPU->free(cdz), CPU->free(cddtb), CPU->free(cdA), CPU->free(cdD), CPU->free(cyo);
     G->free(gp), G->free(gu), G->free(gdp), G->free(gx), G->free(gz), G->free(gD), G->free(gdtb), G->free(gA),
         G->free(gdo), G->free(gout);
 }
@@ -785,6 +802,7 @@ static void test_scan(void **state) {
     scan_case(9, 40, 960, 16, 8);   // 135 blocks of 64 channels on a 132-SM H200: the forward takes 32-wide blocks
                                     // and the backward (270 blocks of 32) v20's 4-threads-per-channel kernel
     scan_case(8, 56, 1480, 16, 8);  // v20's backward again, with a partial 32-channel block (376 blocks)
+    scan_case(2, 50, 100, 16, 8);   // Cd not a multiple of 8: the generic kernels
     FINISH();
 }
 
@@ -1339,7 +1357,7 @@ static void test_op_timings(void **state) {
     TIME_OP("scan_bwd", L, 0, Md * di * 18,
             G->scan_bwd(du, ddpre, act_off(dxdbl, R), act_off(dxdbl, R + N), act_off(dxz, di), ddtb, dAl, dD, dy, u,
                         dpre, dtb, Al, act_off(xdbl, R), act_off(xdbl, R + N), nx, Dd, act_off(xz, di), 2 * di, gpos,
-                        M, T, di, N, NULL));
+                        M, T, di, N, NULL, y));  // (writes the forward's output again, as in training)
     TIME_OP("classifier fwd+bwd", 1, 6 * Md * Vp * d, 0,
             G->classifier(loss, dxn, dwte, NULL, xn, wte, gtg, 1.0f / M, M, d, Vp));
     G->free(xz), G->free(dxz), G->free(u), G->free(du);  // room for the optimizer's buffers

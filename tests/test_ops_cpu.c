@@ -93,10 +93,13 @@ static Outputs run_ops(const Inputs *in, const int32_t *pos, const real *dy, int
     be->scan_fwd(o.y, o.u, in->dpre, in->dt_bias, in->A_log, in->xdbl + DTR, in->xdbl + DTR + N, LDBC, in->D,
                  in->xz + C, LDX, pos, M, T, C, N, NULL);
     if (dy) {
-        real *dwc = arr(C * KC), *dbc = arr(C), *ddtb = arr(C), *dAl = arr(C * N), *dD = arr(C);
+        real *dwc = arr(C * KC), *dbc = arr(C), *ddtb = arr(C), *dAl = arr(C * N), *dD = arr(C), *yre = arr(M * C);
         be->scan_bwd(o.du, o.ddpre, o.dxdbl + DTR, o.dxdbl + DTR + N, o.dxz + C, ddtb, dAl, dD, dy, o.u, in->dpre,
                      in->dt_bias, in->A_log, in->xdbl + DTR, in->xdbl + DTR + N, LDBC, in->D, in->xz + C, LDX, pos,
-                     M, T, C, N, NULL);
+                     M, T, C, N, NULL, yre);
+        // the backward's copy of the forward's output (for the out_proj weight gradient): the forward's, bit for bit
+        assert_memory_equal(yre, o.y, (size_t)M * C * sizeof(real));
+        free(yre);
         be->conv_silu_bwd(o.dxz, LDX, dwc, dbc, o.du, in->xz, in->wconv, in->bconv, pos, M, T, C, KC);
         free(dwc), free(dbc), free(ddtb), free(dAl), free(dD);
     }

@@ -312,9 +312,12 @@ static void test_scan(void **state) {
     for (size_t i = 0; i < (size_t)M * ldbc; i++) dxdbl[i] = 42;  // sentinels: dt columns untouched
     for (size_t i = 0; i < (size_t)M * ldz; i++) dxz[i] = 42;      // and the xi half untouched
     real *ddtb = rnd(Cd), *ddtb0 = copy_of(ddtb, Cd), *dAl = rnd((size_t)Cd * N), *dAl0 = copy_of(dAl, (size_t)Cd * N);
-    real *dD = rnd(Cd), *dD0 = copy_of(dD, Cd);
+    real *dD = rnd(Cd), *dD0 = copy_of(dD, Cd), *yre = arr(mc);
     be->scan_bwd(du, ddpre, dxdbl + dtr, dxdbl + dtr + N, dxz + Cd, ddtb, dAl, dD, c.R, c.u, c.dpre, c.dt_bias,
-                 c.A_log, scan_B(&c), scan_C(&c), ldbc, c.D, scan_z(&c), ldz, scan_pos, M, T, Cd, N, NULL);
+                 c.A_log, scan_B(&c), scan_C(&c), ldbc, c.D, scan_z(&c), ldz, scan_pos, M, T, Cd, N, NULL, yre);
+    // the backward's second output: the forward's output again, from the states it recomputes
+    scan_obj(&c);
+    for (size_t i = 0; i < mc; i++) assert_true(fabs((double)(yre[i] - c.out[i])) <= 1e-12 * (1 + fabs((double)c.out[i])));
     assert_untouched(dxdbl, ldbc, M, 0, dtr, 42);
     assert_untouched(dxz, ldz, M, 0, Cd, 42);
     for (int i = 0; i < Cd; i++) ddtb[i] -= ddtb0[i], dD[i] -= dD0[i];
@@ -334,11 +337,11 @@ static void test_scan(void **state) {
     for (size_t i = 0; i < mc; i++) c.dpre[i] *= 0.01;  // tiny A so that exp(delta A) stays representable
     for (int i = 0; i < Cd * N; i++) c.A_log[i] = -4 + 0.5 * urand();
     be->scan_bwd(du, ddpre, dxdbl + dtr, dxdbl + dtr + N, dxz + Cd, ddtb, dAl, dD, c.R, c.u, c.dpre, c.dt_bias,
-                 c.A_log, scan_B(&c), scan_C(&c), ldbc, c.D, scan_z(&c), ldz, scan_pos, M, T, Cd, N, NULL);
+                 c.A_log, scan_B(&c), scan_C(&c), ldbc, c.D, scan_z(&c), ldz, scan_pos, M, T, Cd, N, NULL, NULL);
     check_grad("ddpre(v>20)", c.dpre, ddpre, mc, scan_obj, &c);
 
     free(c.u), free(c.dpre), free(c.dt_bias), free(c.A_log), free(c.xdbl), free(c.D), free(c.xz), free(c.out), free(c.R);
-    free(du), free(ddpre), free(dxdbl), free(dxz), free(ddtb), free(ddtb0), free(dAl), free(dAl0), free(dD), free(dD0);
+    free(yre), free(du), free(ddpre), free(dxdbl), free(dxz), free(ddtb), free(ddtb0), free(dAl), free(dAl0), free(dD), free(dD0);
 }
 
 // ---- classifier ----

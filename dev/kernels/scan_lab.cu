@@ -27,7 +27,7 @@
 #include "cuda_common.h"  // what the frozen versions since v14 take from src (bf2f, pm_cuda_sm_count)
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
-#include "scan_v18.cuh"
+#include "scan_v22.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -55,7 +55,9 @@ struct Version {
     WsFn ws;
     FwdFn fwd;
     BwdFn bwd;
+    bool reout;  // the backward also writes the forward's output again (v24), into g_yout
 };
+static __nv_bfloat16 *g_yout = NULL;  // (M, Cd): where versions with reout write it
 // "prod+st": src/cuda_scan.cu with the forward leaving its states for the backward (cuda_scan_fwd_ex /
 // cuda_scan_bwd_ex), in the lab's fixed signature. The states buffer is poisoned (NaN) before each checked
 // forward, so a state the forward failed to write fails the check; not during timings.
@@ -74,8 +76,9 @@ static float *lab_states(int M, int T, int Cd) {
 }
 static float *g_states = NULL;
 // fwd/bwd of one version's _ex entry points (namespace NS; "::" for src/cuda_scan.cu, which has only those) as
-// NAME_fwd / NAME_bwd, the forward keeping its states for the backward (KEEP 1, the "+st" versions) or not (0)
-#define SCAN_WRAPPERS(NAME, NS, KEEP)                                                                              \
+// NAME_fwd / NAME_bwd, the forward keeping its states for the backward (KEEP 1, the "+st" versions) or not (0);
+// the variable arguments: "g_yout," where the backward takes the output pointer of v24, else nothing
+#define SCAN_WRAPPERS(NAME, NS, KEEP, ...)                                                                              \
     static void NAME##_fwd(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,               \
                            const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,                    \
                            const __nv_bfloat16 *Cm, int ldbc, const float *D, const __nv_bfloat16 *z, int ldz,   \
@@ -92,18 +95,20 @@ static float *g_states = NULL;
                            const int32_t *pos, int M, int T, int Cd, int N, void *ws, size_t wsb, int det,       \
                            cudaStream_t stream) {                                                                \
         NS cuda_scan_bwd_ex(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm,  \
-                            ldbc, D, z, ldz, pos, M, T, Cd, N, KEEP ? g_states : NULL, ws, wsb, det,          \
+                            ldbc, D, z, ldz, pos, M, T, Cd, N, KEEP ? g_states : NULL, __VA_ARGS__ ws, wsb, det, \
                             stream);                                                                             \
     }
-SCAN_WRAPPERS(prod, ::, 0)
-SCAN_WRAPPERS(prod_st, ::, 1)
-SCAN_WRAPPERS(v18_st, scan_v18::, 1)
+SCAN_WRAPPERS(prod, ::, 0, g_yout, )
+SCAN_WRAPPERS(prod_st, ::, 1, g_yout, )
+SCAN_WRAPPERS(prod_st0, ::, 1, nullptr, )  // without v24's output (what --keep-activations runs)
+SCAN_WRAPPERS(v22_st, scan_v22::, 1, )
 
 static const Version versions[] = {
-    {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd},
-    {"v18+st", scan_v18::cuda_scan_workspace_bytes, v18_st_fwd, v18_st_bwd},
-    {"prod", cuda_scan_workspace_bytes, prod_fwd, prod_bwd},  // src/cuda_scan.cu (v20 since 2026-11-30)
-    {"prod+st", cuda_scan_workspace_bytes, prod_st_fwd, prod_st_bwd},
+    {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd, false},
+    {"v22+st", scan_v22::cuda_scan_workspace_bytes, v22_st_fwd, v22_st_bwd, false},  // the version before v24
+    {"prod", cuda_scan_workspace_bytes, prod_fwd, prod_bwd, true},  // src/cuda_scan.cu
+    {"prod+st", cuda_scan_workspace_bytes, prod_st_fwd, prod_st_bwd, true},
+    {"prod+st0", cuda_scan_workspace_bytes, prod_st0_fwd, prod_st0_bwd, false},
 };
 static const int nversions = sizeof(versions) / sizeof(versions[0]);
 static_assert(sizeof(versions) / sizeof(versions[0]) <= 16, "the timing table holds 16 versions");
@@ -317,7 +322,7 @@ static int fd_check() {
 
 // ---------------------------------------------------------------- device buffers of one problem
 struct Dev {
-    __nv_bfloat16 *u, *dpre, *xp, *zb, *dout, *out, *du, *ddpre, *dxp, *dzb;
+    __nv_bfloat16 *u, *dpre, *xp, *zb, *dout, *out, *du, *ddpre, *dxp, *dzb, *yre;
     float *dt_bias, *A_log, *D, *ddt_bias, *dA_log, *dD;
     int32_t *pos;
     void *ws;
@@ -345,6 +350,7 @@ static void dev_alloc(Dev &d, const Prob &p, size_t ws_bytes) {
     CK(cudaMalloc(&d.out, MC * 2));
     CK(cudaMalloc(&d.du, MC * 2));
     CK(cudaMalloc(&d.ddpre, MC * 2));
+    CK(cudaMalloc(&d.yre, MC * 2));
     CK(cudaMalloc(&d.dxp, (size_t)p.M * p.ldbc * 2));
     CK(cudaMalloc(&d.dzb, (size_t)p.M * p.ldz * 2));
     CK(cudaMalloc(&d.ddt_bias, p.Cd * 4));
@@ -356,7 +362,7 @@ static void dev_alloc(Dev &d, const Prob &p, size_t ws_bytes) {
     CK(cudaMalloc(&d.ws, ws_bytes));
 }
 static void dev_free(Dev &d) {
-    void *ps[] = {d.u, d.dpre, d.xp, d.zb, d.dout, d.out, d.du, d.ddpre, d.dxp, d.dzb, d.dt_bias,
+    void *ps[] = {d.u, d.dpre, d.xp, d.zb, d.dout, d.out, d.du, d.ddpre, d.yre, d.dxp, d.dzb, d.dt_bias,
                   d.A_log, d.D, d.ddt_bias, d.dD, d.dA_log, d.pos, d.ws};
     for (void *q : ps) CK(cudaFree(q));
 }
@@ -365,6 +371,7 @@ static void run_fwd(const Version &v, Dev &d, const Prob &p) {
           p.M, p.T, p.Cd, NS, 0);
 }
 static void run_bwd(const Version &v, Dev &d, const Prob &p) {
+    g_yout = d.yre;
     v.bwd(d.du, d.ddpre, d.dxp + p.ob, d.dxp + p.oc, d.dzb + p.oz, d.ddt_bias, d.dA_log, d.dD, d.dout, d.u, d.dpre,
           d.dt_bias, d.A_log, d.xp + p.ob, d.xp + p.oc, p.ldbc, d.D, d.zb + p.oz, p.ldz, d.pos, p.M, p.T, p.Cd, NS,
           d.ws, d.ws_bytes, 1, 0);
@@ -414,7 +421,7 @@ static double relerr(const std::vector<double> &x, const std::vector<double> &re
 }
 
 struct Outs {  // one run's outputs, raw
-    std::vector<uint16_t> out, du, ddpre, dxp, dzb;
+    std::vector<uint16_t> out, du, ddpre, dxp, dzb, yre;
     std::vector<float> ddt_bias, dA_log, dD;
 };
 // Poison, run fwd + bwd once (accumulators preset to acc0), download everything.
@@ -423,6 +430,7 @@ static Outs run_once(const Version &v, Dev &d, const Prob &p, const std::vector<
     CK(cudaMemset(d.out, 0xFF, MC * 2));
     CK(cudaMemset(d.du, 0xFF, MC * 2));
     CK(cudaMemset(d.ddpre, 0xFF, MC * 2));
+    CK(cudaMemset(d.yre, 0xFF, MC * 2));
     CK(cudaMemset(d.dxp, 0xFF, (size_t)p.M * p.ldbc * 2));
     CK(cudaMemset(d.dzb, 0xFF, (size_t)p.M * p.ldz * 2));
     CK(cudaMemset(d.ws, 0xFF, d.ws_bytes));  // the workspace holds garbage between calls in the backend too
@@ -435,13 +443,13 @@ static Outs run_once(const Version &v, Dev &d, const Prob &p, const std::vector<
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     Outs o;
-    o.out = down16(d.out, MC), o.du = down16(d.du, MC), o.ddpre = down16(d.ddpre, MC);
+    o.out = down16(d.out, MC), o.du = down16(d.du, MC), o.ddpre = down16(d.ddpre, MC), o.yre = down16(d.yre, MC);
     o.dxp = down16(d.dxp, (size_t)p.M * p.ldbc), o.dzb = down16(d.dzb, (size_t)p.M * p.ldz);
     o.ddt_bias = down32(d.ddt_bias, p.Cd), o.dD = down32(d.dD, p.Cd), o.dA_log = down32(d.dA_log, (size_t)p.Cd * NS);
     return o;
 }
 static bool same_bits(const Outs &a, const Outs &b) {
-    return a.out == b.out && a.du == b.du && a.ddpre == b.ddpre && a.dxp == b.dxp && a.dzb == b.dzb &&
+    return a.out == b.out && a.du == b.du && a.ddpre == b.ddpre && a.yre == b.yre && a.dxp == b.dxp && a.dzb == b.dzb &&
            !memcmp(a.ddt_bias.data(), b.ddt_bias.data(), a.ddt_bias.size() * 4) &&
            !memcmp(a.dD.data(), b.dD.data(), a.dD.size() * 4) &&
            !memcmp(a.dA_log.data(), b.dA_log.data(), a.dA_log.size() * 4);
@@ -498,7 +506,10 @@ static int check_version(const Version &v, const Shape &s, double tol) {
     bool det = same_bits(o1, o2);
     bool fence = untouched_outside(o1.dxp, p.M, p.ldbc, p.ob, NS, p.oc, NS) &&
                  untouched_outside(o1.dzb, p.M, p.ldz, p.oz, p.Cd, p.oz, 0);
-    bool ok = worst < tol && det && fence;
+    // v24: the backward's copy of the forward's output must be the forward's, bit for bit
+    bool reok = !v.reout || o1.yre == o1.out;
+    if (v.reout) printf("  %-28s the backward's copy of out: %s\n", "", reok ? "bit-identical" : "DIFFERS");
+    bool ok = worst < tol && det && fence && reok;
     printf("  %-28s worst %.2e (tol %.0e), deterministic %s, no stray writes %s -> %s\n", "", worst, tol,
            det ? "yes" : "NO", fence ? "yes" : "NO", ok ? "PASS" : "FAIL");
     dev_free(d);
@@ -558,6 +569,7 @@ static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
     CK(cudaMalloc(&d.out, MC * 2));
     CK(cudaMalloc(&d.du, MC * 2));
     CK(cudaMalloc(&d.ddpre, MC * 2));
+    CK(cudaMalloc(&d.yre, MC * 2));
     CK(cudaMalloc(&d.dxp, (size_t)M * ldbc * 2));
     CK(cudaMalloc(&d.dzb, (size_t)M * ldz * 2));
     CK(cudaMalloc(&d.ddt_bias, Cd * 4));

@@ -1,8 +1,12 @@
-// scan_v18.cuh — frozen copy of src/cuda_scan.cu as version v18 (made by dev/kernels/mkver.sh).
-namespace scan_v18 {
+// scan_v22.cuh — frozen copy of src/cuda_scan.cu at 57dbf6c as version v22 (made by dev/kernels/mkver.sh).
+namespace scan_v22 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v18 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v14 with the
+// Version v22 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v21 with the
+// forward's token loop over a whole chunk at a compile-time bound (one unrolled block). v21: v18 with the
+// backward main pass keeping the chunk's recomputed states in registers instead of shared memory, and, where
+// rows * Cd is small (B8 D1536), a backward with 4 threads per channel in 32-wide blocks (v20) instead of time
+// segments. v18: v14 with the
 // forward's block width chosen so the busiest SM holds the fewest channels (32-wide blocks at B8 D1536), and a
 // lighter backward summary pass (v18c: no u tile, two pass values, P from the summed delta). v14: v13 with the
 // backward main pass cut into time segments also where 64-wide blocks were chosen (rows * Cd too small for one
@@ -33,8 +37,9 @@ namespace scan_v18 {
 // plain loads) runs for odd strides or misaligned pointers.
 //
 // Backward: (1) a forward pass stores the state every SCAN_K tokens ("checkpoints") in the workspace;
-// (2) a reverse pass over chunks of SCAN_K tokens: recompute the chunk's states from its checkpoint into shared
-// memory, then walk the chunk backwards carrying the state adjoint. dB/dC (summed over channels) are reduced in
+// (2) a reverse pass over chunks of SCAN_K tokens: recompute the chunk's states from its checkpoint (into shared
+// memory in the generic path, registers in the staged one), then walk the chunk backwards carrying the state
+// adjoint. dB/dC (summed over channels) are reduced in
 // a warp by a butterfly transpose, then over the block's warps in shared memory, and written as per-block
 // partials; a second kernel sums partials in a fixed order. Per-channel parameter gradients are per-row partials
 // summed over rows in a fixed order by a third kernel. No atomics anywhere: the result is bit-identical run to
@@ -384,11 +389,11 @@ __device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_g
 template <int TK, int NT, int CH>
 __device__ __forceinline__ void load_tile(__nv_bfloat16 *dst, const __nv_bfloat16 *X, int ld, size_t m0, int len,
                                           int c0, int Cd) {
-    constexpr int PIECES = CH / 8;  // 16-byte pieces per token row
-    static_assert((TK * PIECES) % NT == 0, "tile pieces must split evenly over the threads");
+    constexpr int PIECES = CH / 8, ALL = TK * PIECES;  // 16-byte pieces per token row, per tile
 #pragma unroll
-    for (int i = 0; i < TK * PIECES / NT; i++) {
+    for (int i = 0; i < (ALL + NT - 1) / NT; i++) {
         int piece = threadIdx.x + i * NT, j = piece / PIECES, p = piece % PIECES;
+        if (ALL % NT != 0 && piece >= ALL) break;  // (narrow tiles: fewer pieces than threads)
         int c = c0 + 8 * p;
         bool ok = j < len && c < Cd;
         cp_async16(dst + j * CH + 8 * p, ok ? X + (m0 + j) * ld + c : X, ok);
@@ -435,11 +440,11 @@ __device__ __forceinline__ unsigned start_mask(int pv, int t0, int len) {
 template <int TK, int NT, int CH>
 __device__ __forceinline__ void store_tile(__nv_bfloat16 *X, int ld, size_t m0, int len, int c0, int Cd,
                                            const __nv_bfloat16 *src) {
-    constexpr int PIECES = CH / 8;
-    static_assert((TK * PIECES) % NT == 0, "tile pieces must split evenly over the threads");
+    constexpr int PIECES = CH / 8, ALL = TK * PIECES;
 #pragma unroll
-    for (int i = 0; i < TK * PIECES / NT; i++) {
+    for (int i = 0; i < (ALL + NT - 1) / NT; i++) {
         int piece = threadIdx.x + i * NT, j = piece / PIECES, p = piece % PIECES;
+        if (ALL % NT != 0 && piece >= ALL) break;
         int c = c0 + 8 * p;
         if (j < len && c < Cd) *(uint4 *)(X + (m0 + j) * ld + c) = *(const uint4 *)(src + j * CH + 8 * p);
     }
@@ -575,9 +580,14 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         // the recurrence, 4 tokens at a time so y can be summed over the FG threads of a channel with one
         // transposed butterfly (each thread then finishes one of the 4 tokens)
         const float *bck = bcf + (k & 1) * FT * 2 * SCAN_N;
-        for (int j0 = 0; j0 < len; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
+        // (v22: all FT tokens with a compile-time bound, so the groups are unrolled into one block the scheduler
+        // can interleave; tokens past the row's end have zero pass arrays and leave the state alone. Not in the
+        // kernels held to 64 registers for two blocks per SM (MINB 2), where the unrolled code spills.)
+        const int jend = MINB == 1 ? FT : len;
+#pragma unroll
+        for (int j0 = 0; j0 < jend; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
             // the state before token j0 (the forward too when asked to leave the backward its checkpoints)
-            if (STORE_CK && j0 % SCAN_K == 0 && active) {
+            if (STORE_CK && j0 % SCAN_K == 0 && active && j0 < len) {
                 float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS);
 #pragma unroll
                 for (int i = 0; i < NS / 4; i++) ck[i] = make_float4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
@@ -647,13 +657,55 @@ __global__ void __launch_bounds__(CH *FG, MINB)
     }
 }
 
+// The backward's cooperative pass over the chunk's (token, channel) pairs, NT threads: from the dpre, z and dout
+// tiles (SCAN_K, CH), pa4 (SCAN_K, CH) = {delta, dy = dout silu(z), the dz factor (times y gives dz),
+// softplus'(v) = sigmoid(v) = 1 - e^-delta}; the summary pass (FULL = false) reads delta and dy only. Tokens past
+// the row's end (last chunk) get zeros: inert tokens for the fixed-length recompute and walk.
+template <int NT, int CH, bool FULL>
+__device__ __forceinline__ void bwd_pass_arrays(float4 *pa4, const __nv_bfloat16 *tdp, const __nv_bfloat16 *tz,
+                                                const __nv_bfloat16 *tdo, int len, float biasA) {
+#pragma unroll
+    for (int it = 0; it < SCAN_K * CH / NT; it++) {
+        const int i = it * NT + threadIdx.x;
+        if (i / CH < len) {
+            const float dl = softplus_f(bf2f(tdp[i]) + biasA);
+            const float zz = bf2f(tz[i]), go = bf2f(tdo[i]), sz = sigmoid_f(zz);
+            pa4[i] = FULL ? make_float4(dl, go * zz * sz, go * sz * fmaf(zz, 1.f - sz, 1.f), 1.f - ex2_approx(-dl * LOG2E))
+                          : make_float4(dl, go * zz * sz, 0.f, 0.f);
+        } else {
+            pa4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    }
+}
+
+// The end of a backward chunk (after the barrier that ends the walk), NT threads: the warps' dB/dC sums R
+// (SCAN_K, NT/32, 2N) summed over the warps in a fixed order into this block's partials bc_part (M, nblk, 2N),
+// and the staged du / ddpre / dz tiles (SCAN_K, CH) stored.
+template <int NT, int CH>
+__device__ __forceinline__ void bwd_flush_chunk(const float *R, float *bc_part, size_t m0, int len,
+                                                __nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out,
+                                                __nv_bfloat16 *dz_out, int ldz, int c0, int Cd,
+                                                const __nv_bfloat16 *odu, const __nv_bfloat16 *oddp,
+                                                const __nv_bfloat16 *odz) {
+    constexpr int BWARPS = NT / 32;
+    for (int idx = threadIdx.x; idx < len * 2 * SCAN_N; idx += NT) {
+        const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
+        float acc = 0.f;
+#pragma unroll
+        for (int w = 0; w < BWARPS; w++) acc += R[(j * BWARPS + w) * 2 * SCAN_N + e];
+        bc_part[((m0 + j) * gridDim.x + blockIdx.x) * 2 * SCAN_N + e] = acc;
+    }
+    store_tile<SCAN_K, NT, CH>(du_out, Cd, m0, len, c0, Cd, odu);
+    store_tile<SCAN_K, NT, CH>(ddpre_out, Cd, m0, len, c0, Cd, oddp);
+    store_tile<SCAN_K, NT, CH>(dz_out, ldz, m0, len, c0, Cd, odz);
+}
+
 // Backward main pass, staged. grid (nblk, rows), CH*BG threads; thread (channel cl = tid / BG, half q = tid % BG)
-// holds states q*NS .. q*NS+NS-1. Dynamic smem:
-// S (SCAN_K, 2 float4 per thread, CH*BG) f32 | tiles (2 stages, u/dpre/z/dout, SCAN_K, CH) bf16 |
+// holds states q*NS .. q*NS+NS-1; the chunk's recomputed states are in registers (v21). Dynamic smem:
+// tiles (2 stages, u/dpre/z/dout, SCAN_K, CH) bf16 |
 // bcf (2, SCAN_K, 2N) f32 | {delta, dy, dz factor, sigmoid(v)} (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32
 static constexpr size_t bwd_smem(int CH) {
-    return (size_t)SCAN_K * SCAN_N * CH * 4                        // S
-           + (size_t)2 * 4 * SCAN_K * CH * 2                       // tiles
+    return (size_t)2 * 4 * SCAN_K * CH * 2                         // tiles
            + (size_t)2 * SCAN_K * 2 * SCAN_N * 4                   // bcf
            + (size_t)4 * SCAN_K * CH * 4                           // pass arrays
            + (size_t)SCAN_K * (CH * BG / 32) * 2 * SCAN_N * 4;     // R
@@ -679,18 +731,17 @@ __global__ void __launch_bounds__(CH *BG, 1)
                            int nseg, float *bsum) {
     constexpr bool BSUMM = SMODE == 2;
     constexpr int NT = CH * BG, BWARPS = NT / 32, NS = SCAN_N / BG, TILE = SCAN_K * CH;
-    constexpr size_t BWD_S = (size_t)SCAN_K * SCAN_N * CH * 4, BWD_TILES = (size_t)2 * 4 * TILE * 2,
+    constexpr size_t BWD_TILES = (size_t)2 * 4 * TILE * 2,
                      BWD_BC = (size_t)2 * SCAN_K * 2 * SCAN_N * 4, BWD_PA = (size_t)4 * TILE * 4;
     static_assert(BG == 2 && NS == 8, "the layout below assumes 2 threads per channel");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    float4 *S = (float4 *)smem_raw;  // (SCAN_K, 2, NT) float4
-    __nv_bfloat16 *tiles = (__nv_bfloat16 *)(smem_raw + BWD_S);
-    float *bcf = (float *)(smem_raw + BWD_S + BWD_TILES);
+    __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
+    float *bcf = (float *)(smem_raw + BWD_TILES);
     // per (token, channel): {delta, dy, dz factor, softplus'(v)} in one 16-byte slot: one load per token (v11)
-    float4 *pa4 = (float4 *)(smem_raw + BWD_S + BWD_TILES + BWD_BC);
-    float *R = (float *)(smem_raw + BWD_S + BWD_TILES + BWD_BC + BWD_PA);
+    float4 *pa4 = (float4 *)(smem_raw + BWD_TILES + BWD_BC);
+    float *R = (float *)(smem_raw + BWD_TILES + BWD_BC + BWD_PA);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid % BG, cl = tid / BG;
-    const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y, nblk = gridDim.x;
+    const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y;
     const bool active = c < Cd;
     const size_t mrow = (size_t)row * T;
     // Slot i < 4 of this thread holds state lo + i, slot i >= 4 state hi + i - 4. Lanes with lane bit 4 set
@@ -778,23 +829,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
         // du, ddpre and dz (v11), stored in 16-byte pieces after the walk
         __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo;
         const float *bck = bcf + (k & 1) * SCAN_K * 2 * SCAN_N;
-        // cooperative pass over (token, channel): delta, dy = dout*silu(z), the dz factor, softplus'(v)
-#pragma unroll
-        for (int it = 0; it < TILE / NT; it++) {
-            const int i = it * NT + tid;
-            if (i / CH < len) {
-                const float dl = softplus_f(bf2f(tdp[i]) + biasA);
-                const float zz = bf2f(tz[i]), go = bf2f(tdo[i]), sz = sigmoid_f(zz);
-                // dz factor: times y gives dz; softplus'(v) = sigmoid(v) = 1 - e^-delta
-                if (BSUMM)  // the summary reads delta and dy only
-                    pa4[i] = make_float4(dl, go * zz * sz, 0.f, 0.f);
-                else
-                    pa4[i] = make_float4(dl, go * zz * sz, go * sz * fmaf(zz, 1.f - sz, 1.f),
-                                         1.f - ex2_approx(-dl * LOG2E));
-            } else {  // past the row's end (last chunk): inert tokens for the fixed-length recompute loop
-                pa4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-            }
-        }
+        // cooperative pass over (token, channel): delta, dy, the dz factor, softplus'(v)
+        bwd_pass_arrays<NT, CH, !BSUMM>(pa4, tdp, tz, tdo, len, biasA);
         __syncthreads();
         if (BSUMM) {  // the carry alone, from zero at the segment's end (see above)
             anyst |= mask;
@@ -817,7 +853,9 @@ __global__ void __launch_bounds__(CH *BG, 1)
         } else {  // the main pass
             // recompute the chunk's states from its checkpoint
             // (all SCAN_K tokens: those past the row's end have delta = 0, so a = 1 and the input is 0)
-#pragma unroll 4
+            // into registers (v21): both token loops are unrolled, so Sr[j] is a compile-time register index
+            float Sr[SCAN_K][NS];
+#pragma unroll
             for (int j = 0; j < SCAN_K; j++) {
                 const int i = j * CH + cl;
                 const float dl = pa4[i].x, dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
@@ -826,15 +864,13 @@ __global__ void __launch_bounds__(CH *BG, 1)
                 const float4 b1 = *(const float4 *)(bck + j * 2 * SCAN_N + hi);
                 float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
-                for (int n = 0; n < NS; n++) s[n] = fmaf(ex2_approx(fmaf(dlL, A[n], off)), s[n], dlu * bb[n]);
-                S[(j * 2 + 0) * NT + tid] = make_float4(s[0], s[1], s[2], s[3]);
-                S[(j * 2 + 1) * NT + tid] = make_float4(s[4], s[5], s[6], s[7]);
+                for (int n = 0; n < NS; n++) Sr[j][n] = s[n] = fmaf(ex2_approx(fmaf(dlL, A[n], off)), s[n], dlu * bb[n]);
             }
             // walk the chunk backwards: all SCAN_K tokens, 4 at a time with compile-time offsets (v11); tokens
             // past the row's end have zero pass arrays, tiles and B/C, so they add nothing and leave the carry
             // alone (their outputs are not stored)
             const int ridx = ((lane >> 3) & 1) * SCAN_N + lo + ((lane >> 1) & 3);  // R slot of this lane's sum
-#pragma unroll 1
+#pragma unroll
             for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
                 const unsigned mk = mask >> j0;
 #pragma unroll
@@ -848,10 +884,9 @@ __global__ void __launch_bounds__(CH *BG, 1)
                     const float4 b0 = *(const float4 *)(bcj + lo), b1 = *(const float4 *)(bcj + hi);
                     const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo),
                                  cv1 = *(const float4 *)(bcj + SCAN_N + hi);
-                    float4 s0 = S[(j * 2 + 0) * NT + tid], s1 = S[(j * 2 + 1) * NT + tid];
                     float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
                     float cc[NS] = {cv0.x, cv0.y, cv0.z, cv0.w, cv1.x, cv1.y, cv1.z, cv1.w};
-                    float st[NS] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+                    const float *st = Sr[j];
                     // y = sum s C, P = sum ds B, Q = sum A ds a s_{t-1}; then du = dy D + delta P,
                     // ddelta = Q + u P
                     float y = 0.f, P = 0.f, Q = 0.f;
@@ -896,23 +931,14 @@ __global__ void __launch_bounds__(CH *BG, 1)
                 }
             }
             __syncthreads();
-            for (int idx = tid; idx < len * 2 * SCAN_N; idx += NT) {
-                const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
-                float acc = 0.f;
-#pragma unroll
-                for (int w = 0; w < BWARPS; w++) acc += R[(j * BWARPS + w) * 2 * SCAN_N + e];
-                bc_part[((mrow + t0 + j) * nblk + blockIdx.x) * 2 * SCAN_N + e] = acc;
-            }
             // (stage k & 1 is refilled only after the barrier that ends this chunk)
-            store_tile<SCAN_K, NT, CH>(du_out, Cd, mrow + t0, len, c0, Cd, odu);
-            store_tile<SCAN_K, NT, CH>(ddpre_out, Cd, mrow + t0, len, c0, Cd, oddp);
-            store_tile<SCAN_K, NT, CH>(dz_out, ldz, mrow + t0, len, c0, Cd, odz);
+            bwd_flush_chunk<NT, CH>(R, bc_part, mrow + t0, len, du_out, ddpre_out, dz_out, ldz, c0, Cd, odu, oddp, odz);
         }
         if (k > kbeg) {
             bc.store(bcf + ((k - 1) & 1) * SCAN_K * 2 * SCAN_N);
             mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
         }
-        __syncthreads();  // S, R, pass arrays and stage k & 1 are rewritten next chunk; bcf[(k-1) & 1] published
+        __syncthreads();  // R, pass arrays and stage k & 1 are rewritten next chunk; bcf[(k-1) & 1] published
     }
     if (BSUMM) {
         if (active) {
@@ -939,13 +965,214 @@ __global__ void __launch_bounds__(CH *BG, 1)
     }
 }
 
-static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+// ---- v20/v21: the backward main pass with 4 threads per channel, in narrow blocks three to an SM ----
+// Why: at B8 x D1536 (the 130m model) there are only 12K channels, so v18's 2 threads per channel in 64-wide
+// blocks left 60 SMs with two blocks and 72 with one unless the rows were cut into time segments, and the
+// segments cost a summary pass (0.20 ms of a 0.90 ms backward). Four threads per channel in 32-wide blocks make
+// 384 blocks, one wave of three per SM, no segments. The per-state work is the same; the dB/dC butterfly is over
+// 8 channels (3 levels on 8 values, against 4 on 16); y, P and Z = uP + Q are summed over the channel's 4 lanes
+// by a transposed butterfly that leaves each lane one sum, so each lane computes and stores one output (du,
+// ddelta, dz) instead of all three. It still executes ~1.2x the instructions of v18's main pass (524M against
+// 425M at B8 D1536, ncu: the per-token scalar work is done by 4 lanes instead of 2), so it is used only where it
+// saves the segments (scan_use_bwd4). Three blocks per SM is the registers' limit: held to 128 registers for
+// four, it spilled and ran 16% slower (v23a). v21: the chunk's recomputed states stay in registers (16 tokens x 4 states; both token loops
+// unrolled) instead of going through shared memory, which ncu showed 67-73% busy (L1/TEX throughput).
+// Everything else is v18's: checkpoints every SCAN_K tokens, the reverse walk in groups of 4 tokens, per-block
+// dB/dC partials and per-row parameter partials summed in a fixed order (no atomics: deterministic).
+static constexpr int BG4 = 4;
+// Dynamic smem: tiles (2 stages, u/dpre/z/dout, SCAN_K, CH) bf16 | bcf (2 stages,
+// 2 copies, SCAN_K, 2N) f32 | {delta, dy, dz factor, softplus'(v)} (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N)
+static constexpr size_t bwd4_smem(int CH) {
+    return (size_t)2 * 4 * SCAN_K * CH * 2 + (size_t)2 * 2 * SCAN_K * 2 * SCAN_N * 4 +
+           (size_t)4 * SCAN_K * CH * 4 + (size_t)SCAN_K * (CH * BG4 / 32) * 2 * SCAN_N * 4;
+}
+template <int CH>
+__global__ void __launch_bounds__(CH *BG4, 3)
+    scan_bwd4_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out, float *bc_part,
+                     float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
+                     const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,
+                     const __nv_bfloat16 *Cm, int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz,
+                     const int32_t *pos, int T, int Cd, int nck) {
+    constexpr int NT = CH * BG4, BWARPS = NT / 32, NS = SCAN_N / BG4, TILE = SCAN_K * CH, BCS = SCAN_K * 2 * SCAN_N;
+    constexpr size_t B_TILES = (size_t)2 * 4 * TILE * 2, B_BC = (size_t)2 * 2 * BCS * 4,
+                     B_PA = (size_t)TILE * 16;
+    static_assert(NS == 4 && CH % 8 == 0, "the layout below assumes 4 threads per channel");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
+    float *bcf = (float *)(smem_raw + B_TILES);  // (stage, copy, SCAN_K, 2N)
+    float4 *pa4 = (float4 *)(smem_raw + B_TILES + B_BC);
+    float *R = (float *)(smem_raw + B_TILES + B_BC + B_PA);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid & 3, cl = tid >> 2;
+    const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y;
+    const bool active = c < Cd;
+    const size_t mrow = (size_t)row * T;
+    // Slot i of this thread holds state 4q + ((i + 2 up) & 3): lanes with lane bit 4 set ("up") hold their two
+    // pairs of states swapped, so the first butterfly level below needs no selects (each lane keeps slots 0-3
+    // of v and sends 4-7, the same states in its partner lane ^ 16); they read B and C from copy 1 of bcf, whose
+    // float4s have their halves swapped likewise.
+    const int up = (lane >> 4) & 1;
+    float A[NS];
+#pragma unroll
+    for (int i = 0; i < NS; i++) A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + 4 * q + ((i + 2 * up) & 3)]) : 0.f;
+    const float Dc = settle(active ? Dp[c] : 0.f);
+    const int clA = tid % CH;  // channel served in the cooperative pass
+    const float biasA = settle(c0 + clA < Cd ? dt_bias[c0 + clA] : 0.f);
+    float carry[NS], dA[NS];  // carry = a_{t+1} ds_{t+1}: the adjoint reaching s_t from token t+1
+#pragma unroll
+    for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
+    float acc = 0.f, dDacc = 0.f;  // acc: the running sum of this lane's output (lane q = 1: ddelta = dbias)
+
+    auto issue = [&](int k) {  // tiles of chunk k into stage k & 1
+        int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        __nv_bfloat16 *st = tiles + (size_t)(k & 1) * 4 * TILE;
+        load_tile<SCAN_K, NT, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NT, CH>(st + TILE, dpre, Cd, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NT, CH>(st + 2 * TILE, z, ldz, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NT, CH>(st + 3 * TILE, dout, Cd, mrow + t0, len, c0, Cd);
+    };
+    auto load_ck = [&](int k) {  // this thread's 4 states of chunk k's checkpoint, (rows, nck, Cd, N)
+        return active ? *(const float4 *)(ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N + 4 * q)
+                      : make_float4(0.f, 0.f, 0.f, 0.f);
+    };
+    BCFetch<SCAN_K, NT> bc;
+    static_assert(BCFetch<SCAN_K, NT>::V == 4, "each thread fetches one float4 of B or C");
+    auto bc_store = [&](int stage) {  // both copies (see up)
+        const int j = tid / 8, v0 = (tid % 8) * 4;
+        float x[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) x[i] = __uint_as_float((unsigned)bc.r[i] << 16);
+        float *d = bcf + (size_t)stage * 2 * BCS + j * 2 * SCAN_N + v0;
+        *(float4 *)d = make_float4(x[0], x[1], x[2], x[3]);
+        *(float4 *)(d + BCS) = make_float4(x[2], x[3], x[0], x[1]);
+    };
+    float4 ck_next;
+    {
+        const int k = nck - 1, t0 = k * SCAN_K, len = T - t0;
+        issue(k);
+        cp_async_commit();
+        bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
+        bc_store(k & 1);
+        ck_next = load_ck(k);
+    }
+    const int lenl = T - (nck - 1) * SCAN_K;
+    unsigned mask_next = start_mask(pos_fetch(pos, mrow + (nck - 1) * SCAN_K, lenl), (nck - 1) * SCAN_K, lenl);
+    int pv_next = 1;
+
+    for (int k = nck - 1; k >= 0; k--) {
+        const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        const unsigned mask = mask_next;
+        float s[NS];
+        {
+            const float4 ck = ck_next;  // slot order (see up)
+            s[0] = up ? ck.z : ck.x, s[1] = up ? ck.w : ck.y, s[2] = up ? ck.x : ck.z, s[3] = up ? ck.y : ck.w;
+        }
+        if (k > 0) issue(k - 1);
+        cp_async_commit();
+        cp_async_wait1();
+        __syncthreads();
+        if (k > 0) {  // in flight during the chunk
+            bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
+            pv_next = pos_fetch(pos, mrow + t0 - SCAN_K, SCAN_K);
+            ck_next = load_ck(k - 1);
+        }
+        __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 4 * TILE, *tdp = tu + TILE, *tz = tu + 2 * TILE,
+                      *tdo = tu + 3 * TILE;
+        // once the cooperative pass has read them, the dpre, z and dout tiles hold the chunk's du, ddpre and dz;
+        // lane q writes one of them: q = 0 dz, 1 ddpre, 2 and 3 du
+        __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo;
+        __nv_bfloat16 *oq = q == 0 ? odz : q == 1 ? oddp : odu;
+        const float *bck = bcf + (size_t)(k & 1) * 2 * BCS + up * BCS + 4 * q;  // this lane's B (C at + N)
+        bwd_pass_arrays<NT, CH, true>(pa4, tdp, tz, tdo, len, biasA);
+        __syncthreads();
+        // recompute the chunk's states from its checkpoint (tokens past the row's end: delta = 0, input 0)
+        // (into registers, v21: both token loops are unrolled, so Sr[j] is a compile-time register index)
+        float Sr[SCAN_K][NS];
+#pragma unroll
+        for (int j = 0; j < SCAN_K; j++) {
+            const int i = j * CH + cl;
+            const float dl = pa4[i].x, dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
+            const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+            const float4 b = *(const float4 *)(bck + j * 2 * SCAN_N);
+            const float bb[NS] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int n = 0; n < NS; n++) Sr[j][n] = s[n] = fmaf(ex2_approx(fmaf(dlL, A[n], off)), s[n], dlu * bb[n]);
+        }
+        // R slot of this lane's dB/dC sum after the butterfly: type bit 3, state 4q + 2 (bit 4) + (bit 2)
+        const int ridx = ((lane >> 3) & 1) * SCAN_N + 4 * q + 2 * up + ((lane >> 2) & 1);
+#pragma unroll
+        for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
+            const unsigned mk = mask >> j0;
+#pragma unroll
+            for (int jj = 3; jj >= 0; jj--) {
+                const int j = j0 + jj, i = j * CH + cl;
+                const float4 pa = pa4[i];
+                const float uu = bf2f(tu[i]), dl = pa.x, gy = pa.y, dlL = dl * LOG2E, dlu = dl * uu;
+                const float off = ((mk >> jj) & 1u) ? -1e30f : 0.f;
+                const float *bcj = bck + j * 2 * SCAN_N;
+                const float4 b = *(const float4 *)bcj, cv = *(const float4 *)(bcj + SCAN_N);
+                const float bb[NS] = {b.x, b.y, b.z, b.w}, cc[NS] = {cv.x, cv.y, cv.z, cv.w};
+                const float *st = Sr[j];
+                float y = 0.f, P = 0.f, Q = 0.f;
+                // v = [dB slots 0-1, dC slots 0-1, dB slots 2-3, dC slots 2-3]
+                float v[2 * NS];
+#pragma unroll
+                for (int n = 0; n < NS; n++) {
+                    const float a = ex2_approx(fmaf(dlL, A[n], off));
+                    const float ds = fmaf(gy, cc[n], carry[n]);
+                    const float as = fmaf(-dlu, bb[n], st[n]);
+                    const float r = ds * as;
+                    y = fmaf(st[n], cc[n], y);
+                    P = fmaf(ds, bb[n], P);
+                    Q = fmaf(A[n], r, Q);
+                    dA[n] = fmaf(r, dl, dA[n]);
+                    v[(n & 2) * 2 + (n & 1)] = ds * dlu;
+                    v[(n & 2) * 2 + 2 + (n & 1)] = gy * st[n];
+                    carry[n] = a * ds;
+                }
+                // y, P and Z = uP + Q over the channel's 4 lanes, transposed: lane q = 0 gets y, 1 Z, 2 and 3 P
+                float w[4] = {y, P, fmaf(uu, P, Q), P};
+                tr_level<2, 1, 4>(w);
+                tr_level<1, 2, 4>(w);
+                // dz = dzf (y + D u), ddelta = Z softplus'(v), du = delta P + dy D: one per lane, as k1 w + k2
+                // (lanes 2 and 3 both compute du and store the same value: no branch, so the group's 4 tokens
+                // stay one basic block the scheduler can interleave, as in v13)
+                const float k1 = q == 0 ? pa.z : q == 1 ? pa.w : dl;
+                const float k2 = q == 0 ? pa.z * (Dc * uu) : q >= 2 ? gy * Dc : 0.f;
+                const float val = fmaf(k1, w[0], k2);
+                acc += val;
+                dDacc = fmaf(gy, uu, dDacc);
+                oq[i] = __float2bfloat16(val);
+                // dB/dC summed over the warp's 8 channels (lane bits 2-4)
+#pragma unroll
+                for (int e = 0; e < NS; e++) v[e] += __shfl_xor_sync(0xffffffffu, v[e + NS], 16);
+                tr_level<2, 8, 2 * NS>(v);
+                tr_level<1, 4, 2 * NS>(v);
+                R[(j * BWARPS + warp) * 2 * SCAN_N + ridx] = v[0];
+            }
+        }
+        __syncthreads();
+        bwd_flush_chunk<NT, CH>(R, bc_part, mrow + t0, len, du_out, ddpre_out, dz_out, ldz, c0, Cd, odu, oddp, odz);
+        if (k > 0) {
+            bc_store((k - 1) & 1);
+            mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
+        }
+        __syncthreads();
+    }
+    if (active) {
+        float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
+        if (q == 1) pp[0] = acc;
+        if (q == 0) pp[(size_t)Cd] = dDacc;
+#pragma unroll
+        for (int n = 0; n < NS; n++) pp[(size_t)(2 + 4 * q + ((n + 2 * up) & 3)) * Cd] = dA[n] * A[n];
+    }
+}
+
 // The staged kernels copy 16-byte pieces of 8 channels in and (v11) out.
 static bool scan_staged_ok(const void *u, const void *dpre, const void *z, int ldz, const void *dout, int Cd,
                            const void *out0, const void *out1, const void *out2) {
-    return Cd % 8 == 0 && ldz % 8 == 0 && aligned16(u) && aligned16(dpre) && aligned16(z) &&
-           (dout == NULL || aligned16(dout)) && aligned16(out0) && (out1 == NULL || aligned16(out1)) &&
-           (out2 == NULL || aligned16(out2));
+    return Cd % 8 == 0 && ldz % 8 == 0 && pm_is_aligned(u, 16) && pm_is_aligned(dpre, 16) &&
+           pm_is_aligned(z, 16) && (dout == NULL || pm_is_aligned(dout, 16)) && pm_is_aligned(out0, 16) &&
+           (out1 == NULL || pm_is_aligned(out1, 16)) && (out2 == NULL || pm_is_aligned(out2, 16));
 }
 // Raise a kernel's dynamic shared memory limit (once per kernel and process).
 static void scan_smem_optin(const void *fn, size_t bytes, int *done, const char *name) {
@@ -1035,23 +1262,56 @@ static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
 static constexpr float BSEG_R = 0.35f;
 static constexpr int BSEG_MIN_CHUNKS = 8;  // fewest chunks per backward segment
 struct BwdPlan {
-    int ch, SLK, nseg;
+    int ch, SLK, nseg, bg;  // bg: threads per channel (4: v20's kernel, 32-wide blocks, no segments)
 };
+// v20's kernel where v18 would take 64-wide blocks (too few 128-wide ones for the SMs) and v20's 32-wide blocks
+// make one wave of two or three per SM. Measured (docs/perf.md, v20/v21): at B8 D1536 (384 blocks on 132 SMs)
+// its backward is 0.73 ms against 0.82 for v21's 2-thread kernel with 4 time segments (and 0.90 for v18). Where
+// v18's kernel needs no segments (B8 D2048: 128-wide blocks) or v20 would need a second, mostly idle wave (B8
+// D2048: 512 blocks on 396 slots: 1.58 ms fwd+bwd against 1.30 at v20) the 2-thread kernel stays.
+// PM_SCAN_BWD4=0 turns it off, =2 forces it wherever one wave holds the blocks (A/B runs, the op tests).
+static bool scan_use_bwd4(int rows, int Cd) {
+    static int per_sm = -1;
+    if (per_sm < 0) {
+        const size_t smem = bwd4_smem(32);  // 32 KB (< 48 KB: no opt-in); registers hold it to 3 per SM
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_bwd4_kernel<32>, 32 * BG4, smem) !=
+            cudaSuccess)
+            per_sm = 0;
+    }
+    // read each call (the op tests switch it to check both kernels against the CPU on any GPU)
+    const char *e = getenv("PM_SCAN_BWD4");
+    const int env = e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
+    const int sms = pm_cuda_sm_count(), blocks = rows * ((Cd + 31) / 32);
+    if (env == 2) return per_sm >= 1 && blocks <= per_sm * sms;  // (lab: wherever one wave holds the blocks)
+    return env && per_sm >= 2 && scan_pick_ch(rows, Cd) == 64 && blocks >= 2 * sms && blocks <= per_sm * sms;
+}
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     const int sms = pm_cuda_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
     const int smem_block = pm_cuda_device()->smem_block, smem_sm = pm_cuda_device()->smem_sm;
-    BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1};
+    if (scan_use_bwd4(rows, Cd)) return {32, nch, 1, 4};
+    BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1, 2};
     // 128-wide blocks need 212 KB of shared memory: GPUs with less per block (A100: 163 KB) take 64-wide ones
     if (p.ch == 128 && bwd_smem(128) <= (size_t)smem_block) return p;
-    // 64-wide blocks per SM: two on the H200 (108 KB each; ~1 KB per block is reserved by the system)
-    const int fit = smem_sm / (int)(bwd_smem(64) + 1024), per_sm = fit > 1 ? fit : 1;
+    // 64-wide blocks per SM: two on the H200 (held there by registers since v21: 255 per thread, 128 threads)
+    static int per_sm = 0;
+    if (!per_sm) {
+        const size_t smem = bwd_smem(64);
+        int n = 0;
+        if (smem > 48 * 1024)
+            cudaFuncSetAttribute((const void *)scan_bwd_staged_kernel<64, 1>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, scan_bwd_staged_kernel<64, 1>, 64 * BG, smem) !=
+            cudaSuccess)
+            n = smem_sm / (int)(smem + 1024);  // (~1 KB per block is reserved by the system)
+        per_sm = n > 1 ? n : 1;
+    }
     const int nb = rows * ((Cd + 63) / 64), slots = per_sm * sms;
     float best = (float)((nb + slots - 1) / slots) * nch;
-    p = {64, nch, 1};
+    p = {64, nch, 1, 2};
     for (int S = 2; S <= SCAN_SEG_MAX && S <= nch / BSEG_MIN_CHUNKS; S++) {
         const int slk = (nch + S - 1) / S, ns = (nch + slk - 1) / slk;
         const float cost = (1.f + BSEG_R * (ns - 1) / ns) * (float)((nb * ns + slots - 1) / slots) * slk;
-        if (cost < best) best = cost, p = {64, slk, ns};
+        if (cost < best) best = cost, p = {64, slk, ns, 2};
     }
     return p;
 }
@@ -1062,8 +1322,9 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
 // then the backward main pass's: the main pass's summary kernel runs after the checkpoint pass is done).
 static void scan_ws_layout(int M, int T, int Cd, int N, size_t *bc_off, size_t *par_off, size_t *seg_off,
                            size_t *total) {
-    int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk_max = (Cd + 63) / 64;
-    int nsegb = scan_bwd_plan(rows, Cd, T).nseg;
+    const BwdPlan bp = scan_bwd_plan(M / T, Cd, T);
+    int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk_max = (Cd + bp.ch - 1) / bp.ch;
+    int nsegb = bp.nseg;
     *bc_off = align256((size_t)rows * nchunk * N * Cd * 4);
     *par_off = *bc_off + align256((size_t)M * nblk_max * 2 * N * 4);
     *seg_off = *par_off + align256((size_t)rows * nsegb * (2 + N) * Cd * 4);
@@ -1236,7 +1497,16 @@ static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16
         // the main pass: its own block width and time segments (v10)
         const BwdPlan bp = scan_bwd_plan(rows, Cd, T);
         par_rows = rows * bp.nseg;
-        if (bp.ch == 128) {
+        if (bp.bg == 4) {
+            nblk = (Cd + 31) / 32;
+            static int optin4 = 0;
+            const size_t smem = bwd4_smem(32);
+            scan_smem_optin((const void *)scan_bwd4_kernel<32>, smem, &optin4, "scan_bwd4_kernel");
+            scan_bwd4_kernel<32><<<dim3(nblk, rows), 32 * BG4, smem, stream>>>(
+                du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
+                Cd, nchunk);
+            scan_check_launch("scan_bwd4_kernel");
+        } else if (bp.ch == 128) {
             nblk = (Cd + 127) / 128;
             scan_bwd_staged_launch<128>(du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm,
                                         ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, bp.SLK, bp.nseg, summ, stream);
@@ -1278,4 +1548,4 @@ void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB
     scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
                   pos, M, T, Cd, N, states, workspace, workspace_bytes, deterministic, stream);
 }
-}  // namespace scan_v18
+}  // namespace scan_v22
