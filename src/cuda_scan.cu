@@ -94,6 +94,14 @@ __device__ __forceinline__ float softplus_f(float v) {
 // 1 / (1 + e^-v); e^-v overflowing to +inf gives rcp = 0, the right limit
 __device__ __forceinline__ float sigmoid_f(float v) { return rcp_approx(1.f + ex2_approx(-v * LOG2E)); }
 
+// c ? a : b as one select instruction: the compiler turns a plain ?: whose sides cost a few instructions into a
+// branch around the unused side, and a branch inside an unrolled token group splits it into basic blocks (v13).
+__device__ __forceinline__ float select_f(int c, float a, float b) {
+    float r;
+    asm("{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %1, 0;\n\tselp.f32 %0, %2, %3, p;\n\t}" : "=f"(r) : "r"(c), "f"(a), "f"(b));
+    return r;
+}
+
 // A value loaded before a kernel's chunk loop, passed through an identity shuffle there, so the wait for its load
 // happens once, before the loop. Otherwise ptxas waits for it at its first use inside the loop on a scoreboard
 // that the loop's own prefetches reuse, i.e. every chunk waits for its prefetch there (seen in v11's profile).
@@ -726,14 +734,14 @@ __device__ __forceinline__ void bwd_flush_chunk(const float *R, float *bc_part, 
 // Backward main pass, staged. grid (nblk, rows), CH*BG threads; thread (channel cl = tid / BG, half q = tid % BG)
 // holds states q*NS .. q*NS+NS-1; the chunk's recomputed states are in registers (v21). Dynamic smem:
 // tiles (2 stages, u/dpre/z/dout, SCAN_K, CH) bf16 |
-// bcf (2, SCAN_K, 2N) f32 | {delta, dy, dz factor, sigmoid(v)} (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 |
-// silu(z) (SCAN_K, CH) f32 | the forward's output (SCAN_K, CH) bf16, staged (v24)
+// bcf (2, SCAN_K, 2N) f32 | pass arrays (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 | with RE (v24): {dz
+// factor, silu(z)} (SCAN_K, CH) float2 and the forward's output (SCAN_K, CH) bf16, staged
 static constexpr size_t bwd_smem(int CH) {
     return (size_t)2 * 4 * SCAN_K * CH * 2                         // tiles
            + (size_t)2 * SCAN_K * 2 * SCAN_N * 4                   // bcf
            + (size_t)4 * SCAN_K * CH * 4                           // pass arrays
            + (size_t)SCAN_K * (CH * BG / 32) * 2 * SCAN_N * 4      // R
-           + (size_t)SCAN_K * CH * (4 + 2);                        // silu(z), output tile
+           + (size_t)SCAN_K * CH * (8 + 2);                        // output factors, output tile
 }
 
 // Time segments (v10): grid z cuts a row into nseg segments of SLK chunks, walked by different blocks. The
@@ -763,11 +771,15 @@ __global__ void __launch_bounds__(CH *BG, 1)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
     float *bcf = (float *)(smem_raw + BWD_TILES);
-    // per (token, channel): {delta, dy, dz factor, softplus'(v)} in one 16-byte slot: one load per token (v11)
+    // per (token, channel): {delta, dy, softplus'(v), 0} (RE) or {delta, dy, dz factor, softplus'(v)} in one
+    // 16-byte slot: one load per token (v11)
     float4 *pa4 = (float4 *)(smem_raw + BWD_TILES + BWD_BC);
     float *R = (float *)(smem_raw + BWD_TILES + BWD_BC + BWD_PA);
-    float *psz = R + SCAN_K * BWARPS * 2 * SCAN_N;             // silu(z) (SCAN_K, CH)
-    __nv_bfloat16 *oy = (__nv_bfloat16 *)(psz + TILE);        // the forward's output (SCAN_K, CH), staged
+    // per (token, channel), RE only: the factor of each thread's second output (v24): {dz factor, silu(z)};
+    // thread q reads element q
+    const float *K2q = R + SCAN_K * BWARPS * 2 * SCAN_N + (threadIdx.x & 1);
+    float2 *K2 = (float2 *)(R + SCAN_K * BWARPS * 2 * SCAN_N);
+    __nv_bfloat16 *oy = (__nv_bfloat16 *)(K2 + TILE);         // the forward's output (SCAN_K, CH), staged
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid % BG, cl = tid / BG;
     const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y;
     const bool active = c < Cd;
@@ -854,13 +866,20 @@ __global__ void __launch_bounds__(CH *BG, 1)
         __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 4 * TILE, *tdp = tu + TILE, *tz = tu + 2 * TILE,
                       *tdo = tu + 3 * TILE;
         // once the cooperative pass has read them, the dpre, z and dout tiles of this stage hold the chunk's
-        // du, ddpre and dz (v11), stored in 16-byte pieces after the walk
+        // du, ddpre and dz (v11), stored in 16-byte pieces after the walk; with RE thread q = 0 writes du and dz,
+        // q = 1 ddpre and the forward's output
         __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo;
+        __nv_bfloat16 *oA = q ? oddp : odu, *oB = q && RE ? oy : odz;
         const float *bck = bcf + (k & 1) * SCAN_K * 2 * SCAN_N;
-        // cooperative pass: pa4 = {delta, dy, dz factor, softplus'(v)} (the summary pass: delta and dy), psz
+        // cooperative pass: pa4 = {delta, dy, softplus'(v), 0} and K2 with RE, {delta, dy, dz factor, softplus'(v)}
+        // without (the summary pass: delta and dy)
         bwd_coop_pass<NT, CH>(tdp, tz, tdo, len, biasA, [&](int i, const PassVals &v) {
-            pa4[i] = make_float4(v.dl, v.dy, BSUMM ? 0.f : v.dzf, BSUMM ? 0.f : v.sig);
-            if (RE && !BSUMM) psz[i] = v.psz;
+            if (RE) {
+                pa4[i] = make_float4(v.dl, v.dy, v.sig, 0.f);
+                K2[i] = make_float2(v.dzf, v.psz);
+            } else {
+                pa4[i] = make_float4(v.dl, v.dy, BSUMM ? 0.f : v.dzf, BSUMM ? 0.f : v.sig);
+            }
         });
         __syncthreads();
         if (BSUMM) {  // the carry alone, from zero at the segment's end (see above)
@@ -943,16 +962,22 @@ __global__ void __launch_bounds__(CH *BG, 1)
                     y += __shfl_xor_sync(0xffffffffu, y, 1);
                     P += __shfl_xor_sync(0xffffffffu, P, 1);
                     Q += __shfl_xor_sync(0xffffffffu, Q, 1);
-                    const float ddp = fmaf(uu, P, Q) * pa.w, gin = fmaf(Dc, uu, y);  // gin: the gate's input
+                    const float ddp = fmaf(uu, P, Q) * (RE ? pa.z : pa.w), gin = fmaf(Dc, uu, y);  // gin: the gate's input
                     // zero past the row's end (psig, gy, uu are 0 there). Both threads of the channel hold the
-                    // same sums, so both store the same values: no branch on q, so the 4 tokens of the group
-                    // stay one basic block the scheduler can interleave (v13)
+                    // same sums. Without RE both store the same three outputs; with RE each stores two of the
+                    // four, chosen by selects rather than a branch on q, so the 4 tokens of the group stay one
+                    // basic block the scheduler can interleave (v13): thread 0 du and dz, thread 1 ddelta and the
+                    // forward's output (as the forward forms it: gin silu(z))
                     dbias += ddp;
                     dDacc = fmaf(gy, uu, dDacc);
-                    odu[i] = __float2bfloat16(fmaf(gy, Dc, dl * P));
-                    oddp[i] = __float2bfloat16(ddp);
-                    odz[i] = __float2bfloat16(pa.z * gin);
-                    if (RE) oy[i] = __float2bfloat16(gin * psz[i]);  // the forward's output, as the forward forms it
+                    if (RE) {
+                        oA[i] = __float2bfloat16(select_f(q, ddp, fmaf(gy, Dc, dl * P)));
+                        oB[i] = __float2bfloat16(K2q[2 * i] * gin);
+                    } else {
+                        odu[i] = __float2bfloat16(fmaf(gy, Dc, dl * P));
+                        oddp[i] = __float2bfloat16(ddp);
+                        odz[i] = __float2bfloat16(pa.z * gin);
+                    }
                     // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects
                     // (see lo/hi); then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
 #pragma unroll

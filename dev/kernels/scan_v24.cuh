@@ -1,0 +1,1603 @@
+// scan_v24.cuh — frozen copy of src/cuda_scan.cu at f242cc8 as version v24 (made by dev/kernels/mkver.sh).
+namespace scan_v24 {
+// cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
+// bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
+// Version v22 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v21 with the
+// forward's token loop over a whole chunk at a compile-time bound (one unrolled block). v21: v18 with the
+// backward main pass keeping the chunk's recomputed states in registers instead of shared memory, and, where
+// rows * Cd is small (B8 D1536), a backward with 4 threads per channel in 32-wide blocks (v20) instead of time
+// segments. v18: v14 with the
+// forward's block width chosen so the busiest SM holds the fewest channels (32-wide blocks at B8 D1536), and a
+// lighter backward summary pass (v18c: no u tile, two pass values, P from the summed delta). v14: v13 with the
+// backward main pass cut into time segments also where 64-wide blocks were chosen (rows * Cd too small for one
+// 128-wide block per SM), when the cost model favours it. v13: v12 with no
+// branch inside the backward's 4-token groups (both threads of a channel store its outputs), so the scheduler
+// interleaves the group's tokens. v12: v11 with the
+// forward able to leave the backward its checkpoints (cuda_scan_fwd_ex / cuda_scan_bwd_ex: the training step
+// skips the checkpoint pass), and the per-chunk false wait on the prefetches removed (settle). v11: v10 with the
+// exposed latencies and the integer work that ncu's per-instruction view showed taken out — B/C prefetches kept
+// as raw bf16 until stored (converting them at once made each thread wait for its loads), pos for the next
+// chunk's document starts loaded a chunk ahead, outputs staged in shared memory and written in 16-byte pieces,
+// the backward's reverse walk run over a fixed 16 tokens in groups of 4 with compile-time offsets, and the
+// per-(token, channel) pass values packed so one load fetches them. v10: time segments in the backward main pass
+// too (the state adjoint carried backwards across segments), only where the rows leave most of the GPU idle; the
+// kernel's segment mode is a template parameter, so the shapes that fill the GPU compile to v9's code. v9: v8's
+// kernels with v8's time segments used only where the rows leave most of the GPU idle (long rows, small B); the
+// shapes that already fill the GPU run v4's plan. v8: v4 (branch-free token loops: document starts force
+// a_t = 0 instead of branching; tokens past the end of a chunk run on zeroed pass arrays and are not stored)
+// with time segments in the forward and the checkpoint pass: each row is cut into up to 16 segments scanned by
+// different blocks, after a summary pass gives each segment its incoming state, and the kernels are held to 64
+// registers so two blocks fit per SM.
+//
+// Layout and parallelism (DESIGN §3): token-major (M, Cd) tensors; each channel of a row is walked in token
+// order with its N = 16 fp32 states in registers (no block scan), so u/dpre/z/dout tiles are coalesced across
+// channels and B_t/C_t (shared by every channel of the row) are broadcast. In the fast ("staged") path the
+// states of a channel are split over several threads (4 in the forward, 2 in the backward) so that there are
+// enough warps per scheduler even when rows*Cd is only ~16K; the generic path (v1: one thread per channel,
+// plain loads) runs for odd strides or misaligned pointers.
+//
+// Backward: (1) a forward pass stores the state every SCAN_K tokens ("checkpoints") in the workspace;
+// (2) a reverse pass over chunks of SCAN_K tokens: recompute the chunk's states from its checkpoint (into shared
+// memory in the generic path, registers in the staged one), then walk the chunk backwards carrying the state
+// adjoint. dB/dC (summed over channels) are reduced in
+// a warp by a butterfly transpose, then over the block's warps in shared memory, and written as per-block
+// partials; a second kernel sums partials in a fixed order. Per-channel parameter gradients are per-row partials
+// summed over rows in a fixed order by a third kernel. No atomics anywhere: the result is bit-identical run to
+// run whether or not `deterministic` is set.
+
+
+
+
+static constexpr int SCAN_N = 16;         // states per channel (Mamba-1 d_state); the kernels are built for it
+static constexpr int SCAN_THREADS = 128;  // channels per block (one row's slice of channels)
+static constexpr int SCAN_K = 16;         // tokens per backward chunk = checkpoint interval
+static constexpr float LOG2E = 1.4426950408889634f;
+
+template <typename... Args>
+static void scan_die(const char *fmt, Args... args) {  // one clear line and exit
+    pm_cuda_die("cuda_scan", fmt, args...);
+}
+
+static void scan_check_launch(const char *what) {
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) scan_die("%s: %s", what, cudaGetErrorString(e));
+}
+
+static void scan_check_shape(int M, int T, int Cd, int N) {
+    if (N != SCAN_N) scan_die("d_state N=%d is not supported (the kernels are built for N=%d)", N, SCAN_N);
+    if (T <= 0 || M <= 0 || Cd <= 0 || M % T != 0) scan_die("bad shape M=%d T=%d Cd=%d", M, T, Cd);
+}
+
+// ---- device helpers ----
+__device__ __forceinline__ float ex2_approx(float x) {  // 2^x on the special-function unit
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float rcp_approx(float x) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float lg2_approx(float x) {
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+// softplus(v) = ln(1 + e^v), and v itself above 20 (the reference's threshold)
+__device__ __forceinline__ float softplus_f(float v) {
+    return v > 20.f ? v : lg2_approx(1.f + ex2_approx(v * LOG2E)) * 0.69314718055994531f;
+}
+// 1 / (1 + e^-v); e^-v overflowing to +inf gives rcp = 0, the right limit
+__device__ __forceinline__ float sigmoid_f(float v) { return rcp_approx(1.f + ex2_approx(-v * LOG2E)); }
+
+// A value loaded before a kernel's chunk loop, passed through an identity shuffle there, so the wait for its load
+// happens once, before the loop. Otherwise ptxas waits for it at its first use inside the loop on a scoreboard
+// that the loop's own prefetches reuse, i.e. every chunk waits for its prefetch there (seen in v11's profile).
+__device__ __forceinline__ float settle(float x) { return __shfl_sync(0xffffffffu, x, threadIdx.x & 31); }
+
+static size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
+
+// ---- generic path (v1): any strides and alignment ----
+// grid (ceil(Cd/128), rows); thread = (row, channel c)
+__global__ void __launch_bounds__(SCAN_THREADS)
+    scan_fwd_generic_kernel(__nv_bfloat16 *out, float *states, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
+                    const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
+                    int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd) {
+    int c = blockIdx.x * SCAN_THREADS + threadIdx.x;
+    int row = blockIdx.y;
+    if (c >= Cd) return;
+    float A2[SCAN_N];  // A * log2(e), so exp(delta*A) = 2^(delta*A2)
+#pragma unroll
+    for (int n = 0; n < SCAN_N; n++) A2[n] = -__expf(A_log[(size_t)c * SCAN_N + n]) * LOG2E;
+    float bias = dt_bias[c], Dc = Dp[c];
+    float s[SCAN_N];
+#pragma unroll
+    for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+    const int nck = (T + SCAN_K - 1) / SCAN_K;
+    for (int t = 0; t < T; t++) {
+        size_t m = (size_t)row * T + t;
+        if (states && t % SCAN_K == 0) {  // (rows, nck, Cd, N): the staged backward's checkpoint layout
+            float *ck = states + (((size_t)row * nck + t / SCAN_K) * Cd + c) * SCAN_N;
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) ck[n] = s[n];
+        }
+        float uu = bf2f(u[m * Cd + c]);
+        float dl = softplus_f(bf2f(dpre[m * Cd + c]) + bias);
+        float zz = bf2f(z[m * ldz + c]);
+        if (t == 0 || pos[m] == 0) {  // document start: the state restarts (warp-uniform branch)
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+        }
+        float du = dl * uu, y = Dc * uu;
+        const __nv_bfloat16 *Bt = Bm + m * ldbc, *Ct = Cm + m * ldbc;
+#pragma unroll
+        for (int n = 0; n < SCAN_N; n++) {
+            float a = ex2_approx(dl * A2[n]);
+            s[n] = fmaf(a, s[n], du * bf2f(Bt[n]));
+            y = fmaf(s[n], bf2f(Ct[n]), y);
+        }
+        out[m * Cd + c] = __float2bfloat16(y * zz * sigmoid_f(zz));
+    }
+}
+
+// (generic backward)
+// Pass 1: checkpoints. ckpt (rows, nchunk, N, Cd) = the state before each chunk's first token.
+__global__ void __launch_bounds__(SCAN_THREADS)
+    scan_ckpt_generic_kernel(float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                     const float *A_log, const __nv_bfloat16 *Bm, int ldbc, const int32_t *pos, int T, int Cd,
+                     int nchunk) {
+    int c = blockIdx.x * SCAN_THREADS + threadIdx.x;
+    int row = blockIdx.y;
+    if (c >= Cd) return;
+    float A2[SCAN_N];
+#pragma unroll
+    for (int n = 0; n < SCAN_N; n++) A2[n] = -__expf(A_log[(size_t)c * SCAN_N + n]) * LOG2E;
+    float bias = dt_bias[c];
+    float s[SCAN_N];
+#pragma unroll
+    for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+    for (int t = 0; t < T; t++) {
+        size_t m = (size_t)row * T + t;
+        if (t % SCAN_K == 0) {
+            float *ck = ckpt + ((size_t)(row * nchunk + t / SCAN_K) * SCAN_N) * Cd + c;
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) ck[(size_t)n * Cd] = s[n];
+        }
+        float uu = bf2f(u[m * Cd + c]);
+        float dl = softplus_f(bf2f(dpre[m * Cd + c]) + bias);
+        if (t == 0 || pos[m] == 0) {
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+        }
+        float du = dl * uu;
+        const __nv_bfloat16 *Bt = Bm + m * ldbc;
+#pragma unroll
+        for (int n = 0; n < SCAN_N; n++) s[n] = fmaf(ex2_approx(dl * A2[n]), s[n], du * bf2f(Bt[n]));
+    }
+}
+
+// Sum 32 values per lane over the warp: afterwards v[0] of lane l holds sum over lanes of v[l]. Each level
+// halves the values a lane holds (31 shuffles for 32 sums instead of 32*5). Written as a template so every
+// index into v is a compile-time constant (v stays in registers).
+template <int HALF>
+__device__ __forceinline__ void transpose_reduce_level(float (&v)[32], int lane) {
+    bool upper = (lane & HALF) != 0;
+#pragma unroll
+    for (int i = 0; i < HALF; i++) {
+        float keep = upper ? v[i + HALF] : v[i];
+        float send = upper ? v[i] : v[i + HALF];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, HALF);
+    }
+}
+__device__ __forceinline__ float warp_transpose_reduce32(float (&v)[32]) {
+    int lane = threadIdx.x & 31;
+    transpose_reduce_level<16>(v, lane);
+    transpose_reduce_level<8>(v, lane);
+    transpose_reduce_level<4>(v, lane);
+    transpose_reduce_level<2>(v, lane);
+    transpose_reduce_level<1>(v, lane);
+    return v[0];
+}
+
+// Pass 2: reverse over chunks. grid (nblk, rows), block SCAN_THREADS; dynamic smem: states (K, N, threads) f32
+// + warp sums (K, warps, 2N) f32. Threads past Cd run with zero inputs (they take part in shuffles/barriers).
+__global__ void __launch_bounds__(SCAN_THREADS)
+    scan_bwd_generic_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out,
+                    __nv_bfloat16 *y_out, float *bc_part, float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
+                    const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                    const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
+                    const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nchunk) {
+    extern __shared__ float smem[];
+    float *S = smem;                                         // (K, N, SCAN_THREADS)
+    float *R = smem + SCAN_K * SCAN_N * SCAN_THREADS;        // (K, warps, 2N)
+    const int warps = SCAN_THREADS / 32;
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int c = blockIdx.x * SCAN_THREADS + tid;
+    int row = blockIdx.y, nblk = gridDim.x;
+    bool active = c < Cd;
+    float A[SCAN_N], A2[SCAN_N];
+#pragma unroll
+    for (int n = 0; n < SCAN_N; n++) {
+        A[n] = active ? -__expf(A_log[(size_t)c * SCAN_N + n]) : 0.f;
+        A2[n] = A[n] * LOG2E;
+    }
+    float bias = active ? dt_bias[c] : 0.f, Dc = active ? Dp[c] : 0.f;
+    float carry[SCAN_N], dA[SCAN_N];  // carry = a_{t+1} * ds_{t+1}, the adjoint flowing into s_t from t+1
+#pragma unroll
+    for (int n = 0; n < SCAN_N; n++) carry[n] = dA[n] = 0.f;
+    float dbias = 0.f, dDacc = 0.f;
+
+    for (int k = nchunk - 1; k >= 0; k--) {
+        int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        float s0[SCAN_N];  // state before t0
+        const float *ck = ckpt + ((size_t)(row * nchunk + k) * SCAN_N) * Cd + c;
+#pragma unroll
+        for (int n = 0; n < SCAN_N; n++) s0[n] = active ? ck[(size_t)n * Cd] : 0.f;
+        // recompute the chunk's states into shared memory
+        {
+            float s[SCAN_N];
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) s[n] = s0[n];
+            for (int j = 0; j < len; j++) {
+                size_t m = (size_t)row * T + t0 + j;
+                float uu = active ? bf2f(u[m * Cd + c]) : 0.f;
+                float dl = softplus_f((active ? bf2f(dpre[m * Cd + c]) : 0.f) + bias);
+                if (t0 + j == 0 || pos[m] == 0) {
+#pragma unroll
+                    for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+                }
+                float dlu = dl * uu;
+                const __nv_bfloat16 *Bt = Bm + m * ldbc;
+#pragma unroll
+                for (int n = 0; n < SCAN_N; n++) {
+                    s[n] = fmaf(ex2_approx(dl * A2[n]), s[n], dlu * bf2f(Bt[n]));
+                    S[(j * SCAN_N + n) * SCAN_THREADS + tid] = s[n];
+                }
+            }
+        }
+        // walk the chunk backwards
+        for (int j = len - 1; j >= 0; j--) {
+            int t = t0 + j;
+            size_t m = (size_t)row * T + t;
+            float uu = 0.f, v = bias, zz = 0.f, go = 0.f;
+            if (active) {
+                uu = bf2f(u[m * Cd + c]);
+                v += bf2f(dpre[m * Cd + c]);
+                zz = bf2f(z[m * ldz + c]);
+                go = bf2f(dout[m * Cd + c]);
+            }
+            float dl = softplus_f(v);
+            bool start = t == 0 || pos[m] == 0;
+            const __nv_bfloat16 *Bt = Bm + m * ldbc, *Ct = Cm + m * ldbc;
+            float sz = sigmoid_f(zz);
+            float y = Dc * uu;
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) y = fmaf(S[(j * SCAN_N + n) * SCAN_THREADS + tid], bf2f(Ct[n]), y);
+            float g = go * zz * sz;  // d y
+            float dzv = go * y * sz * (1.f + zz * (1.f - sz));
+            float duv = g * Dc, ddl = 0.f;
+            float bc[2 * SCAN_N];
+#pragma unroll
+            for (int n = 0; n < SCAN_N; n++) {
+                float st = S[(j * SCAN_N + n) * SCAN_THREADS + tid];
+                float sp = start ? 0.f : (j > 0 ? S[((j - 1) * SCAN_N + n) * SCAN_THREADS + tid] : s0[n]);
+                float a = ex2_approx(dl * A2[n]);
+                float b = bf2f(Bt[n]), cc = bf2f(Ct[n]);
+                float ds = fmaf(g, cc, carry[n]);
+                float as = a * sp;
+                ddl = fmaf(ds, fmaf(A[n], as, b * uu), ddl);
+                dA[n] = fmaf(ds * dl, as, dA[n]);
+                duv = fmaf(ds * dl, b, duv);
+                bc[n] = ds * dl * uu;
+                bc[SCAN_N + n] = g * st;
+                carry[n] = start ? 0.f : a * ds;
+            }
+            float ddp = v > 20.f ? ddl : ddl * sigmoid_f(v);
+            dbias += ddp;
+            dDacc = fmaf(g, uu, dDacc);
+            if (active) {
+                du_out[m * Cd + c] = __float2bfloat16(duv);
+                ddpre_out[m * Cd + c] = __float2bfloat16(ddp);
+                dz_out[m * ldz + c] = __float2bfloat16(dzv);
+                if (y_out) y_out[m * Cd + c] = __float2bfloat16(y * zz * sz);  // as scan_fwd_generic_kernel
+            }
+            float tot = warp_transpose_reduce32(bc);
+            R[(j * warps + warp) * 2 * SCAN_N + lane] = tot;
+        }
+        __syncthreads();
+        // sum the block's warps, one partial per (token, block)
+        for (int idx = tid; idx < len * 2 * SCAN_N; idx += SCAN_THREADS) {
+            int j = idx / (2 * SCAN_N), i = idx % (2 * SCAN_N);
+            float acc = 0.f;
+            for (int w = 0; w < warps; w++) acc += R[(j * warps + w) * 2 * SCAN_N + i];
+            size_t m = (size_t)row * T + t0 + j;
+            bc_part[(m * nblk + blockIdx.x) * 2 * SCAN_N + i] = acc;
+        }
+        __syncthreads();  // S and R are rewritten by the next chunk
+    }
+    if (active) {
+        float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
+        pp[0] = dbias;
+        pp[(size_t)Cd] = dDacc;
+#pragma unroll
+        for (int n = 0; n < SCAN_N; n++) pp[(size_t)(2 + n) * Cd] = dA[n] * A[n];  // dA_log = dA * dA/dA_log
+    }
+}
+
+// dB, dC (M, N) bf16 (ldbc) = sums of the per-block partials in block order. One thread per (token, 2N value).
+__global__ void scan_bc_reduce_kernel(__nv_bfloat16 *dB, __nv_bfloat16 *dC, const float *bc_part, int ldbc, int M,
+                                      int nblk) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)M * 2 * SCAN_N) return;
+    size_t m = idx / (2 * SCAN_N);
+    int i = idx % (2 * SCAN_N);
+    const float *p = bc_part + m * nblk * 2 * SCAN_N + i;
+    float acc = 0.f;
+    for (int b = 0; b < nblk; b++) acc += p[(size_t)b * 2 * SCAN_N];
+    if (i < SCAN_N)
+        dB[m * ldbc + i] = __float2bfloat16(acc);
+    else
+        dC[m * ldbc + i - SCAN_N] = __float2bfloat16(acc);
+}
+
+// ddt_bias, dD (Cd) and dA_log (Cd, N) += per-row partials summed in row order. One thread per (value, c).
+__global__ void scan_param_reduce_kernel(float *ddt_bias, float *dA_log, float *dD, const float *par_part, int rows,
+                                         int Cd) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (2 + SCAN_N) * Cd) return;
+    int j = idx / Cd, c = idx % Cd;
+    float acc = 0.f;
+    for (int r = 0; r < rows; r++) acc += par_part[((size_t)r * (2 + SCAN_N) + j) * Cd + c];
+    if (j == 0)
+        ddt_bias[c] += acc;
+    else if (j == 1)
+        dD[c] += acc;
+    else
+        dA_log[(size_t)c * SCAN_N + (j - 2)] += acc;
+}
+
+// ---- staged path (the fast one) ----
+// Tiles of u/dpre/z/dout (128 channels wide) arrive in shared memory by cp.async one chunk ahead; B_t/C_t
+// (strided, any alignment) are prefetched into registers one chunk ahead and kept in shared memory as fp32.
+// G threads share a channel, each holding N/G of its states, so there are enough warps per scheduler to hide
+// latency even when rows*Cd is only ~16K (one thread per channel gave 4 warps per SM and ran latency bound).
+// The per-(token, channel) work that does not depend on the state (softplus, SiLU, their derivatives) runs as
+// a cooperative pass over the chunk, one item per (token, channel) so nothing is computed G times.
+// Needs Cd % 8 == 0, ldz % 8 == 0 and 16-byte aligned u/dpre/z/dout (true for the backend's buffers);
+// otherwise the generic kernels above run.
+static constexpr int FT = 32;   // tokens per forward chunk (a multiple of SCAN_K: checkpoints fall on rows)
+static constexpr int FG = 4;    // threads per channel in the forward / checkpoint kernel (1, 2 or 4)
+static constexpr int BG = 2;    // threads per channel in the backward kernel
+// How the forward / checkpoint kernels are planned (v8): 0 = by the cost model in scan_fwd_plan (v4's plan,
+// no segments, when the GPU is already full); 1 = always segments, two blocks per SM (64 registers);
+// 2 = always segments, one block per SM (v4's register budget). The lab freezes each as its own version.
+static constexpr int SEG_POLICY = 0;
+static constexpr int SCAN_SEG_MAX = 16;  // most time segments per row (v8)
+static constexpr int SCAN_SEG_MIN_CHUNKS = 4;  // fewest forward chunks (FT tokens) per segment
+static constexpr int MODE_FWD = 0, MODE_CKPT = 1, MODE_SUMM = 2, MODE_FWD_CKPT = 3;
+
+__device__ __forceinline__ void cp_async16(void *smem_dst, const void *gmem_src, bool pred) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
+    int n = pred ? 16 : 0;  // 0 source bytes: the 16 destination bytes are zero-filled
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "r"(n));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::); }
+
+// (TK tokens, CH channels) bf16 tile of X (row stride ld) from token row m0, channel c0, into dst (TK, CH);
+// token rows >= len and channels >= Cd read as zeros. NT threads.
+template <int TK, int NT, int CH>
+__device__ __forceinline__ void load_tile(__nv_bfloat16 *dst, const __nv_bfloat16 *X, int ld, size_t m0, int len,
+                                          int c0, int Cd) {
+    constexpr int PIECES = CH / 8, ALL = TK * PIECES;  // 16-byte pieces per token row, per tile
+#pragma unroll
+    for (int i = 0; i < (ALL + NT - 1) / NT; i++) {
+        int piece = threadIdx.x + i * NT, j = piece / PIECES, p = piece % PIECES;
+        if (ALL % NT != 0 && piece >= ALL) break;  // (narrow tiles: fewer pieces than threads)
+        int c = c0 + 8 * p;
+        bool ok = j < len && c < Cd;
+        cp_async16(dst + j * CH + 8 * p, ok ? X + (m0 + j) * ld + c : X, ok);
+    }
+}
+
+// B_t, C_t of TK tokens as fp32 into bcf (TK, 2N): each of NT threads fetches V consecutive values (all of B or
+// all of C) into registers first, so the loads can be in flight while a chunk is computed. The raw bf16 bits
+// are kept until store() (v11): converting right after the load made every thread wait for it there.
+template <int TK, int NT>
+struct BCFetch {
+    static constexpr int V = TK * 2 * SCAN_N / NT;
+    static_assert(V >= 1 && SCAN_N % V == 0, "B/C values must split evenly");
+    unsigned short r[V];
+    __device__ __forceinline__ void fetch(const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, size_t m0,
+                                          int len) {
+        int j = threadIdx.x / (2 * SCAN_N / V), v0 = (threadIdx.x % (2 * SCAN_N / V)) * V;
+        const __nv_bfloat16 *src = (v0 < SCAN_N ? Bm + v0 : Cm + (v0 - SCAN_N)) + (m0 + j) * ldbc;
+#pragma unroll
+        for (int i = 0; i < V; i++) r[i] = j < len ? __bfloat16_as_ushort(src[i]) : (unsigned short)0;
+    }
+    __device__ __forceinline__ void store(float *bcf) const {
+        int j = threadIdx.x / (2 * SCAN_N / V), v0 = (threadIdx.x % (2 * SCAN_N / V)) * V;
+#pragma unroll
+        for (int i = 0; i < V; i++) bcf[j * 2 * SCAN_N + v0 + i] = __uint_as_float((unsigned)r[i] << 16);
+    }
+};
+
+// Document starts of a chunk, in two steps so the load of pos is in flight while the chunk before is computed
+// (v11): pos_fetch loads lane j's pos (token t0 + j); start_mask then has bit j set when token t0 + j
+// (row-relative) starts a document. Every warp computes it for itself.
+__device__ __forceinline__ int pos_fetch(const int32_t *pos, size_t m0, int len) {
+    int lane = threadIdx.x & 31;
+    return lane < len ? pos[m0 + lane] : 1;
+}
+__device__ __forceinline__ unsigned start_mask(int pv, int t0, int len) {
+    int lane = threadIdx.x & 31;
+    return __ballot_sync(0xffffffffu, lane < len && (t0 + lane == 0 || pv == 0));
+}
+
+// Store a (TK tokens, CH channels) bf16 tile src (TK, CH) of shared memory into X (row stride ld) at token row
+// m0, channel c0, in 16-byte pieces; token rows >= len and channels >= Cd are left alone. NT threads. (v11: the
+// kernels stage their outputs so that each warp writes whole 16-byte pieces instead of 2-byte scatters.)
+template <int TK, int NT, int CH>
+__device__ __forceinline__ void store_tile(__nv_bfloat16 *X, int ld, size_t m0, int len, int c0, int Cd,
+                                           const __nv_bfloat16 *src) {
+    constexpr int PIECES = CH / 8, ALL = TK * PIECES;
+#pragma unroll
+    for (int i = 0; i < (ALL + NT - 1) / NT; i++) {
+        int piece = threadIdx.x + i * NT, j = piece / PIECES, p = piece % PIECES;
+        if (ALL % NT != 0 && piece >= ALL) break;
+        int c = c0 + 8 * p;
+        if (j < len && c < Cd) *(uint4 *)(X + (m0 + j) * ld + c) = *(const uint4 *)(src + j * CH + 8 * p);
+    }
+}
+
+// One level of a transposed butterfly over the lanes that differ in LANEBIT: afterwards v[0..HALF) hold sums of
+// the pair's values, the lower lane keeping indices [0, HALF), the upper [HALF, 2*HALF).
+template <int HALF, int LANEBIT, int V>
+__device__ __forceinline__ void tr_level(float (&v)[V]) {
+    bool upper = (threadIdx.x & LANEBIT) != 0;
+#pragma unroll
+    for (int i = 0; i < HALF; i++) {
+        float keep = upper ? v[i + HALF] : v[i];
+        float send = upper ? v[i] : v[i + HALF];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, LANEBIT);
+    }
+}
+
+// sum_{k<4} s_k c_k as (s0 c0 + s1 c1) + (s2 c2 + s3 c3) (v24). Every kernel that forms y this way, then adds
+// the quads as (q0 + q1) + (q2 + q3), gets the same bits from the same states; a kernel holding a quad's two
+// pairs swapped (the backward's slot orders) still does, as fp32 addition commutes.
+__device__ __forceinline__ float quad_dot(float s0, float s1, float s2, float s3, const float *c) {
+    return fmaf(s1, c[1], s0 * c[0]) + fmaf(s3, c[3], s2 * c[2]);
+}
+
+// One kernel, four jobs (MODE): FWD writes out; FWD_CKPT writes out and the checkpoints as CKPT does, so the
+// backward can skip its checkpoint pass (v12); CKPT (the backward's checkpoint pass) writes the state before
+// every SCAN_K-th token into ckpt (rows, nck, Cd, N), no z, no out; SUMM writes a time segment's summary (see
+// below), no z, no out. grid (nblk, rows, segments), CH*FG threads; thread (channel cl = tid / FG, quarter
+// q = tid % FG) holds states q*NS .. q*NS+NS-1.
+//
+// Time segments (v8): a row is cut into nseg segments of SL tokens (SL a multiple of FT) so that there are
+// enough blocks for one or two (MINB) blocks per SM even when rows * Cd is small. The recurrence s_t = a_t s_{t-1} + b_t is
+// linear, so over a segment s_end = P * s_in + H, where H is the end state of the segment scanned from a zero
+// state and P the product of its a_t (per channel and state; 0 when a document starts inside the segment).
+// SUMM computes (H, P) of every segment but the last from a zero state, P as 2^(A * sum of delta*log2 e);
+// FWD and CKPT then rescan every segment from its true incoming state, which each block folds together from
+// the summaries of the segments before it (at most SCAN_SEG_MAX - 1 steps of N/FG FMAs). The segment state
+// crossing a segment boundary is the only thing carried, and nothing is summed across blocks: deterministic.
+// summ (rows, nseg - 1, 2 = {H, P}, Cd, N) f32.
+// Dynamic smem: tiles (2 stages, 3 arrays, FT, CH) bf16 | bcf (2, FT, 2N) f32 | delta*log2e, delta*u, silu(z)
+// (FT, CH) f32 | FWD only: the chunk's outputs (FT, CH) bf16, stored in 16-byte pieces after the chunk.
+static constexpr size_t fwd_smem(int CH, int MODE) {
+    return (size_t)2 * 3 * FT * CH * 2 + (size_t)2 * FT * 2 * SCAN_N * 4 + (size_t)3 * FT * CH * 4 +
+           (MODE == MODE_FWD || MODE == MODE_FWD_CKPT ? (size_t)FT * CH * 2 : 0);
+}
+template <int CH, int MODE, int MINB>
+__global__ void __launch_bounds__(CH *FG, MINB)
+    scan_fwd_staged_kernel(__nv_bfloat16 *out, float *ckpt, float *summ, const __nv_bfloat16 *u,
+                           const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                           const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
+                           const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck, int SL,
+                           int nseg) {
+    constexpr bool CKPT = MODE == MODE_CKPT || MODE == MODE_SUMM;  // no z, no y, no out
+    constexpr bool STORE_CK = MODE == MODE_CKPT || MODE == MODE_FWD_CKPT;
+    constexpr int NT = CH * FG, NS = SCAN_N / FG;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
+    float *bcf = (float *)(smem_raw + (size_t)2 * 3 * FT * CH * 2);
+    // (delta*log2e, delta*u) of a (token, channel) side by side: one 8-byte load per token (v11)
+    float2 *pdd = (float2 *)(bcf + 2 * FT * 2 * SCAN_N);
+    float *pg = (float *)(pdd + FT * CH);
+    __nv_bfloat16 *otile = (__nv_bfloat16 *)(pg + FT * CH);  // (FT, CH), FWD only
+    const int tid = threadIdx.x, q = tid % FG, cl = tid / FG, row = blockIdx.y;
+    const int c0 = blockIdx.x * CH, c = c0 + cl;
+    const bool active = c < Cd;
+    const size_t mrow = (size_t)row * T;
+    const int seg = blockIdx.z, tb = seg * SL, te = min(T, tb + SL);  // this block's tokens [tb, te)
+    const int kb = tb / FT, nch = (te + FT - 1) / FT;                   // its chunks [kb, nch)
+    float A[NS];  // exp(delta*A) = 2^((delta*log2 e) * A)
+#pragma unroll
+    for (int i = 0; i < NS; i++) A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + q * NS + i]) : 0.f;
+    const float Dc = settle((!CKPT && active) ? Dp[c] : 0.f);
+    const int clA = tid % CH;  // the channel this thread serves in the cooperative pass
+    const float biasA = settle(c0 + clA < Cd ? dt_bias[c0 + clA] : 0.f);
+    float s[NS];
+#pragma unroll
+    for (int i = 0; i < NS; i++) s[i] = 0.f;
+    if (MODE != MODE_SUMM && active) {  // the true state entering this segment, from the earlier summaries
+        for (int h = 0; h < seg; h++) {
+            const float *H = summ + (((size_t)row * (nseg - 1) + h) * 2 * Cd + c) * SCAN_N + q * NS;
+            const float *P = H + (size_t)Cd * SCAN_N;
+#pragma unroll
+            for (int i = 0; i < NS; i++) s[i] = fmaf(P[i], s[i], H[i]);
+        }
+    }
+    float cum = 0.f;        // SUMM: sum of delta*log2 e over the segment (this channel)
+    unsigned anyst = 0u;    // SUMM: nonzero when a document starts inside the segment
+
+    auto issue = [&](int k) {  // cp.async the tiles of chunk k into stage k & 1
+        int t0 = k * FT, len = min(FT, te - t0);
+        __nv_bfloat16 *st = tiles + (size_t)(k & 1) * 3 * FT * CH;
+        load_tile<FT, NT, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
+        load_tile<FT, NT, CH>(st + FT * CH, dpre, Cd, mrow + t0, len, c0, Cd);
+        if (!CKPT) load_tile<FT, NT, CH>(st + 2 * FT * CH, z, ldz, mrow + t0, len, c0, Cd);
+    };
+    BCFetch<FT, NT> bc;
+    issue(kb);
+    cp_async_commit();
+    bc.fetch(Bm, Cm, ldbc, mrow + tb, min(FT, te - tb));
+    bc.store(bcf + (kb & 1) * FT * 2 * SCAN_N);
+    unsigned mask_next = start_mask(pos_fetch(pos, mrow + tb, min(FT, te - tb)), tb, min(FT, te - tb));
+    int pv_next = 1;
+
+    for (int k = kb; k < nch; k++) {
+        const int t0 = k * FT, len = min(FT, te - t0), t1 = t0 + FT, len1 = min(FT, te - t1);
+        const unsigned mask = mask_next;
+        if (k + 1 < nch) issue(k + 1);
+        cp_async_commit();
+        cp_async_wait1();  // chunk k's tiles have landed (this thread's copies) ...
+        __syncthreads();   // ... and everyone's; bcf[k & 1] is visible
+        if (k + 1 < nch) {  // in flight during the chunk
+            bc.fetch(Bm, Cm, ldbc, mrow + t1, len1);
+            pv_next = pos_fetch(pos, mrow + t1, len1);
+        }
+        const __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 3 * FT * CH;
+        const __nv_bfloat16 *tdp = tu + FT * CH, *tz = tu + 2 * FT * CH;
+        // cooperative pass: one (token, channel) item per thread and step, independent across tokens
+#pragma unroll
+        for (int it = 0; it < FT * CH / NT; it++) {
+            int i = it * NT + tid, j = i / CH;
+            if (j < len) {
+                float dl = softplus_f(bf2f(tdp[i]) + biasA);
+                pdd[i] = make_float2(dl * LOG2E, dl * bf2f(tu[i]));
+                if (!CKPT) {
+                    float zz = bf2f(tz[i]);
+                    pg[i] = zz * sigmoid_f(zz);
+                }
+            } else {  // past the row's end: a = 1 and no input, so the state is left as it is
+                pdd[i] = make_float2(0.f, 0.f);
+                if (!CKPT) pg[i] = 0.f;
+            }
+        }
+        __syncthreads();
+        if (MODE == MODE_SUMM) {
+            anyst |= mask;
+#pragma unroll 8
+            for (int j = 0; j < FT; j++) cum += pdd[j * CH + cl].x;  // 0 past the segment's end
+        }
+        // the recurrence, 4 tokens at a time so y can be summed over the FG threads of a channel with one
+        // transposed butterfly (each thread then finishes one of the 4 tokens)
+        const float *bck = bcf + (k & 1) * FT * 2 * SCAN_N;
+        // (v22: all FT tokens with a compile-time bound, so the groups are unrolled into one block the scheduler
+        // can interleave; tokens past the row's end have zero pass arrays and leave the state alone. Not in the
+        // kernels held to 64 registers for two blocks per SM (MINB 2), where the unrolled code spills.)
+        const int jend = MINB == 1 ? FT : len;
+#pragma unroll
+        for (int j0 = 0; j0 < jend; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
+            // the state before token j0 (the forward too when asked to leave the backward its checkpoints)
+            if (STORE_CK && j0 % SCAN_K == 0 && active && j0 < len) {
+                float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS);
+#pragma unroll
+                for (int i = 0; i < NS / 4; i++) ck[i] = make_float4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
+            }
+            float yp[4];
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {
+                const int j = j0 + jj;
+                {
+                    // a document start forces a_t = 2^-huge = 0: the state restarts without a branch
+                    const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+                    const float2 dd = pdd[j * CH + cl];
+                    const float dlL = dd.x, dlu = dd.y;
+                    const float4 *b4 = (const float4 *)(bck + j * 2 * SCAN_N + q * NS);
+                    const float4 *c4 = (const float4 *)(bck + j * 2 * SCAN_N + SCAN_N + q * NS);
+                    float y = 0.f;
+#pragma unroll
+                    for (int i4 = 0; i4 < NS / 4; i4++) {
+                        float4 b = b4[i4];
+                        float bb[4] = {b.x, b.y, b.z, b.w};
+                        float cc[4] = {0.f, 0.f, 0.f, 0.f};
+                        if (!CKPT) {
+                            float4 cv = c4[i4];
+                            cc[0] = cv.x, cc[1] = cv.y, cc[2] = cv.z, cc[3] = cv.w;
+                        }
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int i = 4 * i4 + e;
+                            s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[e]);
+                        }
+                        // y over each 4 states as two pairs (v24: the order the backward kernels can follow
+                        // whatever slots they hold the states in, so the output they write again is this one)
+                        const float yq = quad_dot(s[4 * i4], s[4 * i4 + 1], s[4 * i4 + 2], s[4 * i4 + 3], cc);
+                        y = i4 == 0 ? yq : y + yq;
+                    }
+                    yp[jj] = y;
+                }
+            }
+            if (!CKPT) {
+                // sum y over the FG threads of the channel as (q0 + q1) + (q2 + q3) (the backward kernels' order);
+                // thread q then owns token j0 + ((q & 1) << 1 | q >> 1) (FG 4) or tokens j0 + 2q + e (FG 2)
+                if constexpr (FG == 4) {
+                    tr_level<2, 1, 4>(yp);
+                    tr_level<1, 2, 4>(yp);
+                } else if constexpr (FG == 2) {
+                    tr_level<2, 1, 4>(yp);
+                }
+#pragma unroll
+                for (int e = 0; e < 4 / FG; e++) {
+                    const int jt = FG == 4 ? ((q & 1) << 1 | q >> 1) : q * (4 / FG) + e;
+                    const int i = (j0 + jt) * CH + cl;  // rows past len are not stored
+                    otile[i] = __float2bfloat16(fmaf(Dc, bf2f(tu[i]), yp[e]) * pg[i]);
+                }
+            }
+        }
+        if (k + 1 < nch) {
+            bc.store(bcf + ((k + 1) & 1) * FT * 2 * SCAN_N);
+            mask_next = start_mask(pv_next, t1, len1);
+        }
+        __syncthreads();  // stage k & 1 and the pass arrays are rewritten next chunk; bcf[(k+1) & 1] published
+        // otile is rewritten only after the next chunk's two barriers
+        if (!CKPT) store_tile<FT, NT, CH>(out, Cd, mrow + t0, len, c0, Cd, otile);
+    }
+    if (MODE == MODE_SUMM && active) {
+        float *H = summ + (((size_t)row * (nseg - 1) + seg) * 2 * Cd + c) * SCAN_N + q * NS;
+        float *P = H + (size_t)Cd * SCAN_N;
+#pragma unroll
+        for (int i = 0; i < NS; i++) {
+            H[i] = s[i];
+            P[i] = anyst ? 0.f : ex2_approx(cum * A[i]);
+        }
+    }
+}
+
+// The backward's state-independent values of one (token, channel), from its dpre, z and dout: delta, dy = dout
+// silu(z), the dz factor (times y + D u gives dz), softplus'(v) = sigmoid(v) = 1 - e^-delta, and silu(z) (v24: the
+// forward's gate, as the forward computes it, for the forward's output written again).
+struct PassVals {
+    float dl, dy, dzf, sig, psz;
+};
+__device__ __forceinline__ PassVals pass_vals(float dpre, float zz, float go, float biasA) {
+    const float dl = softplus_f(dpre + biasA), sz = sigmoid_f(zz);
+    return {dl, go * zz * sz, go * sz * fmaf(zz, 1.f - sz, 1.f), 1.f - ex2_approx(-dl * LOG2E), zz * sz};
+}
+// The backward's cooperative pass over the chunk's (token, channel) items i, NT threads: put(i, values) from the
+// dpre, z and dout tiles (SCAN_K, CH); zeros for tokens past the row's end (last chunk): inert tokens for the
+// fixed-length recompute and walk. Each kernel lays the values out as its walk reads them (put); what put does
+// not store is not computed.
+template <int NT, int CH, class Put>
+__device__ __forceinline__ void bwd_coop_pass(const __nv_bfloat16 *tdp, const __nv_bfloat16 *tz,
+                                              const __nv_bfloat16 *tdo, int len, float biasA, Put put) {
+#pragma unroll
+    for (int it = 0; it < SCAN_K * CH / NT; it++) {
+        const int i = it * NT + threadIdx.x;
+        if (i / CH < len)
+            put(i, pass_vals(bf2f(tdp[i]), bf2f(tz[i]), bf2f(tdo[i]), biasA));
+        else
+            put(i, PassVals{0.f, 0.f, 0.f, 0.f, 0.f});
+    }
+}
+
+// The end of a backward chunk (after the barrier that ends the walk), NT threads: the warps' dB/dC sums R
+// (SCAN_K, NT/32, 2N) summed over the warps in a fixed order into this block's partials bc_part (M, nblk, 2N),
+// and the staged du / ddpre / dz (and, if y_out is not NULL, the forward's output) tiles (SCAN_K, CH) stored.
+template <int NT, int CH>
+__device__ __forceinline__ void bwd_flush_chunk(const float *R, float *bc_part, size_t m0, int len,
+                                                __nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out,
+                                                __nv_bfloat16 *dz_out, __nv_bfloat16 *y_out, int ldz, int c0, int Cd,
+                                                const __nv_bfloat16 *odu, const __nv_bfloat16 *oddp,
+                                                const __nv_bfloat16 *odz, const __nv_bfloat16 *oy) {
+    constexpr int BWARPS = NT / 32;
+    for (int idx = threadIdx.x; idx < len * 2 * SCAN_N; idx += NT) {
+        const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
+        float acc = 0.f;
+#pragma unroll
+        for (int w = 0; w < BWARPS; w++) acc += R[(j * BWARPS + w) * 2 * SCAN_N + e];
+        bc_part[((m0 + j) * gridDim.x + blockIdx.x) * 2 * SCAN_N + e] = acc;
+    }
+    store_tile<SCAN_K, NT, CH>(du_out, Cd, m0, len, c0, Cd, odu);
+    store_tile<SCAN_K, NT, CH>(ddpre_out, Cd, m0, len, c0, Cd, oddp);
+    store_tile<SCAN_K, NT, CH>(dz_out, ldz, m0, len, c0, Cd, odz);
+    if (y_out) store_tile<SCAN_K, NT, CH>(y_out, Cd, m0, len, c0, Cd, oy);
+}
+
+// Backward main pass, staged. grid (nblk, rows), CH*BG threads; thread (channel cl = tid / BG, half q = tid % BG)
+// holds states q*NS .. q*NS+NS-1; the chunk's recomputed states are in registers (v21). Dynamic smem:
+// tiles (2 stages, u/dpre/z/dout, SCAN_K, CH) bf16 |
+// bcf (2, SCAN_K, 2N) f32 | {delta, dy, dz factor, sigmoid(v)} (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 |
+// silu(z) (SCAN_K, CH) f32 | the forward's output (SCAN_K, CH) bf16, staged (v24)
+static constexpr size_t bwd_smem(int CH) {
+    return (size_t)2 * 4 * SCAN_K * CH * 2                         // tiles
+           + (size_t)2 * SCAN_K * 2 * SCAN_N * 4                   // bcf
+           + (size_t)4 * SCAN_K * CH * 4                           // pass arrays
+           + (size_t)SCAN_K * (CH * BG / 32) * 2 * SCAN_N * 4      // R
+           + (size_t)SCAN_K * CH * (4 + 2);                        // silu(z), output tile
+}
+
+// Time segments (v10): grid z cuts a row into nseg segments of SLK chunks, walked by different blocks. The
+// adjoint recurrence is linear: with carry_t = a_{t+1} ds_{t+1} (the adjoint reaching s_t from later tokens),
+// carry_{t-1} = a_t (gy_t C_t + carry_t), so over a segment h the carry leaving its first token is
+// P_h * (carry entering its last token) + G_h, where G_h is the carry walked from zero and P_h the product of
+// its a_t (0 when a document starts in it). BSUMM = true walks every segment but the first from a zero carry
+// and stores (G_h, P_h) in bsum (rows, nseg - 1, 2 = {G, P}, Cd, N) f32 (nothing else: no states, no outputs);
+// the main pass (BSUMM = false) then starts segment g from the carry folded from the summaries of the segments
+// after it (c = P_h c + G_h, h = nseg-1 .. g+1) and writes its parameter partials as row * nseg + g. Each token
+// belongs to one segment, so dB/dC partials and outputs are written once; nothing is summed across blocks.
+// SMODE: 0 = no segments (v9's code: compile-time bounds, no fold), 1 = a segment of the main pass, 2 = BSUMM.
+// RE: the main pass also writes the forward's output again, into y_out (v24; false: y_out is not touched).
+template <int CH, int SMODE, bool RE>
+__global__ void __launch_bounds__(CH *BG, 1)
+    scan_bwd_staged_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out,
+                           __nv_bfloat16 *y_out, float *bc_part, float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
+                           const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                           const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
+                           const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck, int SLK,
+                           int nseg, float *bsum) {
+    constexpr bool BSUMM = SMODE == 2;
+    constexpr int NT = CH * BG, BWARPS = NT / 32, NS = SCAN_N / BG, TILE = SCAN_K * CH;
+    constexpr size_t BWD_TILES = (size_t)2 * 4 * TILE * 2,
+                     BWD_BC = (size_t)2 * SCAN_K * 2 * SCAN_N * 4, BWD_PA = (size_t)4 * TILE * 4;
+    static_assert(BG == 2 && NS == 8, "the layout below assumes 2 threads per channel");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
+    float *bcf = (float *)(smem_raw + BWD_TILES);
+    // per (token, channel): {delta, dy, dz factor, softplus'(v)} in one 16-byte slot: one load per token (v11)
+    float4 *pa4 = (float4 *)(smem_raw + BWD_TILES + BWD_BC);
+    float *R = (float *)(smem_raw + BWD_TILES + BWD_BC + BWD_PA);
+    float *psz = R + SCAN_K * BWARPS * 2 * SCAN_N;             // silu(z) (SCAN_K, CH)
+    __nv_bfloat16 *oy = (__nv_bfloat16 *)(psz + TILE);        // the forward's output (SCAN_K, CH), staged
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid % BG, cl = tid / BG;
+    const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y;
+    const bool active = c < Cd;
+    const size_t mrow = (size_t)row * T;
+    // Slot i < 4 of this thread holds state lo + i, slot i >= 4 state hi + i - 4. Lanes with lane bit 4 set
+    // hold their two groups of 4 swapped, so the first level of the dB/dC butterfly below needs no selects:
+    // every lane keeps slots 0-3 and sends slots 4-7, which are the same states in its partner lane ^ 16.
+    const int g = (lane >> 4) & 1, lo = q * NS + 4 * g, hi = q * NS + 4 * (1 - g);
+    float A[NS];
+#pragma unroll
+    for (int i = 0; i < NS; i++)
+        A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + (i < 4 ? lo + i : hi + i - 4)]) : 0.f;
+    const float Dc = settle(active ? Dp[c] : 0.f);
+    const int clA = tid % CH;  // channel served in the cooperative pass
+    const float biasA = settle(c0 + clA < Cd ? dt_bias[c0 + clA] : 0.f);
+    float carry[NS], dA[NS];  // carry = a_{t+1} ds_{t+1}: the adjoint reaching s_t from token t+1
+#pragma unroll
+    for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
+    float dbias = 0.f, dDacc = 0.f;
+    float cum = 0.f;        // BSUMM: sum of delta*log2 e over the segment (this channel): P = 2^(A cum) (v18c)
+    unsigned anyst = 0u;    // BSUMM: nonzero when a document starts inside the segment
+    const int seg = BSUMM ? blockIdx.z + 1 : SMODE == 1 ? blockIdx.z : 0;
+    const int kbeg = SMODE ? seg * SLK : 0, kend = SMODE ? min(nck, kbeg + SLK) : nck;
+    // (G, P) of segment h: this thread's states at lo.. and hi..
+    auto sum_at = [&](int h, int which) {
+        return bsum + ((((size_t)row * (nseg - 1) + (h - 1)) * 2 + which) * Cd + c) * SCAN_N;
+    };
+    if (SMODE == 1 && active) {
+        for (int h = nseg - 1; h > seg; h--) {
+            const float *Gp = sum_at(h, 0), *Pp = sum_at(h, 1);
+            const float4 g0 = *(const float4 *)(Gp + lo), g1 = *(const float4 *)(Gp + hi);
+            const float4 p0 = *(const float4 *)(Pp + lo), p1 = *(const float4 *)(Pp + hi);
+            const float gg[NS] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+            const float pp[NS] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
+#pragma unroll
+            for (int i = 0; i < NS; i++) carry[i] = fmaf(pp[i], carry[i], gg[i]);
+        }
+    }
+
+    auto issue = [&](int k) {  // tiles of chunk k into stage k & 1
+        int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        __nv_bfloat16 *st = tiles + (size_t)(k & 1) * 4 * TILE;
+        if (!BSUMM) load_tile<SCAN_K, NT, CH>(st, u, Cd, mrow + t0, len, c0, Cd);  // the summary needs no u
+        load_tile<SCAN_K, NT, CH>(st + TILE, dpre, Cd, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NT, CH>(st + 2 * TILE, z, ldz, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NT, CH>(st + 3 * TILE, dout, Cd, mrow + t0, len, c0, Cd);
+    };
+    auto load_ck = [&](int k, float4 (&r)[2]) {  // this thread's half of chunk k's checkpoint, (rows, nck, Cd, N)
+        if (active && !BSUMM) {
+            const float *p = ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N;
+            r[0] = *(const float4 *)(p + lo), r[1] = *(const float4 *)(p + hi);
+        } else {
+            r[0] = r[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    };
+    BCFetch<SCAN_K, NT> bc;
+    float4 ck_next[2];
+    {
+        const int k = kend - 1, t0 = k * SCAN_K, len = SMODE ? min(SCAN_K, T - t0) : T - t0;
+        issue(k);
+        cp_async_commit();
+        bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
+        bc.store(bcf + (k & 1) * SCAN_K * 2 * SCAN_N);
+        load_ck(k, ck_next);
+    }
+    const int lenl = min(SCAN_K, T - (kend - 1) * SCAN_K);
+    unsigned mask_next = start_mask(pos_fetch(pos, mrow + (kend - 1) * SCAN_K, lenl), (kend - 1) * SCAN_K, lenl);
+    int pv_next = 1;
+
+    for (int k = kend - 1; k >= kbeg; k--) {
+        const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        const unsigned mask = mask_next;
+        float s[NS] = {ck_next[0].x, ck_next[0].y, ck_next[0].z, ck_next[0].w,
+                       ck_next[1].x, ck_next[1].y, ck_next[1].z, ck_next[1].w};
+        if (k > kbeg) issue(k - 1);
+        cp_async_commit();
+        cp_async_wait1();
+        __syncthreads();
+        if (k > kbeg) {  // in flight during the chunk
+            bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
+            pv_next = pos_fetch(pos, mrow + t0 - SCAN_K, SCAN_K);
+            load_ck(k - 1, ck_next);
+        }
+        __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 4 * TILE, *tdp = tu + TILE, *tz = tu + 2 * TILE,
+                      *tdo = tu + 3 * TILE;
+        // once the cooperative pass has read them, the dpre, z and dout tiles of this stage hold the chunk's
+        // du, ddpre and dz (v11), stored in 16-byte pieces after the walk
+        __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo;
+        const float *bck = bcf + (k & 1) * SCAN_K * 2 * SCAN_N;
+        // cooperative pass: pa4 = {delta, dy, dz factor, softplus'(v)} (the summary pass: delta and dy), psz
+        bwd_coop_pass<NT, CH>(tdp, tz, tdo, len, biasA, [&](int i, const PassVals &v) {
+            pa4[i] = make_float4(v.dl, v.dy, BSUMM ? 0.f : v.dzf, BSUMM ? 0.f : v.sig);
+            if (RE && !BSUMM) psz[i] = v.psz;
+        });
+        __syncthreads();
+        if (BSUMM) {  // the carry alone, from zero at the segment's end (see above)
+            anyst |= mask;
+#pragma unroll 2
+            for (int j = len - 1; j >= 0; j--) {
+                const int i = j * CH + cl;
+                const float4 pv = pa4[i];
+                const float dlL = pv.x * LOG2E, gy = pv.y;
+                cum += dlL;
+                const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+                const float *bcj = bck + j * 2 * SCAN_N;
+                const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo), cv1 = *(const float4 *)(bcj + SCAN_N + hi);
+                const float cc[NS] = {cv0.x, cv0.y, cv0.z, cv0.w, cv1.x, cv1.y, cv1.z, cv1.w};
+#pragma unroll
+                for (int n = 0; n < NS; n++) {
+                    const float a = ex2_approx(fmaf(dlL, A[n], off));
+                    carry[n] = a * fmaf(gy, cc[n], carry[n]);
+                }
+            }
+        } else {  // the main pass
+            // recompute the chunk's states from its checkpoint
+            // (all SCAN_K tokens: those past the row's end have delta = 0, so a = 1 and the input is 0)
+            // into registers (v21): both token loops are unrolled, so Sr[j] is a compile-time register index
+            float Sr[SCAN_K][NS];
+#pragma unroll
+            for (int j = 0; j < SCAN_K; j++) {
+                const int i = j * CH + cl;
+                const float dl = pa4[i].x, dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
+                const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;  // document start: a_t = 0
+                const float4 b0 = *(const float4 *)(bck + j * 2 * SCAN_N + lo);
+                const float4 b1 = *(const float4 *)(bck + j * 2 * SCAN_N + hi);
+                float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+                for (int n = 0; n < NS; n++) Sr[j][n] = s[n] = fmaf(ex2_approx(fmaf(dlL, A[n], off)), s[n], dlu * bb[n]);
+            }
+            // walk the chunk backwards: all SCAN_K tokens, 4 at a time with compile-time offsets (v11); tokens
+            // past the row's end have zero pass arrays, tiles and B/C, so they add nothing and leave the carry
+            // alone (their outputs are not stored)
+            const int ridx = ((lane >> 3) & 1) * SCAN_N + lo + ((lane >> 1) & 3);  // R slot of this lane's sum
+#pragma unroll
+            for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
+                const unsigned mk = mask >> j0;
+#pragma unroll
+                for (int jj = 3; jj >= 0; jj--) {
+                    const int j = j0 + jj, i = j * CH + cl;
+                    const float4 pa = pa4[i];
+                    const float uu = bf2f(tu[i]), dl = pa.x, gy = pa.y, dlL = dl * LOG2E, dlu = dl * uu;
+                    // at a document start a_t is taken as 0 (2^-huge) so nothing flows to the previous token
+                    const float off = ((mk >> jj) & 1u) ? -1e30f : 0.f;
+                    const float *bcj = bck + j * 2 * SCAN_N;
+                    const float4 b0 = *(const float4 *)(bcj + lo), b1 = *(const float4 *)(bcj + hi);
+                    const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo),
+                                 cv1 = *(const float4 *)(bcj + SCAN_N + hi);
+                    float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+                    float cc[NS] = {cv0.x, cv0.y, cv0.z, cv0.w, cv1.x, cv1.y, cv1.z, cv1.w};
+                    const float *st = Sr[j];
+                    // y = sum s C, P = sum ds B, Q = sum A ds a s_{t-1}; then du = dy D + delta P,
+                    // ddelta = Q + u P
+                    // y as the forward sums it (v24): per 4 states in pairs, then (q0 + q1) + (q2 + q3), so the
+                    // forward's output below is the forward's, bit for bit
+                    float y = quad_dot(st[0], st[1], st[2], st[3], cc) + quad_dot(st[4], st[5], st[6], st[7], cc + 4);
+                    float P = 0.f, Q = 0.f;
+                    // this thread's dB (delta u ds) and dC (dy s) terms, summed over channels below;
+                    // v = [dB slots 0-3, dC slots 0-3, dB slots 4-7, dC slots 4-7]
+                    float v[2 * NS];
+#pragma unroll
+                    for (int n = 0; n < NS; n++) {
+                        const float a = ex2_approx(fmaf(dlL, A[n], off));
+                        const float ds = fmaf(gy, cc[n], carry[n]);  // total adjoint of s_t
+                        const float as = fmaf(-dlu, bb[n], st[n]);    // a_t s_{t-1} (0 up to rounding at a start)
+                        const float r = ds * as;
+                        P = fmaf(ds, bb[n], P);
+                        Q = fmaf(A[n], r, Q);
+                        dA[n] = fmaf(r, dl, dA[n]);
+                        v[(n & 4) * 2 + (n & 3)] = ds * dlu;
+                        v[(n & 4) * 2 + 4 + (n & 3)] = gy * st[n];
+                        carry[n] = a * ds;
+                    }
+                    y += __shfl_xor_sync(0xffffffffu, y, 1);
+                    P += __shfl_xor_sync(0xffffffffu, P, 1);
+                    Q += __shfl_xor_sync(0xffffffffu, Q, 1);
+                    const float ddp = fmaf(uu, P, Q) * pa.w, gin = fmaf(Dc, uu, y);  // gin: the gate's input
+                    // zero past the row's end (psig, gy, uu are 0 there). Both threads of the channel hold the
+                    // same sums, so both store the same values: no branch on q, so the 4 tokens of the group
+                    // stay one basic block the scheduler can interleave (v13)
+                    dbias += ddp;
+                    dDacc = fmaf(gy, uu, dDacc);
+                    odu[i] = __float2bfloat16(fmaf(gy, Dc, dl * P));
+                    oddp[i] = __float2bfloat16(ddp);
+                    odz[i] = __float2bfloat16(pa.z * gin);
+                    if (RE) oy[i] = __float2bfloat16(gin * psz[i]);  // the forward's output, as the forward forms it
+                    // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects
+                    // (see lo/hi); then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
+#pragma unroll
+                    for (int e = 0; e < NS; e++) v[e] += __shfl_xor_sync(0xffffffffu, v[e + NS], 16);
+                    tr_level<4, 8, 2 * NS>(v);
+                    tr_level<2, 4, 2 * NS>(v);
+                    tr_level<1, 2, 2 * NS>(v);
+                    // lane holds (bit 3 ? dC : dB) of state lo + 2*bit2 + bit1
+                    R[(j * BWARPS + warp) * 2 * SCAN_N + ridx] = v[0];
+                }
+            }
+            __syncthreads();
+            // (stage k & 1 is refilled only after the barrier that ends this chunk)
+            bwd_flush_chunk<NT, CH>(R, bc_part, mrow + t0, len, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz,
+                                    c0, Cd, odu, oddp, odz, oy);
+        }
+        if (k > kbeg) {
+            bc.store(bcf + ((k - 1) & 1) * SCAN_K * 2 * SCAN_N);
+            mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
+        }
+        __syncthreads();  // R, pass arrays and stage k & 1 are rewritten next chunk; bcf[(k-1) & 1] published
+    }
+    if (BSUMM) {
+        if (active) {
+            float *Gp = sum_at(seg, 0), *Pp = sum_at(seg, 1);
+            *(float4 *)(Gp + lo) = make_float4(carry[0], carry[1], carry[2], carry[3]);
+            *(float4 *)(Gp + hi) = make_float4(carry[4], carry[5], carry[6], carry[7]);
+            float pa[NS];
+#pragma unroll
+            for (int n = 0; n < NS; n++) pa[n] = anyst ? 0.f : ex2_approx(cum * A[n]);
+            *(float4 *)(Pp + lo) = make_float4(pa[0], pa[1], pa[2], pa[3]);
+            *(float4 *)(Pp + hi) = make_float4(pa[4], pa[5], pa[6], pa[7]);
+        }
+        return;
+    }
+    if (active) {
+        float *pp = par_part + ((size_t)row * (SMODE ? nseg : 1) + seg) * (2 + SCAN_N) * Cd + c;
+        if (q == 0) {
+            pp[0] = dbias;
+            pp[(size_t)Cd] = dDacc;
+        }
+#pragma unroll
+        for (int n = 0; n < NS; n++)  // dA_log = dA * dA/dA_log = dA * A
+            pp[(size_t)(2 + (n < 4 ? lo + n : hi + n - 4)) * Cd] = dA[n] * A[n];
+    }
+}
+
+// ---- v20/v21: the backward main pass with 4 threads per channel, in narrow blocks three to an SM ----
+// Why: at B8 x D1536 (the 130m model) there are only 12K channels, so v18's 2 threads per channel in 64-wide
+// blocks left 60 SMs with two blocks and 72 with one unless the rows were cut into time segments, and the
+// segments cost a summary pass (0.20 ms of a 0.90 ms backward). Four threads per channel in 32-wide blocks make
+// 384 blocks, one wave of three per SM, no segments. The per-state work is the same; the dB/dC butterfly is over
+// 8 channels (3 levels on 8 values, against 4 on 16); y, P and Z = uP + Q are summed over the channel's 4 lanes
+// by a transposed butterfly that leaves each lane one sum, so each lane computes and stores one output (du,
+// ddelta, dz) instead of all three. It still executes ~1.2x the instructions of v18's main pass (524M against
+// 425M at B8 D1536, ncu: the per-token scalar work is done by 4 lanes instead of 2), so it is used only where it
+// saves the segments (scan_use_bwd4). Three blocks per SM is the registers' limit: held to 128 registers for
+// four, it spilled and ran 16% slower (v23a). v21: the chunk's recomputed states stay in registers (16 tokens x 4 states; both token loops
+// unrolled) instead of going through shared memory, which ncu showed 67-73% busy (L1/TEX throughput).
+// Everything else is v18's: checkpoints every SCAN_K tokens, the reverse walk in groups of 4 tokens, per-block
+// dB/dC partials and per-row parameter partials summed in a fixed order (no atomics: deterministic).
+static constexpr int BG4 = 4;
+// Dynamic smem: tiles (2 stages, u/dpre/z/dout, SCAN_K, CH) bf16 | bcf (2 stages, 2 copies, SCAN_K, 2N) f32 |
+// pa2 (SCAN_K, CH) float2 | K (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 | the forward's output (SCAN_K, CH)
+// bf16, staged (v24)
+static constexpr size_t bwd4_smem(int CH) {
+    return (size_t)2 * 4 * SCAN_K * CH * 2 + (size_t)2 * 2 * SCAN_K * 2 * SCAN_N * 4 +
+           (size_t)(8 + 16) * SCAN_K * CH + (size_t)SCAN_K * (CH * BG4 / 32) * 2 * SCAN_N * 4 +
+           (size_t)SCAN_K * CH * 2;
+}
+template <int CH, bool RE>  // RE: as in scan_bwd_staged_kernel
+__global__ void __launch_bounds__(CH *BG4, 3)
+    scan_bwd4_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out, __nv_bfloat16 *y_out,
+                     float *bc_part, float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
+                     const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,
+                     const __nv_bfloat16 *Cm, int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz,
+                     const int32_t *pos, int T, int Cd, int nck) {
+    constexpr int NT = CH * BG4, BWARPS = NT / 32, NS = SCAN_N / BG4, TILE = SCAN_K * CH, BCS = SCAN_K * 2 * SCAN_N;
+    constexpr size_t B_TILES = (size_t)2 * 4 * TILE * 2, B_BC = (size_t)2 * 2 * BCS * 4,
+                     B_PA = (size_t)TILE * (8 + 16);
+    static_assert(NS == 4 && CH % 8 == 0, "the layout below assumes 4 threads per channel");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
+    float *bcf = (float *)(smem_raw + B_TILES);  // (stage, copy, SCAN_K, 2N)
+    float4 *K = (float4 *)(smem_raw + B_TILES + B_BC);  // (K first: 16-byte aligned)
+    float2 *pa2 = (float2 *)(K + TILE);
+    const float *Kq = (const float *)K + (threadIdx.x & 3);  // this lane's element of K
+    float *R = (float *)(smem_raw + B_TILES + B_BC + B_PA);
+    __nv_bfloat16 *oy = (__nv_bfloat16 *)(R + SCAN_K * BWARPS * 2 * SCAN_N);  // the forward's output, staged
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid & 3, cl = tid >> 2;
+    const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y;
+    const bool active = c < Cd;
+    const size_t mrow = (size_t)row * T;
+    // Slot i of this thread holds state 4q + ((i + 2 up) & 3): lanes with lane bit 4 set ("up") hold their two
+    // pairs of states swapped, so the first butterfly level below needs no selects (each lane keeps slots 0-3
+    // of v and sends 4-7, the same states in its partner lane ^ 16); they read B and C from copy 1 of bcf, whose
+    // float4s have their halves swapped likewise.
+    const int up = (lane >> 4) & 1;
+    float A[NS];
+#pragma unroll
+    for (int i = 0; i < NS; i++) A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + 4 * q + ((i + 2 * up) & 3)]) : 0.f;
+    const float Dc = settle(active ? Dp[c] : 0.f);
+    // each lane's one output is k1 (w + kD u) + k2 (see the walk); kD and whether k2 is gy D are the lane's own
+    const float kD = q == 0 || (RE && q == 3) ? Dc : 0.f;
+    const bool k2_du = q == 2 || (!RE && q == 3);
+    const int clA = tid % CH;  // channel served in the cooperative pass
+    const float biasA = settle(c0 + clA < Cd ? dt_bias[c0 + clA] : 0.f);
+    float carry[NS], dA[NS];  // carry = a_{t+1} ds_{t+1}: the adjoint reaching s_t from token t+1
+#pragma unroll
+    for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
+    float acc = 0.f, dDacc = 0.f;  // acc: the running sum of this lane's output (lane q = 1: ddelta = dbias)
+
+    auto issue = [&](int k) {  // tiles of chunk k into stage k & 1
+        int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        __nv_bfloat16 *st = tiles + (size_t)(k & 1) * 4 * TILE;
+        load_tile<SCAN_K, NT, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NT, CH>(st + TILE, dpre, Cd, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NT, CH>(st + 2 * TILE, z, ldz, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NT, CH>(st + 3 * TILE, dout, Cd, mrow + t0, len, c0, Cd);
+    };
+    auto load_ck = [&](int k) {  // this thread's 4 states of chunk k's checkpoint, (rows, nck, Cd, N)
+        return active ? *(const float4 *)(ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N + 4 * q)
+                      : make_float4(0.f, 0.f, 0.f, 0.f);
+    };
+    BCFetch<SCAN_K, NT> bc;
+    static_assert(BCFetch<SCAN_K, NT>::V == 4, "each thread fetches one float4 of B or C");
+    auto bc_store = [&](int stage) {  // both copies (see up)
+        const int j = tid / 8, v0 = (tid % 8) * 4;
+        float x[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) x[i] = __uint_as_float((unsigned)bc.r[i] << 16);
+        float *d = bcf + (size_t)stage * 2 * BCS + j * 2 * SCAN_N + v0;
+        *(float4 *)d = make_float4(x[0], x[1], x[2], x[3]);
+        *(float4 *)(d + BCS) = make_float4(x[2], x[3], x[0], x[1]);
+    };
+    float4 ck_next;
+    {
+        const int k = nck - 1, t0 = k * SCAN_K, len = T - t0;
+        issue(k);
+        cp_async_commit();
+        bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
+        bc_store(k & 1);
+        ck_next = load_ck(k);
+    }
+    const int lenl = T - (nck - 1) * SCAN_K;
+    unsigned mask_next = start_mask(pos_fetch(pos, mrow + (nck - 1) * SCAN_K, lenl), (nck - 1) * SCAN_K, lenl);
+    int pv_next = 1;
+
+    for (int k = nck - 1; k >= 0; k--) {
+        const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        const unsigned mask = mask_next;
+        float s[NS];
+        {
+            const float4 ck = ck_next;  // slot order (see up)
+            s[0] = up ? ck.z : ck.x, s[1] = up ? ck.w : ck.y, s[2] = up ? ck.x : ck.z, s[3] = up ? ck.y : ck.w;
+        }
+        if (k > 0) issue(k - 1);
+        cp_async_commit();
+        cp_async_wait1();
+        __syncthreads();
+        if (k > 0) {  // in flight during the chunk
+            bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
+            pv_next = pos_fetch(pos, mrow + t0 - SCAN_K, SCAN_K);
+            ck_next = load_ck(k - 1);
+        }
+        __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 4 * TILE, *tdp = tu + TILE, *tz = tu + 2 * TILE,
+                      *tdo = tu + 3 * TILE;
+        // once the cooperative pass has read them, the dpre, z and dout tiles hold the chunk's du, ddpre and dz;
+        // lane q writes one of them or the forward's output: q = 0 dz, 1 ddpre, 2 du, 3 the output (oy; without
+        // RE lane 3 writes du as lane 2 does)
+        __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo;
+        __nv_bfloat16 *oq = q == 0 ? odz : q == 1 ? oddp : q == 2 || !RE ? odu : oy;
+        const float *bck = bcf + (size_t)(k & 1) * 2 * BCS + up * BCS + 4 * q;  // this lane's B (C at + N)
+        // cooperative pass (v24b): pa2 = {delta, dy}, which every lane of a channel reads, and K = the factor of
+        // each lane's one output, {dz factor, softplus'(v), delta, silu(z) (RE) or delta}, of which lane q reads
+        // element q alone (one 4-byte load, no selects)
+        bwd_coop_pass<NT, CH>(tdp, tz, tdo, len, biasA, [&](int i, const PassVals &v) {
+            pa2[i] = make_float2(v.dl, v.dy);
+            K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
+        });
+        __syncthreads();
+        // recompute the chunk's states from its checkpoint (tokens past the row's end: delta = 0, input 0)
+        // (into registers, v21: both token loops are unrolled, so Sr[j] is a compile-time register index)
+        float Sr[SCAN_K][NS];
+#pragma unroll
+        for (int j = 0; j < SCAN_K; j++) {
+            const int i = j * CH + cl;
+            const float dl = pa2[i].x, dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
+            const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+            const float4 b = *(const float4 *)(bck + j * 2 * SCAN_N);
+            const float bb[NS] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int n = 0; n < NS; n++) Sr[j][n] = s[n] = fmaf(ex2_approx(fmaf(dlL, A[n], off)), s[n], dlu * bb[n]);
+        }
+        // R slot of this lane's dB/dC sum after the butterfly: type bit 3, state 4q + 2 (bit 4) + (bit 2)
+        const int ridx = ((lane >> 3) & 1) * SCAN_N + 4 * q + 2 * up + ((lane >> 2) & 1);
+#pragma unroll
+        for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
+            const unsigned mk = mask >> j0;
+#pragma unroll
+            for (int jj = 3; jj >= 0; jj--) {
+                const int j = j0 + jj, i = j * CH + cl;
+                const float2 pa = pa2[i];
+                const float uu = bf2f(tu[i]), dl = pa.x, gy = pa.y, dlL = dl * LOG2E, dlu = dl * uu;
+                const float off = ((mk >> jj) & 1u) ? -1e30f : 0.f;
+                const float *bcj = bck + j * 2 * SCAN_N;
+                const float4 b = *(const float4 *)bcj, cv = *(const float4 *)(bcj + SCAN_N);
+                const float bb[NS] = {b.x, b.y, b.z, b.w}, cc[NS] = {cv.x, cv.y, cv.z, cv.w};
+                const float *st = Sr[j];
+                // y as the forward sums it (v24; slot order does not matter: see quad_dot)
+                const float y = quad_dot(st[0], st[1], st[2], st[3], cc);
+                float P = 0.f, Q = 0.f;
+                // v = [dB slots 0-1, dC slots 0-1, dB slots 2-3, dC slots 2-3]
+                float v[2 * NS];
+#pragma unroll
+                for (int n = 0; n < NS; n++) {
+                    const float a = ex2_approx(fmaf(dlL, A[n], off));
+                    const float ds = fmaf(gy, cc[n], carry[n]);
+                    const float as = fmaf(-dlu, bb[n], st[n]);
+                    const float r = ds * as;
+                    P = fmaf(ds, bb[n], P);
+                    Q = fmaf(A[n], r, Q);
+                    dA[n] = fmaf(r, dl, dA[n]);
+                    v[(n & 2) * 2 + (n & 1)] = ds * dlu;
+                    v[(n & 2) * 2 + 2 + (n & 1)] = gy * st[n];
+                    carry[n] = a * ds;
+                }
+                // y, P and Z = uP + Q over the channel's 4 lanes, transposed: lane q = 0 gets y, 1 Z, 2 P, 3 y
+                // (P without RE) (y as (q0 + q1) + (q2 + q3), the forward's order)
+                float w[4] = {y, P, fmaf(uu, P, Q), RE ? y : P};
+                tr_level<2, 1, 4>(w);
+                tr_level<1, 2, 4>(w);
+                // one output per lane, as k1 (w + kD u) + k2: dz = dzf (y + D u), ddelta = Z softplus'(v),
+                // du = delta P + dy D, the forward's output silu(z) (y + D u). No branch, so the group's 4 tokens
+                // stay one basic block the scheduler can interleave (v13)
+                // (k1 from K: dz factor, softplus'(v), delta, silu(z); k2 = -0 rather than 0 on the other lanes, so
+                // that k1 x + k2 is exactly the product k1 x, sign of a zero included)
+                const float k1 = Kq[4 * i], k2 = k2_du ? gy * Dc : -0.f;
+                const float val = fmaf(k1, fmaf(kD, uu, w[0]), k2);
+                acc += val;
+                dDacc = fmaf(gy, uu, dDacc);
+                oq[i] = __float2bfloat16(val);
+                // dB/dC summed over the warp's 8 channels (lane bits 2-4)
+#pragma unroll
+                for (int e = 0; e < NS; e++) v[e] += __shfl_xor_sync(0xffffffffu, v[e + NS], 16);
+                tr_level<2, 8, 2 * NS>(v);
+                tr_level<1, 4, 2 * NS>(v);
+                R[(j * BWARPS + warp) * 2 * SCAN_N + ridx] = v[0];
+            }
+        }
+        __syncthreads();
+        bwd_flush_chunk<NT, CH>(R, bc_part, mrow + t0, len, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz, c0,
+                                Cd, odu, oddp, odz, oy);
+        if (k > 0) {
+            bc_store((k - 1) & 1);
+            mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
+        }
+        __syncthreads();
+    }
+    if (active) {
+        float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
+        if (q == 1) pp[0] = acc;
+        if (q == 0) pp[(size_t)Cd] = dDacc;
+#pragma unroll
+        for (int n = 0; n < NS; n++) pp[(size_t)(2 + 4 * q + ((n + 2 * up) & 3)) * Cd] = dA[n] * A[n];
+    }
+}
+
+// The staged kernels copy 16-byte pieces of 8 channels in and (v11) out.
+static bool scan_staged_ok(const void *u, const void *dpre, const void *z, int ldz, const void *dout, int Cd,
+                           const void *out0, const void *out1, const void *out2) {
+    return Cd % 8 == 0 && ldz % 8 == 0 && pm_is_aligned(u, 16) && pm_is_aligned(dpre, 16) &&
+           pm_is_aligned(z, 16) && (dout == NULL || pm_is_aligned(dout, 16)) && pm_is_aligned(out0, 16) &&
+           (out1 == NULL || pm_is_aligned(out1, 16)) && (out2 == NULL || pm_is_aligned(out2, 16));
+}
+// Raise a kernel's dynamic shared memory limit (once per kernel and process).
+static void scan_smem_optin(const void *fn, size_t bytes, int *done, const char *name) {
+    if (*done) return;
+    if (cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) != cudaSuccess)
+        scan_die("cannot give %s %zu bytes of shared memory", name, bytes);
+    *done = 1;
+}
+
+// ---- host entry points ----
+// Staged blocks are CH = 128 channels wide, or 64 when 128 would leave most SMs without a block.
+static int scan_pick_ch(int rows, int Cd) { return rows * ((Cd + 127) / 128) >= 120 ? 128 : 64; }
+
+// Time segments per row for the staged forward / checkpoint kernels: enough blocks for ~4 waves of minb
+// blocks per SM (several waves so the last one is not mostly idle), but segments of at least
+// SCAN_SEG_MIN_CHUNKS chunks (each block's start-up is not free) and at most SCAN_SEG_MAX. *SL = tokens per
+// segment (a multiple of FT); returns the number of segments.
+static int scan_pick_seg(int rows, int nblk, int T, int minb, int *SL) {
+    int nch = (T + FT - 1) / FT, blocks = rows * nblk;
+    int want = (4 * minb * pm_cuda_sm_count() + blocks - 1) / blocks;
+    int nseg = want < nch / SCAN_SEG_MIN_CHUNKS ? want : nch / SCAN_SEG_MIN_CHUNKS;
+    if (nseg > SCAN_SEG_MAX) nseg = SCAN_SEG_MAX;
+    if (nseg < 1) nseg = 1;
+    *SL = (nch + nseg - 1) / nseg * FT;
+    return (T + *SL - 1) / *SL;  // rounding SL up can leave fewer segments
+}
+
+// Plan of the forward / checkpoint kernels: block width (channels), blocks per SM the registers are held to,
+// tokens per segment, segments.
+struct FwdPlan {
+    int ch, minb, SL, nseg;
+};
+// Cost model (SEG_POLICY 0), in token-steps of the busiest SM: v4's plan (one 128-wide block per SM, or two
+// 64-wide ones) takes ceil(blocks / slots) * T; segments take the summary pass over (nseg-1)/nseg of the
+// tokens at SEG_R of the forward's cost, waves of two blocks per SM, and each block SEG_K2 times slower than
+// alone on its SM. SEG_R = 0.75 is v4's checkpoint pass over its forward (0.30 / 0.41 ms); SEG_K2 = 1.5 is a
+// guess (two blocks give 1.33x the throughput of one), to be replaced by the lab's v8s-vs-v4 measurement.
+static constexpr float SEG_R = 0.75f, SEG_K2 = 1.5f;
+static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
+    const int sms = pm_cuda_sm_count(), nch = (T + FT - 1) / FT, b128 = rows * ((Cd + 127) / 128);
+    FwdPlan p;
+    if (SEG_POLICY == 0) {
+        const int v4ch = b128 >= 120 ? 128 : 64;
+        // Segments only pay where fewer than a quarter of the SMs would get a block (measured, docs/perf.md v8:
+        // at B8 D1536 the summary pass cost more than the 36 idle SMs were worth; at B1 D1536 L16K 3.9x faster).
+        // Without segments (v18): the block width that puts the fewest channels on the busiest SM, counting
+        // ceil(blocks / SMs) blocks there; ties go to the wider block (more warps each). At B8 D1536 v4's 192
+        // blocks of 64 gave 60 SMs two blocks (128 channels) and 72 SMs one; 384 blocks of 32 give each SM
+        // three or two (96 channels at most).
+        if (4 * b128 > sms) {
+            FwdPlan best = {128, 1, nch * FT, 1};
+            long best_load = (long)((b128 + sms - 1) / sms) * 128;
+            for (int ch = 64; ch >= 32; ch /= 2) {
+                const int nb = rows * ((Cd + ch - 1) / ch);
+                const long load = (long)((nb + sms - 1) / sms) * ch;
+                if (load < best_load) best_load = load, best = {ch, 1, nch * FT, 1};
+            }
+            return best;
+        }
+        const int v4blk = v4ch == 128 ? b128 : rows * ((Cd + 63) / 64), v4slots = v4ch == 128 ? sms : 2 * sms;
+        float best = (float)((v4blk + v4slots - 1) / v4slots) * nch;
+        p = {v4ch, 1, nch * FT, 1};
+        for (int S = 2; S <= SCAN_SEG_MAX && S <= nch / SCAN_SEG_MIN_CHUNKS; S++) {
+            const int sl = (nch + S - 1) / S, ns = (nch + sl - 1) / sl;
+            const float cost = (1.f + SEG_R * (ns - 1) / ns) * (float)((b128 * ns + 2 * sms - 1) / (2 * sms)) * sl * SEG_K2;
+            if (cost < best) best = cost, p = {128, 2, sl * FT, ns};
+        }
+        return p;
+    }
+    p.minb = SEG_POLICY == 1 ? 2 : 1;
+    p.ch = 128;
+    p.nseg = scan_pick_seg(rows, (Cd + 127) / 128, T, p.minb, &p.SL);
+    if (b128 * p.nseg < 120) {  // too few blocks even so: 64-wide blocks (two per SM at v4's registers)
+        p.ch = 64, p.minb = 1;
+        p.nseg = scan_pick_seg(rows, (Cd + 63) / 64, T, 2, &p.SL);
+    }
+    return p;
+}
+
+// Plan of the backward main pass (v10, v14): block width, chunks (SCAN_K tokens) per time segment, segments.
+// v9's plan (no segments) where 128-wide blocks are chosen (every SM or nearly gets one); else 64-wide blocks
+// (two per SM) and the segment count with the least cost in chunk-steps of the busiest SM:
+// waves of blocks times chunks per segment, times 1 + BSEG_R (nseg-1)/nseg for the summary pass. BSEG_R =
+// the summary walk's cost per chunk over the main pass's (a guess: ~1/8 of the instructions, but the same
+// tile loads and cooperative pass). (v10 considered segments only where fewer than a quarter of the SMs got a
+// 128-wide block; v14 wherever 64-wide blocks are chosen.)
+static constexpr float BSEG_R = 0.35f;
+static constexpr int BSEG_MIN_CHUNKS = 8;  // fewest chunks per backward segment
+struct BwdPlan {
+    int ch, SLK, nseg, bg;  // bg: threads per channel (4: v20's kernel, 32-wide blocks, no segments)
+};
+// v20's kernel where v18 would take 64-wide blocks (too few 128-wide ones for the SMs) and v20's 32-wide blocks
+// make one wave of two or three per SM. Measured (docs/perf.md, v20/v21): at B8 D1536 (384 blocks on 132 SMs)
+// its backward is 0.73 ms against 0.82 for v21's 2-thread kernel with 4 time segments (and 0.90 for v18). Where
+// v18's kernel needs no segments (B8 D2048: 128-wide blocks) or v20 would need a second, mostly idle wave (B8
+// D2048: 512 blocks on 396 slots: 1.58 ms fwd+bwd against 1.30 at v20) the 2-thread kernel stays.
+// PM_SCAN_BWD4=0 turns it off, =2 forces it wherever one wave holds the blocks (A/B runs, the op tests).
+static bool scan_use_bwd4(int rows, int Cd) {
+    static int per_sm = -1;
+    if (per_sm < 0) {
+        const size_t smem = bwd4_smem(32);  // 32 KB (< 48 KB: no opt-in); registers hold it to 3 per SM
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_bwd4_kernel<32, true>, 32 * BG4, smem) !=
+            cudaSuccess)
+            per_sm = 0;
+    }
+    // read each call (the op tests switch it to check both kernels against the CPU on any GPU)
+    const char *e = getenv("PM_SCAN_BWD4");
+    const int env = e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
+    const int sms = pm_cuda_sm_count(), blocks = rows * ((Cd + 31) / 32);
+    if (env == 2) return per_sm >= 1 && blocks <= per_sm * sms;  // (lab: wherever one wave holds the blocks)
+    return env && per_sm >= 2 && scan_pick_ch(rows, Cd) == 64 && blocks >= 2 * sms && blocks <= per_sm * sms;
+}
+static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
+    const int sms = pm_cuda_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
+    const int smem_block = pm_cuda_device()->smem_block, smem_sm = pm_cuda_device()->smem_sm;
+    if (scan_use_bwd4(rows, Cd)) return {32, nch, 1, 4};
+    BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1, 2};
+    // 128-wide blocks need 212 KB of shared memory: GPUs with less per block (A100: 163 KB) take 64-wide ones
+    if (p.ch == 128 && bwd_smem(128) <= (size_t)smem_block) return p;
+    // 64-wide blocks per SM: two on the H200 (held there by registers since v21: 255 per thread, 128 threads)
+    static int per_sm = 0;
+    if (!per_sm) {
+        const size_t smem = bwd_smem(64);
+        int n = 0;
+        if (smem > 48 * 1024)
+            cudaFuncSetAttribute((const void *)scan_bwd_staged_kernel<64, 1, true>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, scan_bwd_staged_kernel<64, 1, true>, 64 * BG, smem) !=
+            cudaSuccess)
+            n = smem_sm / (int)(smem + 1024);  // (~1 KB per block is reserved by the system)
+        per_sm = n > 1 ? n : 1;
+    }
+    const int nb = rows * ((Cd + 63) / 64), slots = per_sm * sms;
+    float best = (float)((nb + slots - 1) / slots) * nch;
+    p = {64, nch, 1, 2};
+    for (int S = 2; S <= SCAN_SEG_MAX && S <= nch / BSEG_MIN_CHUNKS; S++) {
+        const int slk = (nch + S - 1) / S, ns = (nch + slk - 1) / slk;
+        const float cost = (1.f + BSEG_R * (ns - 1) / ns) * (float)((nb * ns + slots - 1) / slots) * slk;
+        if (cost < best) best = cost, p = {64, slk, ns, 2};
+    }
+    return p;
+}
+
+// Workspace layout, sized for the narrowest blocks and the most segments so any path fits: checkpoints
+// (rows, nchunk, N, Cd) f32 | dB/dC partials (M, ceil(Cd/64), 2N) f32 | parameter partials (rows * bwd
+// segments, 2 + N, Cd) f32 | segment summaries (rows, SCAN_SEG_MAX - 1, 2, Cd, N) f32 (the checkpoint pass's,
+// then the backward main pass's: the main pass's summary kernel runs after the checkpoint pass is done).
+static void scan_ws_layout(int M, int T, int Cd, int N, size_t *bc_off, size_t *par_off, size_t *seg_off,
+                           size_t *total) {
+    const BwdPlan bp = scan_bwd_plan(M / T, Cd, T);
+    int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk_max = (Cd + bp.ch - 1) / bp.ch;
+    int nsegb = bp.nseg;
+    *bc_off = align256((size_t)rows * nchunk * N * Cd * 4);
+    *par_off = *bc_off + align256((size_t)M * nblk_max * 2 * N * 4);
+    *seg_off = *par_off + align256((size_t)rows * nsegb * (2 + N) * Cd * 4);
+    *total = *seg_off + align256((size_t)rows * (SCAN_SEG_MAX - 1) * 2 * Cd * N * 4);
+}
+size_t cuda_scan_workspace_bytes(int M, int T, int Cd, int N) {
+    size_t bc_off, par_off, seg_off, total;
+    scan_ws_layout(M, T, Cd, N, &bc_off, &par_off, &seg_off, &total);
+    return total;
+}
+
+// The forward has no workspace in the interface; its segment summaries go to a buffer of this file, grown when
+// a bigger one is needed (cudaFree/cudaMalloc synchronize the device, so no queued kernel still uses the old
+// one). All of the backend's work is on one stream, so one buffer is enough.
+static float *scan_fwd_summ(size_t bytes) {
+    static float *buf = NULL;
+    static size_t have = 0;
+    if (bytes > have) {
+        if (buf) cudaFree(buf);
+        if (cudaMalloc((void **)&buf, bytes) != cudaSuccess) scan_die("cannot allocate %zu bytes of segment summaries", bytes);
+        have = bytes;
+    }
+    return buf;
+}
+
+// Segment summaries (when there is more than one segment), then the forward (ckpt_pass = false) or the
+// checkpoint pass over all segments.
+template <int CH, int MINB>
+static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ckpt, float *summ,
+                                   const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                                   const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                                   const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows,
+                                   int T, int Cd, int nck, int SL, int nseg, cudaStream_t stream) {
+    static int optin_f = 0, optin_fc = 0, optin_c = 0, optin_s = 0;
+    const int nblk = (Cd + CH - 1) / CH;
+    const size_t smem = fwd_smem(CH, MODE_CKPT), smem_f = fwd_smem(CH, MODE_FWD);
+    if (nseg > 1) {
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_SUMM, MINB>, smem, &optin_s, "scan_summ_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_SUMM, MINB><<<dim3(nblk, rows, nseg - 1), CH * FG, smem, stream>>>(
+            NULL, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
+        scan_check_launch("scan_summ_staged_kernel");
+    }
+    dim3 grid(nblk, rows, nseg);
+    if (ckpt_pass) {
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_CKPT, MINB>, smem, &optin_c, "scan_ckpt_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_CKPT, MINB><<<grid, CH * FG, smem, stream>>>(
+            NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
+        scan_check_launch("scan_ckpt_staged_kernel");
+    } else if (ckpt) {  // the forward, leaving the backward its checkpoints
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_FWD_CKPT, MINB>, smem_f, &optin_fc,
+                        "scan_fwd_ckpt_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_FWD_CKPT, MINB><<<grid, CH * FG, smem_f, stream>>>(
+            out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
+        scan_check_launch("scan_fwd_ckpt_staged_kernel");
+    } else {
+        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_FWD, MINB>, smem_f, &optin_f, "scan_fwd_staged_kernel");
+        scan_fwd_staged_kernel<CH, MODE_FWD, MINB><<<grid, CH * FG, smem_f, stream>>>(
+            out, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, 0, SL, nseg);
+        scan_check_launch("scan_fwd_staged_kernel");
+    }
+}
+
+static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *out, float *ckpt, float *summ,
+                              const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                              const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                              const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows, int T,
+                              int Cd, int nck, cudaStream_t stream) {
+    if (pl.ch == 32)  // four blocks of 4 warps per SM (<= 128 registers)
+        scan_fwd_staged_launch<32, 4>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+    else if (pl.ch == 64)
+        scan_fwd_staged_launch<64, 1>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+    else if (pl.minb == 2)
+        scan_fwd_staged_launch<128, 2>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+    else
+        scan_fwd_staged_launch<128, 1>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+}
+
+// The backward's segment summaries (when there is more than one segment), then the main pass.
+template <int CH, bool RE>
+static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dz, __nv_bfloat16 *y_out,
+                                   float *bc_part, float *par_part, const float *ckpt, const __nv_bfloat16 *dout,
+                                   const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                                   const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                                   const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows,
+                                   int T, int Cd, int nck, int SLK, int nseg, float *bsum, cudaStream_t stream) {
+    static int optin = 0, optin_s = 0, optin_g = 0;
+    const int nblk = (Cd + CH - 1) / CH;
+    size_t smem = bwd_smem(CH);
+    if (nseg == 1) {  // v9's kernel
+        scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 0, RE>, smem, &optin, "scan_bwd_staged_kernel");
+        scan_bwd_staged_kernel<CH, 0, RE><<<dim3(nblk, rows), CH * BG, smem, stream>>>(
+            du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
+            Cd, nck, nck, 1, bsum);
+        scan_check_launch("scan_bwd_staged_kernel");
+        return;
+    }
+    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 2, false>, smem, &optin_s, "scan_bsumm_staged_kernel");
+    scan_bwd_staged_kernel<CH, 2, false><<<dim3(nblk, rows, nseg - 1), CH * BG, smem, stream>>>(
+        du, ddpre, dz, nullptr, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
+        nck, SLK, nseg, bsum);
+    scan_check_launch("scan_bsumm_staged_kernel");
+    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 1, RE>, smem, &optin_g, "scan_bwd_seg_staged_kernel");
+    scan_bwd_staged_kernel<CH, 1, RE><<<dim3(nblk, rows, nseg), CH * BG, smem, stream>>>(
+        du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
+        nck, SLK, nseg, bsum);
+    scan_check_launch("scan_bwd_seg_staged_kernel");
+}
+
+size_t cuda_scan_states_bytes(int M, int T, int Cd, int N) {
+    return (size_t)(M / T) * ((T + SCAN_K - 1) / SCAN_K) * Cd * N * 4;
+}
+
+// (the entry points call these; static so the lab's frozen copies, each in its own namespace, do not collide)
+static void scan_fwd_impl(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
+                          const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
+                          int ldbc, const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T,
+                          int Cd, int N, float *states, cudaStream_t stream) {
+    scan_check_shape(M, T, Cd, N);
+    int rows = M / T;
+    if (scan_staged_ok(u, dpre, z, ldz, NULL, Cd, out, NULL, NULL)) {
+        const FwdPlan pl = scan_fwd_plan(rows, Cd, T);
+        float *summ = pl.nseg > 1 ? scan_fwd_summ((size_t)rows * (pl.nseg - 1) * 2 * Cd * SCAN_N * 4) : NULL;
+        scan_fwd_dispatch(pl, false, out, states, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows,
+                          T, Cd, (T + SCAN_K - 1) / SCAN_K, stream);
+    } else {
+        dim3 grid((Cd + SCAN_THREADS - 1) / SCAN_THREADS, rows);
+        scan_fwd_generic_kernel<<<grid, SCAN_THREADS, 0, stream>>>(out, states, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
+                                                                   D, z, ldz, pos, T, Cd);
+        scan_check_launch("scan_fwd_generic_kernel");
+    }
+}
+
+void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                      const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+                      const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                      float *states, cudaStream_t stream) {
+    scan_fwd_impl(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, states, stream);
+}
+
+static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+                          __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
+                          const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
+                          const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                          const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd,
+                          int N, const float *states, __nv_bfloat16 *y_out, void *workspace, size_t workspace_bytes,
+                          int deterministic, cudaStream_t stream) {
+    (void)deterministic;  // always deterministic: no atomics are used
+    scan_check_shape(M, T, Cd, N);
+    size_t bc_off, par_off, seg_off, need;
+    scan_ws_layout(M, T, Cd, N, &bc_off, &par_off, &seg_off, &need);
+    if (workspace_bytes < need) scan_die("workspace of %zu bytes, %zu needed", workspace_bytes, need);
+    int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk, par_rows = rows;
+    float *ckpt = (float *)workspace;
+    float *bc_part = (float *)((char *)workspace + bc_off);
+    float *par_part = (float *)((char *)workspace + par_off);
+    float *summ = (float *)((char *)workspace + seg_off);
+
+    if (scan_staged_ok(u, dpre, z, ldz, dout, Cd, du, ddpre, dz) && (y_out == NULL || pm_is_aligned(y_out, 16))) {
+        // the staged checkpoints are (rows, nchunk, Cd, N): each thread's states are contiguous. When the forward
+        // left them (states), the checkpoint pass is skipped (v12).
+        if (states)
+            ckpt = (float *)states;
+        else
+            scan_fwd_dispatch(scan_fwd_plan(rows, Cd, T), true, NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm,
+                              ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, stream);
+        // the main pass: its own block width and time segments (v10)
+        const BwdPlan bp = scan_bwd_plan(rows, Cd, T);
+        par_rows = rows * bp.nseg;
+        // (kernels with RE = true write the forward's output into y_out; the others leave it alone)
+        const bool re = y_out != NULL;
+        if (bp.bg == 4) {
+            nblk = (Cd + 31) / 32;
+            static int optin4[2] = {0, 0};
+            const size_t smem = bwd4_smem(32);
+            auto kern = re ? scan_bwd4_kernel<32, true> : scan_bwd4_kernel<32, false>;
+            scan_smem_optin((const void *)kern, smem, &optin4[re], "scan_bwd4_kernel");
+            kern<<<dim3(nblk, rows), 32 * BG4, smem, stream>>>(du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u,
+                                                              dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
+                                                              Cd, nchunk);
+            scan_check_launch("scan_bwd4_kernel");
+        } else {
+            nblk = (Cd + bp.ch - 1) / bp.ch;
+            auto launch = bp.ch == 128 ? (re ? scan_bwd_staged_launch<128, true> : scan_bwd_staged_launch<128, false>)
+                                       : (re ? scan_bwd_staged_launch<64, true> : scan_bwd_staged_launch<64, false>);
+            launch(du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                   pos, rows, T, Cd, nchunk, bp.SLK, bp.nseg, summ, stream);
+        }
+    } else {
+        nblk = (Cd + SCAN_THREADS - 1) / SCAN_THREADS;
+        dim3 grid(nblk, rows);
+        scan_ckpt_generic_kernel<<<grid, SCAN_THREADS, 0, stream>>>(ckpt, u, dpre, dt_bias, A_log, Bm, ldbc, pos, T,
+                                                                    Cd, nchunk);
+        scan_check_launch("scan_ckpt_generic_kernel");
+        size_t smem = (size_t)(SCAN_K * SCAN_N * SCAN_THREADS + SCAN_K * (SCAN_THREADS / 32) * 2 * SCAN_N) * 4;
+        static int optin = 0;
+        scan_smem_optin((const void *)scan_bwd_generic_kernel, smem, &optin, "scan_bwd_generic_kernel");
+        scan_bwd_generic_kernel<<<grid, SCAN_THREADS, smem, stream>>>(du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u,
+                                                                      dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                                                      pos, T, Cd, nchunk);
+        scan_check_launch("scan_bwd_generic_kernel");
+    }
+
+    size_t nbc = (size_t)M * 2 * N;
+    scan_bc_reduce_kernel<<<(unsigned)((nbc + 255) / 256), 256, 0, stream>>>(dB, dC, bc_part, ldbc, M, nblk);
+    scan_check_launch("scan_bc_reduce_kernel");
+    int npar = (2 + N) * Cd;
+    scan_param_reduce_kernel<<<(npar + 255) / 256, 256, 0, stream>>>(ddt_bias, dA_log, dD, par_part, par_rows, Cd);
+    scan_check_launch("scan_param_reduce_kernel");
+}
+
+void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+                      __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
+                      const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
+                      const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
+                      const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
+                      const float *states, __nv_bfloat16 *out, void *workspace, size_t workspace_bytes,
+                      int deterministic, cudaStream_t stream) {
+    scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                  pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream);
+}
+}  // namespace scan_v24
