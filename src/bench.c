@@ -1032,7 +1032,7 @@ int cmd_bench(int argc, char **argv) {
         {"--scan-states-layers", ARG_INT, &scan_states_layers,
          "only the last N layers keep their scan states (between --recompute-scan and the default, all)"},
         {"--keep-activations", ARG_BOOL, &keep_activations,
-         "every layer keeps its norm, conv and dt_proj outputs (no recompute in the backward; more memory)"},
+         "every layer keeps its norm, conv, dt_proj and scan outputs (no recompute in the backward; more memory)"},
         {"--list", ARG_BOOL, &list, "print the configurations in the order they would run, then exit"},
     };
     args_parse(argc, argv, "packmamba bench --out DIR [--device cpu|cuda] [--preset P] [--seq-len 512,1024] "

@@ -63,7 +63,7 @@ typedef struct {
     int32_t *tokens, *pos, *targets;  // (M) each, backend memory
     // Stored per layer for the backward: only what is expensive to recompute. xn, u and dpre are recomputed in
     // the backward (a norm, the depthwise conv and the small dt_proj GEMM: a few % of the step), y is written
-    // again by the scan's backward (from the states it recomputes anyway: ~3% of the step, docs/perf.md v24) and
+    // again by the scan's backward (from the states it recomputes anyway: 1-2% of the step, docs/perf.md v24) and
     // h is consumed by the next layer's residual add, so those live in shared buffers — this is what keeps peak
     // memory below the official implementation's.
     struct LayerActs {
@@ -84,7 +84,7 @@ typedef struct {
     // model_alloc_activations.
     int keep_scan_states;
     // 0 (the default): the backward recomputes each layer's xn, u, dpre and y (a norm, the conv, the dt_proj
-    // GEMM; y in the scan's backward). 1: every layer keeps them — faster (no recompute: 5-7% of a step), for
+    // GEMM; y in the scan's backward). 1: every layer keeps them — faster (no recompute: 4-5% of a step), for
     // (d_model + 3 d_inner) ACT values per token per layer more memory. Either way the results are the same bits.
     // Read by model_alloc_activations.
     int keep_activations;

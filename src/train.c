@@ -153,7 +153,7 @@ int cmd_train(int argc, char **argv) {
         {"--scan-states-layers", ARG_INT, &a.scan_states_layers,
          "GPU: only the last N layers keep their scan states (between --recompute-scan and the default, all)"},
         {"--keep-activations", ARG_BOOL, &a.keep_activations,
-         "every layer keeps its norm, conv and dt_proj outputs instead of the backward recomputing them (faster, more memory)"},
+         "every layer keeps its norm, conv, dt_proj and scan outputs instead of the backward recomputing them (faster, more memory)"},
         {"--resume", ARG_BOOL, &a.resume, "continue from the newest checkpoint in --out"},
         {"--config", ARG_STR, &a.config, "JSON file of options, keys = flag names (seq_len); flags here override it"},
     };

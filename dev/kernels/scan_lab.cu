@@ -28,7 +28,6 @@
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
 #include "scan_v22.cuh"
-#include "scan_v24.cuh"
 
 #define CK(x)                                                                                          \
     do {                                                                                               \
@@ -103,12 +102,10 @@ SCAN_WRAPPERS(prod, ::, 0, g_yout, )
 SCAN_WRAPPERS(prod_st, ::, 1, g_yout, )
 SCAN_WRAPPERS(prod_st0, ::, 1, nullptr, )  // without v24's output (what --keep-activations runs)
 SCAN_WRAPPERS(v22_st, scan_v22::, 1, )
-SCAN_WRAPPERS(v24_st, scan_v24::, 1, g_yout, )
 
 static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd, false},
     {"v22+st", scan_v22::cuda_scan_workspace_bytes, v22_st_fwd, v22_st_bwd, false},  // the version before v24
-    {"v24+st", scan_v24::cuda_scan_workspace_bytes, v24_st_fwd, v24_st_bwd, true},
     {"prod", cuda_scan_workspace_bytes, prod_fwd, prod_bwd, true},  // src/cuda_scan.cu
     {"prod+st", cuda_scan_workspace_bytes, prod_st_fwd, prod_st_bwd, true},
     {"prod+st0", cuda_scan_workspace_bytes, prod_st0_fwd, prod_st0_bwd, false},
