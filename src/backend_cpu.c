@@ -525,7 +525,7 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
     real *S = delt + (size_t)T * SCAN_CB;  // states (T, N, SCAN_CB)
     real *Ea = S + (size_t)T * NL;         // decays a_t = exp(delta_t A) (T, N, SCAN_CB)
     _Alignas(64) real dtb[SCAN_CB], Dc[SCAN_CB], uu[SCAN_CB], zz[SCAN_CB], go[SCAN_CB], y[SCAN_CB],
-        dy[SCAN_CB], duu[SCAN_CB], dd[SCAN_CB], ddtb[SCAN_CB], dDc[SCAN_CB];
+        dy[SCAN_CB], duu[SCAN_CB], dd[SCAN_CB], ddtb[SCAN_CB], dDc[SCAN_CB], yo[SCAN_CB];
     scan_block_A(A, A_log, c0, w, N);
     lanes_load(dtb, dt_bias + c0, w);
     lanes_load(Dc, D + c0, w);
@@ -576,15 +576,14 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
         for (int j = 0; j < SCAN_CB; j++) {
             y[j] += Dc[j] * uu[j];                        // the gate's input, as in scan_fwd_unit
             dy[j] = go[j] * silu_v(zz[j]);                // through the gate
-            dd[j] = y[j] * silu_v(zz[j]);                 // the forward's output (dd is free until below)
+            yo[j] = y[j] * silu_v(zz[j]);                 // the forward's output
             y[j] = go[j] * y[j] * silu_grad_v(zz[j]);     // dz
             duu[j] = dy[j] * Dc[j];
+            dd[j] = 0;                                    // dL/ddelta
             dDc[j] += dy[j] * uu[j];
         }
         lanes_store(dz + (size_t)t * ldz + c0, y, w);
-        if (outp) lanes_store(outp + (size_t)t * Cd + c0, dd, w);
-#pragma omp simd
-        for (int j = 0; j < SCAN_CB; j++) dd[j] = 0;
+        if (outp) lanes_store(outp + (size_t)t * Cd + c0, yo, w);
         for (int n = 0; n < N; n++) {
             real bn = Bt[n], cn = Ct[n];
             const real *stn = st + n * SCAN_CB, *spn = sp + n * SCAN_CB, *An = A + n * SCAN_CB;

@@ -380,9 +380,11 @@ void model_destroy(Model *m) {
         if ((m)->hook) (m)->hook((m)->hook_ctx, (name), 0); \
     } while (0)
 
-// A layer's xn, u, dpre: its own with keep_activations, else the shared buffers.
-static void layer_mixer_buffers(const Model *m, const struct LayerActs *L, void **xn, void **u, void **dpre) {
+// A layer's xn, u, dpre, y: its own with keep_activations, else the shared buffers.
+static void layer_mixer_buffers(const Model *m, const struct LayerActs *L, void **xn, void **u, void **dpre,
+                                void **y) {
     *xn = L->xn ? L->xn : m->xn, *u = L->u ? L->u : m->u, *dpre = L->dpre ? L->dpre : m->dpre;
+    *y = L->y ? L->y : m->y;
 }
 
 // keep_states: a backward follows (training), so leave the scan states for it where they are kept and fit.
@@ -404,8 +406,8 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
     REGION(m, "fwd.embedding", bk->embedding_fwd(m->layers[0].res, m->tokens, PACT(-1, 0), M, d));
     for (int l = 0; l < c->n_layer; l++) {
         struct LayerActs *L = &m->layers[l];
-        void *xn, *u, *dpre;
-        layer_mixer_buffers(m, L, &xn, &u, &dpre);
+        void *xn, *u, *dpre, *y;
+        layer_mixer_buffers(m, L, &xn, &u, &dpre, &y);
         const void *res_in = l == 0 ? L->res : m->layers[l - 1].res;
         const void *h_in = l == 0 ? NULL : m->h;  // the previous layer's mixer output
         REGION(
@@ -420,11 +422,11 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
                bk->matmul_fwd(L->xdbl, nx, u, di, PACT(l, P_X_PROJ), NULL, M, nx, di));  // (M, R+2N)
         REGION(m, "fwd.dt_proj", bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R));  // (M, di)
         REGION(m, "fwd.scan",
-               bk->scan_fwd(L->y ? L->y : m->y, u, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
+               bk->scan_fwd(y, u, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
                             act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
                             act_at(m, L->xz, di), 2 * di, m->pos, M, T, di, N,
                             m->states_valid ? L->scan_states : NULL /* NULL where not kept */));  // (M, di)
-        REGION(m, "fwd.out_proj", bk->matmul_fwd(m->h, d, L->y ? L->y : m->y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
+        REGION(m, "fwd.out_proj", bk->matmul_fwd(m->h, d, y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
     }
     struct LayerActs *last = &m->layers[c->n_layer - 1];
     REGION(m, "fwd.norm",
@@ -469,9 +471,10 @@ static void backward_body(Model *m) {
     for (int l = c->n_layer - 1; l >= 0; l--) {
         struct LayerActs *L = &m->layers[l];
         // m->dh holds d(h_l), the gradient of this layer's mixer output.
-        // Recompute what the forward did not keep: xn (norm), u (conv + SiLU), dpre (dt_proj).
-        void *xn, *u, *dpre;
-        layer_mixer_buffers(m, L, &xn, &u, &dpre);
+        // Recompute what the forward did not keep: xn (norm), u (conv + SiLU), dpre (dt_proj); y comes from the
+        // scan's backward below.
+        void *xn, *u, *dpre, *y;
+        layer_mixer_buffers(m, L, &xn, &u, &dpre, &y);
         if (!m->keep_activations)
             REGION(m, "bwd.recompute", {
                 bk->add_rmsnorm_fwd(L->res, xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d, c->norm_eps);
@@ -489,9 +492,10 @@ static void backward_body(Model *m) {
                             PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, u,
                             dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
                             act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, L->xz, di), 2 * di,
-                            m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL, L->y ? NULL : m->y));
+                            m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL,
+                            L->y ? NULL : y /* written again where not kept */));
         REGION(m, "bwd.out_proj",
-               bk->matmul_bwd(NULL, di, 0, PF32(m->grads, l, P_OUT_PROJ), NULL, m->dh, d, L->y ? L->y : m->y, di,
+               bk->matmul_bwd(NULL, di, 0, PF32(m->grads, l, P_OUT_PROJ), NULL, m->dh, d, y, di,
                               PACT(l, P_OUT_PROJ), M, d, di));
         REGION(m, "bwd.dt_proj",
                bk->matmul_bwd(m->dxdbl, nx, 0, PF32(m->grads, l, P_DT_W), NULL, m->ddpre, di, L->xdbl, nx,
