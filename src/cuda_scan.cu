@@ -1,7 +1,9 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v22 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v21 with the
-// forward's token loop over a whole chunk at a compile-time bound (one unrolled block). v21: v18 with the
+// Version v24 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v22 with the
+// backward able to write the forward's output again, bit for bit (every kernel sums y over the states in one
+// order; see quad_dot), so the model keeps no per-layer copy of it for out_proj's weight gradient. v22: v21 with
+// the forward's token loop over a whole chunk at a compile-time bound (one unrolled block). v21: v18 with the
 // backward main pass keeping the chunk's recomputed states in registers instead of shared memory, and, where
 // rows * Cd is small (B8 D1536), a backward with 4 threads per channel in 32-wide blocks (v20) instead of time
 // segments. v18: v14 with the
