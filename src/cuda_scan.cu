@@ -779,8 +779,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
     float *R = (float *)(smem_raw + BWD_TILES + BWD_BC + BWD_PA);
     // per (token, channel), RE only: the factor of each thread's second output (v24): {dz factor, silu(z)};
     // thread q reads element q
-    const float *K2q = R + SCAN_K * BWARPS * 2 * SCAN_N + (threadIdx.x & 1);
     float2 *K2 = (float2 *)(R + SCAN_K * BWARPS * 2 * SCAN_N);
+    const float *K2q = (const float *)K2 + (threadIdx.x & 1);  // this thread's element of K2
     __nv_bfloat16 *oy = (__nv_bfloat16 *)(K2 + TILE);         // the forward's output (SCAN_K, CH), staged
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid % BG, cl = tid / BG;
     const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y;
@@ -1066,10 +1066,10 @@ __global__ void __launch_bounds__(CH *BG4, 3)
     float *bcf = (float *)(smem_raw + B_TILES);  // (stage, copy, SCAN_K, 2N)
     float4 *K = (float4 *)(smem_raw + B_TILES + B_BC);  // (K first: 16-byte aligned)
     float2 *pa2 = (float2 *)(K + TILE);
-    const float *Kq = (const float *)K + (threadIdx.x & 3);  // this lane's element of K
     float *R = (float *)(smem_raw + B_TILES + B_BC + B_PA);
     __nv_bfloat16 *oy = (__nv_bfloat16 *)(R + SCAN_K * BWARPS * 2 * SCAN_N);  // the forward's output, staged
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid & 3, cl = tid >> 2;
+    const float *Kq = (const float *)K + q;  // this lane's element of K
     const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y;
     const bool active = c < Cd;
     const size_t mrow = (size_t)row * T;

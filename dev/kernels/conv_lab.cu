@@ -50,15 +50,6 @@
 #undef cuda_conv_bwd_part_bytes
 #undef cuda_conv_silu_bwd
 
-#define CK(x)                                                                                          \
-    do {                                                                                               \
-        cudaError_t e_ = (x);                                                                          \
-        if (e_ != cudaSuccess) {                                                                       \
-            fprintf(stderr, "conv_lab: %s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
-
 // ---------------------------------------------------------------- the old kernels
 // backend_cuda.cu's conv section as it was before cuda_conv.cu (verbatim from "#define CONV_L" to the end of
 // cu_conv_silu_bwd), with its few outside names supplied here: the stream, pm_die, the scratch, is_aligned,
@@ -78,8 +69,8 @@ typedef struct {
 } Scratch;
 static void *scratch_get(Scratch *s, size_t bytes) {
     if (bytes > s->bytes) {
-        if (s->p) CK(cudaFree(s->p));
-        CK(cudaMalloc(&s->p, bytes));
+        if (s->p) cudaCheck(cudaFree(s->p));
+        cudaCheck(cudaMalloc(&s->p, bytes));
         s->bytes = bytes;
     }
     return s->p;
@@ -635,41 +626,41 @@ static Dev upload(const Host &h) {
     Dev d;
     d.xn = (size_t)(s.M + 2) * s.ldx + s.ox + 64;  // guard rows after M, and the offset head
     d.un = (size_t)(s.M + 2) * s.C + s.ou + 64;
-    CK(cudaMalloc(&d.xbuf, d.xn * 2));
-    CK(cudaMalloc(&d.dxbuf, d.xn * 2));
-    CK(cudaMalloc(&d.ubuf, d.un * 2));
-    CK(cudaMalloc(&d.dubuf, d.un * 2));
-    CK(cudaMemset(d.xbuf, 0, d.xn * 2));
-    CK(cudaMemset(d.dubuf, 0, d.un * 2));
-    CK(cudaMemcpy(d.xbuf + s.ox, h.x.data(), h.x.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(d.dubuf + s.ou, h.du.data(), h.du.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMalloc(&d.w, h.w.size() * 4));
-    CK(cudaMalloc(&d.b, h.b.size() * 4));
-    CK(cudaMalloc(&d.dw, h.w.size() * 4));
-    CK(cudaMalloc(&d.db, h.b.size() * 4));
-    CK(cudaMemcpy(d.w, h.w.data(), h.w.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(d.b, h.b.data(), h.b.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMalloc(&d.pos, (size_t)s.M * 4 + 4));
-    CK(cudaMemcpy(d.pos, h.pos.data(), (size_t)s.M * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMalloc(&d.xbuf, d.xn * 2));
+    cudaCheck(cudaMalloc(&d.dxbuf, d.xn * 2));
+    cudaCheck(cudaMalloc(&d.ubuf, d.un * 2));
+    cudaCheck(cudaMalloc(&d.dubuf, d.un * 2));
+    cudaCheck(cudaMemset(d.xbuf, 0, d.xn * 2));
+    cudaCheck(cudaMemset(d.dubuf, 0, d.un * 2));
+    cudaCheck(cudaMemcpy(d.xbuf + s.ox, h.x.data(), h.x.size() * 2, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d.dubuf + s.ou, h.du.data(), h.du.size() * 2, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMalloc(&d.w, h.w.size() * 4));
+    cudaCheck(cudaMalloc(&d.b, h.b.size() * 4));
+    cudaCheck(cudaMalloc(&d.dw, h.w.size() * 4));
+    cudaCheck(cudaMalloc(&d.db, h.b.size() * 4));
+    cudaCheck(cudaMemcpy(d.w, h.w.data(), h.w.size() * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d.b, h.b.data(), h.b.size() * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMalloc(&d.pos, (size_t)s.M * 4 + 4));
+    cudaCheck(cudaMemcpy(d.pos, h.pos.data(), (size_t)s.M * 4, cudaMemcpyHostToDevice));
     d.part_bytes = cuda_conv_bwd_part_bytes(s.M, s.C, s.K);
-    CK(cudaMalloc(&d.part, d.part_bytes + 4));
+    cudaCheck(cudaMalloc(&d.part, d.part_bytes + 4));
     return d;
 }
 static void release(Dev &d) {
-    CK(cudaFree(d.xbuf));
-    CK(cudaFree(d.dxbuf));
-    CK(cudaFree(d.ubuf));
-    CK(cudaFree(d.dubuf));
-    CK(cudaFree(d.w));
-    CK(cudaFree(d.b));
-    CK(cudaFree(d.dw));
-    CK(cudaFree(d.db));
-    CK(cudaFree(d.pos));
-    CK(cudaFree(d.part));
+    cudaCheck(cudaFree(d.xbuf));
+    cudaCheck(cudaFree(d.dxbuf));
+    cudaCheck(cudaFree(d.ubuf));
+    cudaCheck(cudaFree(d.dubuf));
+    cudaCheck(cudaFree(d.w));
+    cudaCheck(cudaFree(d.b));
+    cudaCheck(cudaFree(d.dw));
+    cudaCheck(cudaFree(d.db));
+    cudaCheck(cudaFree(d.pos));
+    cudaCheck(cudaFree(d.part));
 }
 static void fill16(uint16_t *p, size_t n, uint16_t v) {
     std::vector<uint16_t> h(n, v);
-    CK(cudaMemcpy(p, h.data(), n * 2, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(p, h.data(), n * 2, cudaMemcpyHostToDevice));
 }
 
 // Outputs of one version: the whole u and dxi allocations (poison included), dw, db.
@@ -681,23 +672,23 @@ static void run_version(const Host &h, Dev &d, FwdFn fwd, BwdFn bwd, Out &o, cud
     const Shape &s = h.s;
     fill16(d.ubuf, d.un, POISON);
     fill16(d.dxbuf, d.xn, POISON);
-    CK(cudaMemset(d.part, 0xff, d.part_bytes));  // NaN: a partial used but never written shows in dw/db
-    CK(cudaMemcpy(d.dw, h.dw0.data(), h.dw0.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(d.db, h.db0.data(), h.db0.size() * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemset(d.part, 0xff, d.part_bytes));  // NaN: a partial used but never written shows in dw/db
+    cudaCheck(cudaMemcpy(d.dw, h.dw0.data(), h.dw0.size() * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d.db, h.db0.data(), h.db0.size() * 4, cudaMemcpyHostToDevice));
     bf16 *xi = (bf16 *)(d.xbuf + s.ox), *dxi = (bf16 *)(d.dxbuf + s.ox);
     bf16 *u = (bf16 *)(d.ubuf + s.ou), *du = (bf16 *)(d.dubuf + s.ou);
     fwd(u, xi, s.ldx, d.w, d.b, d.pos, s.M, s.T, s.C, s.K, st);
     bwd(dxi, s.ldx, d.dw, d.db, du, xi, d.w, d.b, d.pos, s.M, s.T, s.C, s.K, d.part, st);
-    CK(cudaStreamSynchronize(st));
-    CK(cudaGetLastError());
+    cudaCheck(cudaStreamSynchronize(st));
+    cudaCheck(cudaGetLastError());
     o.u.resize(d.un);
     o.dxi.resize(d.xn);
     o.dw.resize(h.w.size());
     o.db.resize(h.b.size());
-    CK(cudaMemcpy(o.u.data(), d.ubuf, d.un * 2, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(o.dxi.data(), d.dxbuf, d.xn * 2, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(o.dw.data(), d.dw, o.dw.size() * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(o.db.data(), d.db, o.db.size() * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(o.u.data(), d.ubuf, d.un * 2, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(o.dxi.data(), d.dxbuf, d.xn * 2, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(o.dw.data(), d.dw, o.dw.size() * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(o.db.data(), d.db, o.db.size() * 4, cudaMemcpyDeviceToHost));
 }
 
 // Errors against the reference, relative to max |ref| of each tensor (a NaN counts as infinite).
@@ -838,27 +829,27 @@ static const size_t FLUSH_BYTES = 256u << 20;
 template <typename F>
 static double time_ms(F call, cudaStream_t st) {
     std::vector<cudaEvent_t> ev(2 * (WARM + REPS));
-    for (auto &e : ev) CK(cudaEventCreate(&e));
+    for (auto &e : ev) cudaCheck(cudaEventCreate(&e));
     for (int it = 0; it < WARM + REPS; it++) {
-        CK(cudaMemsetAsync(g_flush, it & 0xff, FLUSH_BYTES, st));  // L2 out of play
-        CK(cudaEventRecord(ev[2 * it], st));
+        cudaCheck(cudaMemsetAsync(g_flush, it & 0xff, FLUSH_BYTES, st));  // L2 out of play
+        cudaCheck(cudaEventRecord(ev[2 * it], st));
         call();
-        CK(cudaEventRecord(ev[2 * it + 1], st));
+        cudaCheck(cudaEventRecord(ev[2 * it + 1], st));
     }
-    CK(cudaStreamSynchronize(st));
+    cudaCheck(cudaStreamSynchronize(st));
     std::vector<float> ms;
     for (int it = WARM; it < WARM + REPS; it++) {
         float m;
-        CK(cudaEventElapsedTime(&m, ev[2 * it], ev[2 * it + 1]));
+        cudaCheck(cudaEventElapsedTime(&m, ev[2 * it], ev[2 * it + 1]));
         ms.push_back(m);
     }
-    for (auto &e : ev) CK(cudaEventDestroy(e));
+    for (auto &e : ev) cudaCheck(cudaEventDestroy(e));
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
 }
 static int regs_of(const void *kernel) {
     cudaFuncAttributes a;
-    CK(cudaFuncGetAttributes(&a, kernel));
+    cudaCheck(cudaFuncGetAttributes(&a, kernel));
     return a.numRegs;
 }
 
@@ -934,7 +925,7 @@ static void profile(cudaStream_t st) {
         cuda_conv_silu_fwd(u, xi, s.ldx, d.w, d.b, d.pos, s.M, s.T, s.C, s.K, st);
         cuda_conv_silu_bwd(dxi, s.ldx, d.dw, d.db, du, xi, d.w, d.b, d.pos, s.M, s.T, s.C, s.K, d.part, st);
     }
-    CK(cudaStreamSynchronize(st));
+    cudaCheck(cudaStreamSynchronize(st));
     release(d);
     printf("profile: 5 x (fwd + bwd) at 130m done\n");
 }
@@ -942,20 +933,20 @@ static void profile(cudaStream_t st) {
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "all";
     cudaDeviceProp p;
-    CK(cudaGetDeviceProperties(&p, 0));
+    cudaCheck(cudaGetDeviceProperties(&p, 0));
     printf("conv_lab: %s, %d SMs, %.0f MB L2\n", p.name, p.multiProcessorCount, p.l2CacheSize / 1048576.0);
     cudaStream_t st;
-    CK(cudaStreamCreate(&st));
+    cudaCheck(cudaStreamCreate(&st));
     if (!strcmp(mode, "profile")) {
         profile(st);
         return 0;
     }
     small_checks(st);
     if (!strcmp(mode, "all")) {
-        CK(cudaMalloc(&g_flush, FLUSH_BYTES));
+        cudaCheck(cudaMalloc(&g_flush, FLUSH_BYTES));
         model_shape("130m", 1536, st);
         model_shape("370m", 2048, st);
-        CK(cudaFree(g_flush));
+        cudaCheck(cudaFree(g_flush));
         printf("\n== timings: median of %d (L2 flushed before each call); floor = bytes / %.2f TB/s\n", REPS,
                HBM / 1e12);
         printf("%-6s %-4s %-15s %9s %8s %8s %5s  %s\n", "shape", "op", "version", "ms", "GB/s", "x floor", "regs",

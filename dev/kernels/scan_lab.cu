@@ -24,19 +24,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "cuda_common.h"  // what the frozen versions since v14 take from src (bf2f, pm_cuda_sm_count)
+#include "cuda_common.h"  // cudaCheck, and what the frozen versions since v14 take from src (bf2f, pm_cuda_sm_count)
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
 #include "scan_v22.cuh"
-
-#define CK(x)                                                                                          \
-    do {                                                                                               \
-        cudaError_t e_ = (x);                                                                          \
-        if (e_ != cudaSuccess) {                                                                       \
-            fprintf(stderr, "scan_lab: %s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
 
 static const int NS = 16;  // d_state
 
@@ -67,11 +58,11 @@ static float *lab_states(int M, int T, int Cd) {
     static size_t have = 0;
     size_t bytes = cuda_scan_states_bytes(M, T, Cd, NS);
     if (bytes > have) {
-        if (buf) CK(cudaFree(buf));
-        CK(cudaMalloc((void **)&buf, bytes));
+        if (buf) cudaCheck(cudaFree(buf));
+        cudaCheck(cudaMalloc((void **)&buf, bytes));
         have = bytes;
     }
-    if (g_poison_states) CK(cudaMemset(buf, 0xFF, bytes));
+    if (g_poison_states) cudaCheck(cudaMemset(buf, 0xFF, bytes));
     return buf;
 }
 static float *g_states = NULL;
@@ -332,39 +323,39 @@ static __nv_bfloat16 *up_bf(const std::vector<double> &x) {
     std::vector<__nv_bfloat16> h(x.size());
     for (size_t i = 0; i < x.size(); i++) h[i] = __float2bfloat16((float)x[i]);
     __nv_bfloat16 *d;
-    CK(cudaMalloc(&d, h.size() * 2));
-    CK(cudaMemcpy(d, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMalloc(&d, h.size() * 2));
+    cudaCheck(cudaMemcpy(d, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
     return d;
 }
 static float *up_f(const std::vector<double> &x) {
     std::vector<float> h(x.begin(), x.end());
     float *d;
-    CK(cudaMalloc(&d, h.size() * 4));
-    CK(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMalloc(&d, h.size() * 4));
+    cudaCheck(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
     return d;
 }
 static void dev_alloc(Dev &d, const Prob &p, size_t ws_bytes) {
     d.u = up_bf(p.u), d.dpre = up_bf(p.dpre), d.xp = up_bf(p.xp), d.zb = up_bf(p.zb), d.dout = up_bf(p.dout);
     d.dt_bias = up_f(p.dt_bias), d.A_log = up_f(p.A_log), d.D = up_f(p.D);
     size_t MC = (size_t)p.M * p.Cd;
-    CK(cudaMalloc(&d.out, MC * 2));
-    CK(cudaMalloc(&d.du, MC * 2));
-    CK(cudaMalloc(&d.ddpre, MC * 2));
-    CK(cudaMalloc(&d.yre, MC * 2));
-    CK(cudaMalloc(&d.dxp, (size_t)p.M * p.ldbc * 2));
-    CK(cudaMalloc(&d.dzb, (size_t)p.M * p.ldz * 2));
-    CK(cudaMalloc(&d.ddt_bias, p.Cd * 4));
-    CK(cudaMalloc(&d.dD, p.Cd * 4));
-    CK(cudaMalloc(&d.dA_log, (size_t)p.Cd * NS * 4));
-    CK(cudaMalloc(&d.pos, p.M * 4));
-    CK(cudaMemcpy(d.pos, p.pos.data(), p.M * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMalloc(&d.out, MC * 2));
+    cudaCheck(cudaMalloc(&d.du, MC * 2));
+    cudaCheck(cudaMalloc(&d.ddpre, MC * 2));
+    cudaCheck(cudaMalloc(&d.yre, MC * 2));
+    cudaCheck(cudaMalloc(&d.dxp, (size_t)p.M * p.ldbc * 2));
+    cudaCheck(cudaMalloc(&d.dzb, (size_t)p.M * p.ldz * 2));
+    cudaCheck(cudaMalloc(&d.ddt_bias, p.Cd * 4));
+    cudaCheck(cudaMalloc(&d.dD, p.Cd * 4));
+    cudaCheck(cudaMalloc(&d.dA_log, (size_t)p.Cd * NS * 4));
+    cudaCheck(cudaMalloc(&d.pos, p.M * 4));
+    cudaCheck(cudaMemcpy(d.pos, p.pos.data(), p.M * 4, cudaMemcpyHostToDevice));
     d.ws_bytes = ws_bytes;
-    CK(cudaMalloc(&d.ws, ws_bytes));
+    cudaCheck(cudaMalloc(&d.ws, ws_bytes));
 }
 static void dev_free(Dev &d) {
     void *ps[] = {d.u, d.dpre, d.xp, d.zb, d.dout, d.out, d.du, d.ddpre, d.yre, d.dxp, d.dzb, d.dt_bias,
                   d.A_log, d.D, d.ddt_bias, d.dD, d.dA_log, d.pos, d.ws};
-    for (void *q : ps) CK(cudaFree(q));
+    for (void *q : ps) cudaCheck(cudaFree(q));
 }
 static void run_fwd(const Version &v, Dev &d, const Prob &p) {
     v.fwd(d.out, d.u, d.dpre, d.dt_bias, d.A_log, d.xp + p.ob, d.xp + p.oc, p.ldbc, d.D, d.zb + p.oz, p.ldz, d.pos,
@@ -380,12 +371,12 @@ static void run_bwd(const Version &v, Dev &d, const Prob &p) {
 // ---------------------------------------------------------------- downloads and comparisons
 static std::vector<uint16_t> down16(const __nv_bfloat16 *d, size_t n) {
     std::vector<uint16_t> h(n);
-    CK(cudaMemcpy(h.data(), d, n * 2, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(h.data(), d, n * 2, cudaMemcpyDeviceToHost));
     return h;
 }
 static std::vector<float> down32(const float *d, size_t n) {
     std::vector<float> h(n);
-    CK(cudaMemcpy(h.data(), d, n * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(h.data(), d, n * 4, cudaMemcpyDeviceToHost));
     return h;
 }
 static double bfv(uint16_t b) {
@@ -427,21 +418,21 @@ struct Outs {  // one run's outputs, raw
 // Poison, run fwd + bwd once (accumulators preset to acc0), download everything.
 static Outs run_once(const Version &v, Dev &d, const Prob &p, const std::vector<float> &acc0) {
     size_t MC = (size_t)p.M * p.Cd;
-    CK(cudaMemset(d.out, 0xFF, MC * 2));
-    CK(cudaMemset(d.du, 0xFF, MC * 2));
-    CK(cudaMemset(d.ddpre, 0xFF, MC * 2));
-    CK(cudaMemset(d.yre, 0xFF, MC * 2));
-    CK(cudaMemset(d.dxp, 0xFF, (size_t)p.M * p.ldbc * 2));
-    CK(cudaMemset(d.dzb, 0xFF, (size_t)p.M * p.ldz * 2));
-    CK(cudaMemset(d.ws, 0xFF, d.ws_bytes));  // the workspace holds garbage between calls in the backend too
-    CK(cudaMemcpy(d.ddt_bias, acc0.data(), p.Cd * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(d.dD, acc0.data() + p.Cd, p.Cd * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(d.dA_log, acc0.data() + 2 * p.Cd, (size_t)p.Cd * NS * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemset(d.out, 0xFF, MC * 2));
+    cudaCheck(cudaMemset(d.du, 0xFF, MC * 2));
+    cudaCheck(cudaMemset(d.ddpre, 0xFF, MC * 2));
+    cudaCheck(cudaMemset(d.yre, 0xFF, MC * 2));
+    cudaCheck(cudaMemset(d.dxp, 0xFF, (size_t)p.M * p.ldbc * 2));
+    cudaCheck(cudaMemset(d.dzb, 0xFF, (size_t)p.M * p.ldz * 2));
+    cudaCheck(cudaMemset(d.ws, 0xFF, d.ws_bytes));  // the workspace holds garbage between calls in the backend too
+    cudaCheck(cudaMemcpy(d.ddt_bias, acc0.data(), p.Cd * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d.dD, acc0.data() + p.Cd, p.Cd * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d.dA_log, acc0.data() + 2 * p.Cd, (size_t)p.Cd * NS * 4, cudaMemcpyHostToDevice));
     run_fwd(v, d, p);
-    CK(cudaGetLastError());
+    cudaCheck(cudaGetLastError());
     run_bwd(v, d, p);
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
+    cudaCheck(cudaGetLastError());
+    cudaCheck(cudaDeviceSynchronize());
     Outs o;
     o.out = down16(d.out, MC), o.du = down16(d.du, MC), o.ddpre = down16(d.ddpre, MC), o.yre = down16(d.yre, MC);
     o.dxp = down16(d.dxp, (size_t)p.M * p.ldbc), o.dzb = down16(d.dzb, (size_t)p.M * p.ldz);
@@ -530,7 +521,7 @@ __global__ void fill_normal(__nv_bfloat16 *x, size_t n, float scale, float shift
 }
 static void fill(__nv_bfloat16 *x, size_t n, float scale, float shift, uint64_t seed) {
     fill_normal<<<1024, 256>>>(x, n, scale, shift, seed);
-    CK(cudaGetLastError());
+    cudaCheck(cudaGetLastError());
 }
 
 struct Timing {
@@ -556,43 +547,43 @@ static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
         for (int n = 0; n < NS; n++) dummyA[(size_t)c * NS + n] = log(n + 1.0) + 0.1 * nrand();
     }
     size_t MC = (size_t)M * Cd;
-    CK(cudaMalloc(&d.u, MC * 2));
-    CK(cudaMalloc(&d.dpre, MC * 2));
-    CK(cudaMalloc(&d.dout, MC * 2));
-    CK(cudaMalloc(&d.xp, (size_t)M * ldbc * 2));
-    CK(cudaMalloc(&d.zb, (size_t)M * ldz * 2));
+    cudaCheck(cudaMalloc(&d.u, MC * 2));
+    cudaCheck(cudaMalloc(&d.dpre, MC * 2));
+    cudaCheck(cudaMalloc(&d.dout, MC * 2));
+    cudaCheck(cudaMalloc(&d.xp, (size_t)M * ldbc * 2));
+    cudaCheck(cudaMalloc(&d.zb, (size_t)M * ldz * 2));
     fill(d.u, MC, 1, 0, 1), fill(d.dpre, MC, 0.5f, -4.f, 2), fill(d.dout, MC, 1, 0, 3);
     fill(d.xp, (size_t)M * ldbc, 1, 0, 4), fill(d.zb, (size_t)M * ldz, 1, 0, 5);
     d.dt_bias = up_f(dummyC), d.A_log = up_f(dummyA);
     for (auto &x : dummyC) x = 1.0 + 0.3 * nrand();
     d.D = up_f(dummyC);
-    CK(cudaMalloc(&d.out, MC * 2));
-    CK(cudaMalloc(&d.du, MC * 2));
-    CK(cudaMalloc(&d.ddpre, MC * 2));
-    CK(cudaMalloc(&d.yre, MC * 2));
-    CK(cudaMalloc(&d.dxp, (size_t)M * ldbc * 2));
-    CK(cudaMalloc(&d.dzb, (size_t)M * ldz * 2));
-    CK(cudaMalloc(&d.ddt_bias, Cd * 4));
-    CK(cudaMalloc(&d.dD, Cd * 4));
-    CK(cudaMalloc(&d.dA_log, (size_t)Cd * NS * 4));
-    CK(cudaMemset(d.ddt_bias, 0, Cd * 4));
-    CK(cudaMemset(d.dD, 0, Cd * 4));
-    CK(cudaMemset(d.dA_log, 0, (size_t)Cd * NS * 4));
+    cudaCheck(cudaMalloc(&d.out, MC * 2));
+    cudaCheck(cudaMalloc(&d.du, MC * 2));
+    cudaCheck(cudaMalloc(&d.ddpre, MC * 2));
+    cudaCheck(cudaMalloc(&d.yre, MC * 2));
+    cudaCheck(cudaMalloc(&d.dxp, (size_t)M * ldbc * 2));
+    cudaCheck(cudaMalloc(&d.dzb, (size_t)M * ldz * 2));
+    cudaCheck(cudaMalloc(&d.ddt_bias, Cd * 4));
+    cudaCheck(cudaMalloc(&d.dD, Cd * 4));
+    cudaCheck(cudaMalloc(&d.dA_log, (size_t)Cd * NS * 4));
+    cudaCheck(cudaMemset(d.ddt_bias, 0, Cd * 4));
+    cudaCheck(cudaMemset(d.dD, 0, Cd * 4));
+    cudaCheck(cudaMemset(d.dA_log, 0, (size_t)Cd * NS * 4));
     make_pos(p.pos, M, 640);  // the corpus's mean document length
-    CK(cudaMalloc(&d.pos, M * 4));
-    CK(cudaMemcpy(d.pos, p.pos.data(), M * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMalloc(&d.pos, M * 4));
+    cudaCheck(cudaMemcpy(d.pos, p.pos.data(), M * 4, cudaMemcpyHostToDevice));
     d.ws_bytes = ws;
-    CK(cudaMalloc(&d.ws, ws));
+    cudaCheck(cudaMalloc(&d.ws, ws));
 
     cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
+    cudaCheck(cudaEventCreate(&e0));
+    cudaCheck(cudaEventCreate(&e1));
     std::vector<float> zero((size_t)(2 + NS) * Cd, 0.f);
     Outs first;
     int first_vi = -1;
     if (profile >= 0) {
         for (int i = 0; i < 2; i++) run_fwd(versions[profile], d, p), run_bwd(versions[profile], d, p);
-        CK(cudaDeviceSynchronize());
+        cudaCheck(cudaDeviceSynchronize());
         dev_free(d);
         return;
     }
@@ -616,24 +607,24 @@ static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
         std::vector<float> tf, tb;
         for (int i = 0; i < 25; i++) {
             float ms;
-            CK(cudaEventRecord(e0));
+            cudaCheck(cudaEventRecord(e0));
             run_fwd(v, d, p);
-            CK(cudaEventRecord(e1));
-            CK(cudaEventSynchronize(e1));
-            CK(cudaEventElapsedTime(&ms, e0, e1));
+            cudaCheck(cudaEventRecord(e1));
+            cudaCheck(cudaEventSynchronize(e1));
+            cudaCheck(cudaEventElapsedTime(&ms, e0, e1));
             tf.push_back(ms);
         }
         for (int i = 0; i < 25; i++) {
             float ms;
-            CK(cudaEventRecord(e0));
+            cudaCheck(cudaEventRecord(e0));
             run_fwd(v, d, p);
             run_bwd(v, d, p);
-            CK(cudaEventRecord(e1));
-            CK(cudaEventSynchronize(e1));
-            CK(cudaEventElapsedTime(&ms, e0, e1));
+            cudaCheck(cudaEventRecord(e1));
+            cudaCheck(cudaEventSynchronize(e1));
+            cudaCheck(cudaEventElapsedTime(&ms, e0, e1));
             tb.push_back(ms);
         }
-        CK(cudaGetLastError());
+        cudaCheck(cudaGetLastError());
         res[vi].fwd = median(tf), res[vi].fb = median(tb);
         printf("  timed %-6s B%d D%d L%d: fwd %.3f ms (min %.3f)  fwd+bwd %.3f ms (min %.3f)\n", v.name, rows, Cd, T,
                res[vi].fwd, *std::min_element(tf.begin(), tf.end()), res[vi].fb,
@@ -654,7 +645,7 @@ int main(int argc, char **argv) {
     if (cpu_only) return bad;
 
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
 
     // correctness vs the float64 reference: the brief's small size, and an awkward one (Cd not a multiple of
