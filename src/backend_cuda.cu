@@ -980,6 +980,7 @@ __global__ void __launch_bounds__(CL_THREADS) softmax_xent_kernel(float *logits,
 #define PM_HAS_CLUSTERS 1
 #endif
 #define CLS_THREADS 512  // two blocks per SM (half a row of shared memory each), 64 registers
+#define TMA_PIECE 32768u  // bytes per cp.async.bulk of the pair kernel's half row
 __global__ void PM_CLUSTER_PAIR __launch_bounds__(CLS_THREADS, 2)
     softmax_xent_pair_kernel(float *logits, float *loss, const int32_t *targets, int Vp, float loss_scale,
                              int backward) {
@@ -993,11 +994,38 @@ __global__ void PM_CLUSTER_PAIR __launch_bounds__(CLS_THREADS, 2)
     const int j0 = rank * H4, j1 = min(V4, j0 + H4);  // float4 range of this half
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const float4 *row4 = (const float4 *)(logits + (size_t)m * Vp);
+    // v2 (2026-11-30): the half row comes in by the copy engine (cp.async.bulk, TMA), all of it in flight at once,
+    // instead of 512 threads' float4 loads (4 each in flight: the load phase ran well below the copy bandwidth);
+    // the threads wait on an mbarrier, then take the max from shared memory
+    __shared__ __align__(8) unsigned long long bar;
+    const unsigned bar_s = (unsigned)__cvta_generic_to_shared(&bar);
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_s));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned bytes = (unsigned)(j1 - j0) * 16u, dst = (unsigned)__cvta_generic_to_shared(half4);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_s), "r"(bytes) : "memory");
+        for (unsigned off = 0; off < bytes; off += TMA_PIECE) {  // pieces of at most TMA_PIECE bytes
+            const unsigned n = bytes - off < TMA_PIECE ? bytes - off : TMA_PIECE;
+            asm volatile(
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst + off),
+                "l"((const char *)(row4 + j0) + off), "r"(n), "r"(bar_s)
+                : "memory");
+        }
+    }
+    {
+        unsigned done = 0;
+        while (!done)
+            asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                         : "=r"(done)
+                         : "r"(bar_s)
+                         : "memory");
+    }
     float mx = -INFINITY;
-#pragma unroll 4
-    for (int j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
-        float4 v = row4[j];
-        half4[j - j0] = v;
+    for (int j = threadIdx.x; j < j1 - j0; j += blockDim.x) {
+        float4 v = half4[j];
         mx = fmaxf(mx, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
     }
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));

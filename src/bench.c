@@ -568,6 +568,7 @@ typedef struct {
     int steps, warmup, profile_steps, seed, window, vocab, use_events;
     int keep_scan_states;  // Model.keep_scan_states: layers that keep them (0 with --recompute-scan, -1 all)
     int keep_activations;  // Model.keep_activations (--keep-activations)
+    int recompute_in_proj;  // Model.recompute_in_proj (--recompute-in-proj)
     double copy_bps, gemm_fps;
     size_t mem_base;  // memory in use before any model
     Profiler prof;
@@ -710,7 +711,8 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     config_label(c, label, sizeof label);
     // Will the activations fit? (bk->alloc dies when memory runs out, losing the sweep.)
     double need =
-        (double)model_activation_bytes(&m->cfg, bk, c->B, c->T, bn->keep_scan_states, bn->keep_activations);
+        (double)model_activation_bytes(&m->cfg, bk, c->B, c->T, bn->keep_scan_states, bn->keep_activations,
+                                       bn->recompute_in_proj);
     size_t avail = mem_available();
     if (avail) avail += cat_bytes(MEM_ACTS);  // the previous configuration's activations are freed first
     if (avail && need > 0.9 * (double)avail) {
@@ -722,11 +724,16 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     g_cat = MEM_ACTS;
     m->keep_scan_states = bn->keep_scan_states;
     m->keep_activations = bn->keep_activations;
+    m->recompute_in_proj = bn->recompute_in_proj;
     model_alloc_activations(m, c->B, c->T);
     g_cat = MEM_BENCH;
 
     // every batch is made before the clock starts, so timing sees only the model
-    const int cheap = bn->prof.use_events || !g_is_cuda;  // hooked steps time like unhooked ones
+    // The timed steps run unhooked, as `train` does; the per-op profile comes from profile_steps hooked steps after
+    // them. (Until 2026-11-30 the timed steps carried the GPU-event hooks when the backend had events, taking them
+    // for free: the ~700 event pairs of a 130m step cost it 2.3%, docs/perf.md "Sixth session".) On the CPU the
+    // hooks only read the clock, so the timed steps are the profiled ones there.
+    const int cheap = !g_is_cuda;
     const int n_prof = cheap ? 0 : bn->profile_steps;
     const int nb = bn->warmup + bn->steps + n_prof + 1;
     Batch *bs = pm_malloc(sizeof(Batch) * nb);
@@ -779,7 +786,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
         bn->progress.done++;
     }
     if (bn->nvml) nvml_set_tag(bn->nvml, -1);
-    // profiled steps (a GPU without events: the synchronize per op would distort the timed steps)
+    // profiled steps (on a GPU: hooks of any kind would distort the timed steps)
     for (int i = 0; i < n_prof; i++, bi++) {
         progress_draw(&bn->progress, ci, label, bi + 1, total_steps);
         prof_t += train_step(bn, m, &bs[bi], 1, 1, &loss);
@@ -997,7 +1004,7 @@ int cmd_bench(int argc, char **argv) {
     const char *report_dir = NULL;
     int steps = 10, warmup = 2, profile_steps = 3, seed = 1, window = 0, vocab = 0, sample_ms = 50, tokens = 0;
     int deterministic = 0, no_events = 0, no_plots = 0, list = 0, recompute_scan = 0, keep_activations = 0,
-        scan_states_layers = -1;
+        scan_states_layers = -1, recompute_in_proj = 0;
     float time_limit = 0;
     ArgSpec specs[] = {
         {"--device", ARG_STR, &device, "cpu or cuda"},
@@ -1014,7 +1021,7 @@ int cmd_bench(int argc, char **argv) {
         {"--steps", ARG_INT, &steps, "timed steps per configuration"},
         {"--warmup", ARG_INT, &warmup, "untimed steps first"},
         {"--profile-steps", ARG_INT, &profile_steps,
-         "extra per-op profiled steps when the backend has no GPU events (synchronize per op)"},
+         "per-op profiled steps after the timed ones on a GPU (GPU events, or synchronize per op without them)"},
         {"--sweep", ARG_STR, &sweep, "JSON sweep file (see docs/bench): replaces the sweep flags"},
         {"--data", ARG_STR, &data, "prepared data directory: real documents (default: synthetic lognormal lengths)"},
         {"--vocab", ARG_INT, &vocab, "vocabulary size without --data (default 50277, GPT-NeoX)"},
@@ -1033,6 +1040,8 @@ int cmd_bench(int argc, char **argv) {
          "only the last N layers keep their scan states (between --recompute-scan and the default, all)"},
         {"--keep-activations", ARG_BOOL, &keep_activations,
          "every layer keeps its norm, conv, dt_proj and scan outputs (no recompute in the backward; more memory)"},
+        {"--recompute-in-proj", ARG_BOOL, &recompute_in_proj,
+         "the backward recomputes each layer's in_proj output instead of keeping it (less memory, slower)"},
         {"--list", ARG_BOOL, &list, "print the configurations in the order they would run, then exit"},
     };
     args_parse(argc, argv, "packmamba bench --out DIR [--device cpu|cuda] [--preset P] [--seq-len 512,1024] "
@@ -1139,6 +1148,7 @@ int cmd_bench(int argc, char **argv) {
     bn.device = device, bn.out = out;
     bn.keep_scan_states = recompute_scan ? 0 : scan_states_layers;
     bn.keep_activations = keep_activations;
+    bn.recompute_in_proj = recompute_in_proj;
     bn.steps = steps, bn.warmup = warmup, bn.profile_steps = profile_steps, bn.seed = seed, bn.window = window;
     bn.vocab = vocab;
     prof_init(&bn.prof, bn.bk, !no_events);
@@ -1208,7 +1218,7 @@ int cmd_bench(int argc, char **argv) {
     json_t *results = json_array();
     json_object_set_new(root, "configs", results);
     bn.progress.t0 = pm_now();
-    bn.progress.total = (long)n_cfg * (warmup + steps + 1 + (bn.prof.use_events || !g_is_cuda ? 0 : profile_steps));
+    bn.progress.total = (long)n_cfg * (warmup + steps + 1 + (!g_is_cuda ? 0 : profile_steps));
     Model m;
     int have_model = 0;
     const BenchConfig *mcfg = NULL;

@@ -145,7 +145,11 @@ const float *decoder_prefill(Decoder *d, Model *m, const int32_t *tokens, int n)
     const Backend *bk = m->bk;
     const int dm = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
     if (n < 1) pm_die("decoder_prefill: empty prompt");
-    if (!m->layers || n > m->T) model_alloc_activations(m, 1, n);
+    // (the prefill reads every layer's own xz below: a model that recomputes it gets per-layer buffers again)
+    if (!m->layers || n > m->T || !m->layers[0].xz) {
+        m->recompute_in_proj = 0;
+        model_alloc_activations(m, 1, n);
+    }
     Batch b = batch_alloc(1, n);
     for (int i = 0; i < n; i++) b.tokens[i] = tokens[i], b.pos[i] = i, b.doc[i] = 0;  // one document; no targets
     batch_count_valid(&b);

@@ -257,7 +257,7 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, Car
         struct LayerActs *L = &m->layers[l];
         L->res = carve(f, M * d);
         L->rstd = carve(f, M);
-        L->xz = carve(a, M * 2 * di);
+        L->xz = m->recompute_in_proj ? NULL : carve(a, M * 2 * di);
         L->xdbl = carve(a, M * nx);
         if (m->keep_activations) {
             L->xn = carve(a, M * d);
@@ -273,6 +273,7 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, Car
     } else {
         m->xn = m->u = m->dpre = NULL;
     }
+    m->xz = m->recompute_in_proj ? carve(a, M * 2 * di) : NULL;  // shared: refilled by the backward's recompute
     m->h = carve(a, M * d);
     if (!m->keep_activations) m->y = carve(a, M * di);
     m->res_f = carve(f, M * d);
@@ -305,9 +306,10 @@ size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, i
 }
 
 size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states,
-                              int keep_activations) {
+                              int keep_activations, int recompute_in_proj) {
     Model tmp = {0};
     tmp.keep_activations = keep_activations;
+    tmp.recompute_in_proj = recompute_in_proj;
     tmp.layers = pm_calloc(c->n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
     layout_activations(c, &tmp, B, T, &a, &f);
@@ -380,9 +382,11 @@ void model_destroy(Model *m) {
         if ((m)->hook) (m)->hook((m)->hook_ctx, (name), 0); \
     } while (0)
 
-// A layer's xn, u, dpre, y: its own with keep_activations, else the shared buffers.
-static void layer_mixer_buffers(const Model *m, const struct LayerActs *L, void **xn, void **u, void **dpre,
-                                void **y) {
+// A layer's xz, xn, u, dpre, y: its own where it keeps them (xz unless recompute_in_proj; the rest with
+// keep_activations), else the shared buffers.
+static void layer_mixer_buffers(const Model *m, const struct LayerActs *L, void **xz, void **xn, void **u,
+                                void **dpre, void **y) {
+    *xz = L->xz ? L->xz : m->xz;
     *xn = L->xn ? L->xn : m->xn, *u = L->u ? L->u : m->u, *dpre = L->dpre ? L->dpre : m->dpre;
     *y = L->y ? L->y : m->y;
 }
@@ -406,17 +410,17 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
     REGION(m, "fwd.embedding", bk->embedding_fwd(m->layers[0].res, m->tokens, PACT(-1, 0), M, d));
     for (int l = 0; l < c->n_layer; l++) {
         struct LayerActs *L = &m->layers[l];
-        void *xn, *u, *dpre, *y;
-        layer_mixer_buffers(m, L, &xn, &u, &dpre, &y);
+        void *xz, *xn, *u, *dpre, *y;
+        layer_mixer_buffers(m, L, &xz, &xn, &u, &dpre, &y);
         const void *res_in = l == 0 ? L->res : m->layers[l - 1].res;
         const void *h_in = l == 0 ? NULL : m->h;  // the previous layer's mixer output
         REGION(
             m, "fwd.norm",
             bk->add_rmsnorm_fwd(L->res, xn, L->rstd, res_in, h_in, PF32(m->params, l, P_NORM), M, d, c->norm_eps));
         REGION(m, "fwd.in_proj",
-               bk->matmul_fwd(L->xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d));  // (M, 2di)
+               bk->matmul_fwd(xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d));  // (M, 2di)
         REGION(m, "fwd.conv",
-               bk->conv_silu_fwd(u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B),
+               bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B),
                                  m->pos, M, T, di, K));  // (M, di)
         REGION(m, "fwd.x_proj",
                bk->matmul_fwd(L->xdbl, nx, u, di, PACT(l, P_X_PROJ), NULL, M, nx, di));  // (M, R+2N)
@@ -424,7 +428,7 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
         REGION(m, "fwd.scan",
                bk->scan_fwd(y, u, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
                             act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
-                            act_at(m, L->xz, di), 2 * di, m->pos, M, T, di, N,
+                            act_at(m, xz, di), 2 * di, m->pos, M, T, di, N,
                             m->states_valid ? L->scan_states : NULL /* NULL where not kept */));  // (M, di)
         REGION(m, "fwd.out_proj", bk->matmul_fwd(m->h, d, y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
     }
@@ -471,16 +475,22 @@ static void backward_body(Model *m) {
     for (int l = c->n_layer - 1; l >= 0; l--) {
         struct LayerActs *L = &m->layers[l];
         // m->dh holds d(h_l), the gradient of this layer's mixer output.
-        // Recompute what the forward did not keep: xn (norm), u (conv + SiLU), dpre (dt_proj); y comes from the
-        // scan's backward below.
-        void *xn, *u, *dpre, *y;
-        layer_mixer_buffers(m, L, &xn, &u, &dpre, &y);
-        if (!m->keep_activations)
+        // Recompute what the forward did not keep: xn (norm), xz (in_proj, with recompute_in_proj), u (conv +
+        // SiLU), dpre (dt_proj); y comes from the scan's backward below. The same ops on the same inputs as the
+        // forward's: the same bits.
+        void *xz, *xn, *u, *dpre, *y;
+        layer_mixer_buffers(m, L, &xz, &xn, &u, &dpre, &y);
+        if (!m->keep_activations || !L->xz)
             REGION(m, "bwd.recompute", {
-                bk->add_rmsnorm_fwd(L->res, xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d, c->norm_eps);
-                bk->conv_silu_fwd(u, L->xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,
-                                  M, T, di, K);
-                bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
+                if (!m->keep_activations)
+                    bk->add_rmsnorm_fwd(L->res, xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d,
+                                        c->norm_eps);
+                if (!L->xz) bk->matmul_fwd(xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d);
+                if (!m->keep_activations) {
+                    bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B),
+                                      m->pos, M, T, di, K);
+                    bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
+                }
             });
         // out_proj: d(y) now; its weight gradient after the scan's backward, which writes this layer's y (the
         // gated scan output) into m->y again from the states it recomputes anyway, bit for bit (unless the layer
@@ -491,7 +501,7 @@ static void backward_body(Model *m) {
                bk->scan_bwd(m->du, m->ddpre, act_at(m, m->dxdbl, R), act_at(m, m->dxdbl, R + N), act_at(m, m->dxz, di),
                             PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, u,
                             dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
-                            act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, L->xz, di), 2 * di,
+                            act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, xz, di), 2 * di,
                             m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL,
                             L->y ? NULL : y /* written again where not kept */));
         REGION(m, "bwd.out_proj",
@@ -504,7 +514,7 @@ static void backward_body(Model *m) {
                bk->matmul_bwd(m->du, di, 1, PF32(m->grads, l, P_X_PROJ), NULL, m->dxdbl, nx, u, di,
                               PACT(l, P_X_PROJ), M, nx, di));
         REGION(m, "bwd.conv",
-               bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, L->xz,
+               bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,
                                  PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K));
         REGION(m, "bwd.in_proj",
                bk->matmul_bwd(m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), NULL, m->dxz, 2 * di, xn, d,

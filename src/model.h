@@ -69,7 +69,7 @@ typedef struct {
     struct LayerActs {
         void *res;    // F32 (M, d_model) residual stream entering this layer's norm
         void *rstd;   // F32 (M)
-        void *xz;     // ACT (M, 2*d_inner) in_proj output: xi | z
+        void *xz;     // ACT (M, 2*d_inner) in_proj output: xi | z (NULL with recompute_in_proj: m->xz is used)
         void *xdbl;   // ACT (M, dt_rank + 2N) x_proj output: dt_low | B | C
         void *scan_states;  // the scan states the training forward leaves for the backward (backend-defined,
                             // Backend.scan_states_bytes), or NULL when not kept
@@ -88,9 +88,15 @@ typedef struct {
     // (d_model + 3 d_inner) ACT values per token per layer more memory. Either way the results are the same bits.
     // Read by model_alloc_activations.
     int keep_activations;
+    // 0 (the default): every layer keeps its in_proj output xz. 1: none does; the backward recomputes it (one
+    // in_proj GEMM per layer, ~1/3 of in_proj's training FLOPs) from xn — the largest per-layer activation
+    // (2 d_inner ACT values per token) traded for compute, for when memory is what limits the model or the batch.
+    // The same bits either way. Read by model_alloc_activations.
+    int recompute_in_proj;
     void *arena_states;    // one allocation for every layer's scan_states
     size_t states_cap;     // bytes of each layer's scan_states
     int states_valid;      // the last forward left scan states for model_backward
+    void *xz;          // ACT (M, 2*d_inner) in_proj output of the current layer (with recompute_in_proj, else NULL)
     void *xn;          // ACT (M, d_model) normed input of the current layer's mixer (NULL with keep_activations)
     void *u;           // ACT (M, d_inner) silu(conv(xi)) of the current layer (NULL with keep_activations)
     void *dpre;        // ACT (M, d_inner) dt_proj output (before bias and softplus) of the current layer (ditto)
@@ -126,9 +132,9 @@ void model_init_weights(Model *m, uint64_t seed);  // (re)initialize parameters
 void model_alloc_optimizer(Model *m);               // Adam moments, zeroed
 void model_alloc_activations(Model *m, int B, int T);
 // Bytes model_alloc_activations(B, T) allocates on bk (both arenas, the integer inputs, and the scan states
-// when keep_scan_states is set and the backend keeps them), for the given keep_* settings.
+// when keep_scan_states is set and the backend keeps them), for the given keep_* / recompute_* settings.
 size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states,
-                              int keep_activations);
+                              int keep_activations, int recompute_in_proj);
 // Bytes of the kept scan states alone (keep_scan_states layers' worth, 0 when none): part of
 // model_activation_bytes.
 size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states);

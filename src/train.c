@@ -60,13 +60,14 @@ static int64_t truncate_metrics(const char *path, int64_t last_step) {
 typedef struct {
     const char *data, *preset, *out, *device, *packing, *config;
     int seq_len, batch, steps, seed, resume, warmup, grad_accum, save_every, keep, log_every, window,
-        deterministic, val_every, val_batches, recompute_scan, scan_states_layers, keep_activations;
+        deterministic, val_every, val_batches, recompute_scan, scan_states_layers, keep_activations,
+        recompute_in_proj;
     float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
 } TrainArgs;
 
 static char *train_args_json(const TrainArgs *a) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:f, s:f, s:f, s:f, "
-                          "s:f, s:f, s:i, s:i, s:b, s:i, s:b}",
+                          "s:f, s:f, s:i, s:i, s:b, s:i, s:b, s:b}",
                           "data", a->data, "preset", a->preset, "device", a->device, "packing", a->packing,
                           "seq_len", a->seq_len, "batch", a->batch, "steps", a->steps, "seed", a->seed, "warmup",
                           a->warmup, "grad_accum", a->grad_accum, "save_every", a->save_every, "window", a->window,
@@ -74,7 +75,8 @@ static char *train_args_json(const TrainArgs *a) {
                           (double)a->min_lr_frac, "weight_decay", (double)a->weight_decay, "grad_clip",
                           (double)a->grad_clip, "beta1", (double)a->beta1, "beta2", (double)a->beta2, "val_every",
                           a->val_every, "val_batches", a->val_batches, "recompute_scan", a->recompute_scan,
-                          "scan_states_layers", a->scan_states_layers, "keep_activations", a->keep_activations);
+                          "scan_states_layers", a->scan_states_layers, "keep_activations", a->keep_activations,
+                          "recompute_in_proj", a->recompute_in_proj);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);
     return s;
@@ -154,6 +156,8 @@ int cmd_train(int argc, char **argv) {
          "GPU: only the last N layers keep their scan states (between --recompute-scan and the default, all)"},
         {"--keep-activations", ARG_BOOL, &a.keep_activations,
          "every layer keeps its norm, conv, dt_proj and scan outputs instead of the backward recomputing them (faster, more memory)"},
+        {"--recompute-in-proj", ARG_BOOL, &a.recompute_in_proj,
+         "the backward recomputes each layer's in_proj output instead of keeping it (less memory, slower)"},
         {"--resume", ARG_BOOL, &a.resume, "continue from the newest checkpoint in --out"},
         {"--config", ARG_STR, &a.config, "JSON file of options, keys = flag names (seq_len); flags here override it"},
     };
@@ -201,6 +205,7 @@ int cmd_train(int argc, char **argv) {
     model_alloc_optimizer(&m);
     m.keep_scan_states = a.recompute_scan ? 0 : a.scan_states_layers;  // -1 (the default): every layer
     m.keep_activations = a.keep_activations;
+    m.recompute_in_proj = a.recompute_in_proj;
     model_alloc_activations(&m, a.batch, a.seq_len);
     dist_attach(&m, a.grad_accum);  // with several ranks: reduce each layer's gradients during the backward
     Batcher *bt = batcher_open(a.data, PM_SPLIT_TRAIN, policy, a.batch, a.seq_len, (uint64_t)a.seed, rank, world,

@@ -1198,7 +1198,8 @@ static void test_model_deterministic(void **state) {
 // losses and parameters must be bit-identical (the backward reads the same state values either way). Also a
 // batch of shorter rows than allocated (more rows, more chunk states than the buffer holds): the model must fall
 // back to recomputing, with the same result. And with only the last layer keeping its states
-// (--scan-states-layers 1): the same bits as recomputing every layer's.
+// (--scan-states-layers 1): the same bits as recomputing every layer's. And with every layer's in_proj output
+// recomputed in the backward (Model.recompute_in_proj): the same bits as keeping it.
 static void test_model_scan_states(void **state) {
     (void)state;
     NEED_GPU();
@@ -1207,18 +1208,20 @@ static void test_model_scan_states(void **state) {
     const int B = 2, T = 160;
     Batch bs[3] = {make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size),
                    make_batch(18, 17, cfg.vocab_size)};  // 18 rows x 2 chunks of 16 > 2 rows x 10
-    double losses[4][3];
-    int valid[4][3];
-    float *params[4];
+    double losses[5][3];
+    int valid[5][3];
+    float *params[5];
     OptimConfig o = optim_defaults();
-    // kept states; recomputed; kept states and kept activations (Model.keep_*); only the last layer keeps states
-    for (int r = 0; r < 4; r++) {
+    // kept states; recomputed; kept states and kept activations (Model.keep_*); only the last layer keeps states;
+    // kept states and the in_proj output recomputed
+    for (int r = 0; r < 5; r++) {
         Model m;
         model_create(&m, &cfg, GD, 5);  // deterministic mode: the embedding backward's atomics would differ run to run
         model_alloc_optimizer(&m);
         assert_true(cfg.n_layer >= 2);  // else "the last layer only" would be every layer
         m.keep_scan_states = r == 1 ? 0 : r == 3 ? 1 : cfg.n_layer;
         m.keep_activations = r == 2;
+        m.recompute_in_proj = r == 4;
         model_alloc_activations(&m, B, T);
         if (r != 1) assert_non_null(m.arena_states);  // else the comparison below would be vacuous
         if (r == 1) assert_null(m.arena_states);
@@ -1246,9 +1249,14 @@ static void test_model_scan_states(void **state) {
             check_same_bits("last layer's states kept: losses", losses[1], losses[3], sizeof losses[0]);
             check_same_bits("last layer's states kept: params", params[1], params[3], m.n_params * sizeof(float));
         }
+        if (r == 4) {
+            g_fails += !(m.xz && !m.layers[0].xz);
+            check_same_bits("in_proj recomputed: losses", losses[0], losses[4], sizeof losses[0]);
+            check_same_bits("in_proj recomputed: params after 3 steps", params[0], params[4], m.n_params * sizeof(float));
+        }
         model_destroy(&m);
     }
-    free(params[0]), free(params[1]), free(params[2]), free(params[3]);
+    for (int r = 0; r < 5; r++) free(params[r]);
     for (int s = 0; s < 3; s++) batch_free(&bs[s]);
     FINISH();
 }

@@ -246,8 +246,10 @@ static void test_overfit_one_packed_batch(void **state) {
     model_destroy(&m);
 }
 
-// Model.keep_activations (each layer keeps xn, u, dpre instead of the backward recomputing them) must not change
-// anything: on a packed batch, the losses and every parameter gradient are bit-identical to the recomputing model's.
+// Model.keep_activations (each layer keeps xn, u, dpre, y instead of the backward recomputing them) and
+// Model.recompute_in_proj (no layer keeps its in_proj output xz; the backward recomputes it), alone and together,
+// must not change anything: on a packed batch, the losses and every parameter gradient are bit-identical to the
+// default model's.
 static void test_keep_activations_same(void **state) {
     (void)state;
     const int B = 9, T = 32;  // 3 source documents of <= 3T tokens always fit in 9 rows
@@ -258,24 +260,28 @@ static void test_keep_activations_same(void **state) {
     int n = make_docs(&rng, T, c.vocab_size, 3, docs, 16);
     Batch b = batch_alloc(B, T);
     assert_true(pack_docs(docs, n, &b));
-    float *g[2];
-    double loss[2];
-    for (int k = 0; k < 2; k++) {
+    float *g[4];
+    double loss[4];
+    for (int k = 0; k < 4; k++) {  // bit 0: keep_activations, bit 1: recompute_in_proj
         Model m;
         model_create(&m, &c, backend_cpu(), 9);
-        m.keep_activations = k;
+        m.keep_activations = k & 1;
+        m.recompute_in_proj = k >> 1;
         model_alloc_activations(&m, B, T);
-        if (k) assert_non_null(m.layers[0].xn);  // else the comparison would be vacuous
+        // else the comparison would be vacuous
+        if (k & 1) assert_non_null(m.layers[0].xn);
         else assert_null(m.layers[0].xn);
+        if (k >> 1) assert_true(m.layers[0].xz == NULL && m.xz != NULL);
+        else assert_true(m.layers[0].xz != NULL && m.xz == NULL);
         model_zero_grad(&m);
         loss[k] = model_forward_backward(&m, &b, 1.0f / (float)b.n_valid, NULL);
         g[k] = pm_malloc(m.n_params * sizeof(float));
         model_get_grads(&m, g[k]);
-        if (k) assert_memory_equal(g[0], g[1], m.n_params * sizeof(float));
+        if (k) assert_memory_equal(g[0], g[k], m.n_params * sizeof(float));
+        assert_true(loss[0] == loss[k]);
         model_destroy(&m);
     }
-    assert_true(loss[0] == loss[1]);
-    free(g[0]), free(g[1]);
+    for (int k = 0; k < 4; k++) free(g[k]);
     for (int d = 0; d < n; d++) free(docs[d].tok);
     batch_free(&b);
 }

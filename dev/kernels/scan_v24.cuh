@@ -1,9 +1,11 @@
-// scan_v22.cuh — frozen copy of src/cuda_scan.cu at 57dbf6c as version v22 (made by dev/kernels/mkver.sh).
-namespace scan_v22 {
+// scan_v24.cuh — frozen copy of src/cuda_scan.cu as version v24 (made by dev/kernels/mkver.sh).
+namespace scan_v24 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v22 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v21 with the
-// forward's token loop over a whole chunk at a compile-time bound (one unrolled block). v21: v18 with the
+// Version v24 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v22 with the
+// backward able to write the forward's output again, bit for bit (every kernel sums y over the states in one
+// order; see quad_dot), so the model keeps no per-layer copy of it for out_proj's weight gradient. v22: v21 with
+// the forward's token loop over a whole chunk at a compile-time bound (one unrolled block). v21: v18 with the
 // backward main pass keeping the chunk's recomputed states in registers instead of shared memory, and, where
 // rows * Cd is small (B8 D1536), a backward with 4 threads per channel in 32-wide blocks (v20) instead of time
 // segments. v18: v14 with the
@@ -90,6 +92,14 @@ __device__ __forceinline__ float softplus_f(float v) {
 }
 // 1 / (1 + e^-v); e^-v overflowing to +inf gives rcp = 0, the right limit
 __device__ __forceinline__ float sigmoid_f(float v) { return rcp_approx(1.f + ex2_approx(-v * LOG2E)); }
+
+// c ? a : b as one select instruction: the compiler turns a plain ?: whose sides cost a few instructions into a
+// branch around the unused side, and a branch inside an unrolled token group splits it into basic blocks (v13).
+__device__ __forceinline__ float select_f(int c, float a, float b) {
+    float r;
+    asm("{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %1, 0;\n\tselp.f32 %0, %2, %3, p;\n\t}" : "=f"(r) : "r"(c), "f"(a), "f"(b));
+    return r;
+}
 
 // A value loaded before a kernel's chunk loop, passed through an identity shuffle there, so the wait for its load
 // happens once, before the loop. Otherwise ptxas waits for it at its first use inside the loop on a scoreboard
@@ -203,8 +213,8 @@ __device__ __forceinline__ float warp_transpose_reduce32(float (&v)[32]) {
 // Pass 2: reverse over chunks. grid (nblk, rows), block SCAN_THREADS; dynamic smem: states (K, N, threads) f32
 // + warp sums (K, warps, 2N) f32. Threads past Cd run with zero inputs (they take part in shuffles/barriers).
 __global__ void __launch_bounds__(SCAN_THREADS)
-    scan_bwd_generic_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out, float *bc_part,
-                    float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
+    scan_bwd_generic_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out,
+                    __nv_bfloat16 *y_out, float *bc_part, float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
                     const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
                     const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
                     const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nchunk) {
@@ -300,6 +310,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
                 du_out[m * Cd + c] = __float2bfloat16(duv);
                 ddpre_out[m * Cd + c] = __float2bfloat16(ddp);
                 dz_out[m * ldz + c] = __float2bfloat16(dzv);
+                if (y_out) y_out[m * Cd + c] = __float2bfloat16(y * zz * sz);  // as scan_fwd_generic_kernel
             }
             float tot = warp_transpose_reduce32(bc);
             R[(j * warps + warp) * 2 * SCAN_N + lane] = tot;
@@ -463,6 +474,13 @@ __device__ __forceinline__ void tr_level(float (&v)[V]) {
     }
 }
 
+// sum_{k<4} s_k c_k as (s0 c0 + s1 c1) + (s2 c2 + s3 c3) (v24). Every kernel that forms y this way, then adds
+// the quads as (q0 + q1) + (q2 + q3), gets the same bits from the same states; a kernel holding a quad's two
+// pairs swapped (the backward's slot orders) still does, as fp32 addition commutes.
+__device__ __forceinline__ float quad_dot(float s0, float s1, float s2, float s3, const float *c) {
+    return fmaf(s1, c[1], s0 * c[0]) + fmaf(s3, c[3], s2 * c[2]);
+}
+
 // One kernel, four jobs (MODE): FWD writes out; FWD_CKPT writes out and the checkpoints as CKPT does, so the
 // backward can skip its checkpoint pass (v12); CKPT (the backward's checkpoint pass) writes the state before
 // every SCAN_K-th token into ckpt (rows, nck, Cd, N), no z, no out; SUMM writes a time segment's summary (see
@@ -617,23 +635,28 @@ __global__ void __launch_bounds__(CH *FG, MINB)
                         for (int e = 0; e < 4; e++) {
                             const int i = 4 * i4 + e;
                             s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[e]);
-                            if (!CKPT) y = fmaf(s[i], cc[e], y);
                         }
+                        // y over each 4 states as two pairs (v24: the order the backward kernels can follow
+                        // whatever slots they hold the states in, so the output they write again is this one)
+                        const float yq = quad_dot(s[4 * i4], s[4 * i4 + 1], s[4 * i4 + 2], s[4 * i4 + 3], cc);
+                        y = i4 == 0 ? yq : y + yq;
                     }
                     yp[jj] = y;
                 }
             }
             if (!CKPT) {
-                // sum y over the FG threads of the channel; thread q then owns tokens j0 + q*4/FG + e
+                // sum y over the FG threads of the channel as (q0 + q1) + (q2 + q3) (the backward kernels' order);
+                // thread q then owns token j0 + ((q & 1) << 1 | q >> 1) (FG 4) or tokens j0 + 2q + e (FG 2)
                 if constexpr (FG == 4) {
-                    tr_level<2, 2, 4>(yp);
-                    tr_level<1, 1, 4>(yp);
+                    tr_level<2, 1, 4>(yp);
+                    tr_level<1, 2, 4>(yp);
                 } else if constexpr (FG == 2) {
                     tr_level<2, 1, 4>(yp);
                 }
 #pragma unroll
                 for (int e = 0; e < 4 / FG; e++) {
-                    const int i = (j0 + q * (4 / FG) + e) * CH + cl;  // rows past len are not stored
+                    const int jt = FG == 4 ? ((q & 1) << 1 | q >> 1) : q * (4 / FG) + e;
+                    const int i = (j0 + jt) * CH + cl;  // rows past len are not stored
                     otile[i] = __float2bfloat16(fmaf(Dc, bf2f(tu[i]), yp[e]) * pg[i]);
                 }
             }
@@ -657,36 +680,42 @@ __global__ void __launch_bounds__(CH *FG, MINB)
     }
 }
 
-// The backward's cooperative pass over the chunk's (token, channel) pairs, NT threads: from the dpre, z and dout
-// tiles (SCAN_K, CH), pa4 (SCAN_K, CH) = {delta, dy = dout silu(z), the dz factor (times y gives dz),
-// softplus'(v) = sigmoid(v) = 1 - e^-delta}; the summary pass (FULL = false) reads delta and dy only. Tokens past
-// the row's end (last chunk) get zeros: inert tokens for the fixed-length recompute and walk.
-template <int NT, int CH, bool FULL>
-__device__ __forceinline__ void bwd_pass_arrays(float4 *pa4, const __nv_bfloat16 *tdp, const __nv_bfloat16 *tz,
-                                                const __nv_bfloat16 *tdo, int len, float biasA) {
+// The backward's state-independent values of one (token, channel), from its dpre, z and dout: delta, dy = dout
+// silu(z), the dz factor (times y + D u gives dz), softplus'(v) = sigmoid(v) = 1 - e^-delta, and silu(z) (v24: the
+// forward's gate, as the forward computes it, for the forward's output written again).
+struct PassVals {
+    float dl, dy, dzf, sig, psz;
+};
+__device__ __forceinline__ PassVals pass_vals(float dpre, float zz, float go, float biasA) {
+    const float dl = softplus_f(dpre + biasA), sz = sigmoid_f(zz);
+    return {dl, go * zz * sz, go * sz * fmaf(zz, 1.f - sz, 1.f), 1.f - ex2_approx(-dl * LOG2E), zz * sz};
+}
+// The backward's cooperative pass over the chunk's (token, channel) items i, NT threads: put(i, values) from the
+// dpre, z and dout tiles (SCAN_K, CH); zeros for tokens past the row's end (last chunk): inert tokens for the
+// fixed-length recompute and walk. Each kernel lays the values out as its walk reads them (put); what put does
+// not store is not computed.
+template <int NT, int CH, class Put>
+__device__ __forceinline__ void bwd_coop_pass(const __nv_bfloat16 *tdp, const __nv_bfloat16 *tz,
+                                              const __nv_bfloat16 *tdo, int len, float biasA, Put put) {
 #pragma unroll
     for (int it = 0; it < SCAN_K * CH / NT; it++) {
         const int i = it * NT + threadIdx.x;
-        if (i / CH < len) {
-            const float dl = softplus_f(bf2f(tdp[i]) + biasA);
-            const float zz = bf2f(tz[i]), go = bf2f(tdo[i]), sz = sigmoid_f(zz);
-            pa4[i] = FULL ? make_float4(dl, go * zz * sz, go * sz * fmaf(zz, 1.f - sz, 1.f), 1.f - ex2_approx(-dl * LOG2E))
-                          : make_float4(dl, go * zz * sz, 0.f, 0.f);
-        } else {
-            pa4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-        }
+        if (i / CH < len)
+            put(i, pass_vals(bf2f(tdp[i]), bf2f(tz[i]), bf2f(tdo[i]), biasA));
+        else
+            put(i, PassVals{0.f, 0.f, 0.f, 0.f, 0.f});
     }
 }
 
 // The end of a backward chunk (after the barrier that ends the walk), NT threads: the warps' dB/dC sums R
 // (SCAN_K, NT/32, 2N) summed over the warps in a fixed order into this block's partials bc_part (M, nblk, 2N),
-// and the staged du / ddpre / dz tiles (SCAN_K, CH) stored.
+// and the staged du / ddpre / dz (and, if y_out is not NULL, the forward's output) tiles (SCAN_K, CH) stored.
 template <int NT, int CH>
 __device__ __forceinline__ void bwd_flush_chunk(const float *R, float *bc_part, size_t m0, int len,
                                                 __nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out,
-                                                __nv_bfloat16 *dz_out, int ldz, int c0, int Cd,
+                                                __nv_bfloat16 *dz_out, __nv_bfloat16 *y_out, int ldz, int c0, int Cd,
                                                 const __nv_bfloat16 *odu, const __nv_bfloat16 *oddp,
-                                                const __nv_bfloat16 *odz) {
+                                                const __nv_bfloat16 *odz, const __nv_bfloat16 *oy) {
     constexpr int BWARPS = NT / 32;
     for (int idx = threadIdx.x; idx < len * 2 * SCAN_N; idx += NT) {
         const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
@@ -698,17 +727,20 @@ __device__ __forceinline__ void bwd_flush_chunk(const float *R, float *bc_part, 
     store_tile<SCAN_K, NT, CH>(du_out, Cd, m0, len, c0, Cd, odu);
     store_tile<SCAN_K, NT, CH>(ddpre_out, Cd, m0, len, c0, Cd, oddp);
     store_tile<SCAN_K, NT, CH>(dz_out, ldz, m0, len, c0, Cd, odz);
+    if (y_out) store_tile<SCAN_K, NT, CH>(y_out, Cd, m0, len, c0, Cd, oy);
 }
 
 // Backward main pass, staged. grid (nblk, rows), CH*BG threads; thread (channel cl = tid / BG, half q = tid % BG)
 // holds states q*NS .. q*NS+NS-1; the chunk's recomputed states are in registers (v21). Dynamic smem:
 // tiles (2 stages, u/dpre/z/dout, SCAN_K, CH) bf16 |
-// bcf (2, SCAN_K, 2N) f32 | {delta, dy, dz factor, sigmoid(v)} (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32
+// bcf (2, SCAN_K, 2N) f32 | pass arrays (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 | with RE (v24): {dz
+// factor, silu(z)} (SCAN_K, CH) float2 and the forward's output (SCAN_K, CH) bf16, staged
 static constexpr size_t bwd_smem(int CH) {
     return (size_t)2 * 4 * SCAN_K * CH * 2                         // tiles
            + (size_t)2 * SCAN_K * 2 * SCAN_N * 4                   // bcf
            + (size_t)4 * SCAN_K * CH * 4                           // pass arrays
-           + (size_t)SCAN_K * (CH * BG / 32) * 2 * SCAN_N * 4;     // R
+           + (size_t)SCAN_K * (CH * BG / 32) * 2 * SCAN_N * 4      // R
+           + (size_t)SCAN_K * CH * (8 + 2);                        // output factors, output tile
 }
 
 // Time segments (v10): grid z cuts a row into nseg segments of SLK chunks, walked by different blocks. The
@@ -721,10 +753,11 @@ static constexpr size_t bwd_smem(int CH) {
 // after it (c = P_h c + G_h, h = nseg-1 .. g+1) and writes its parameter partials as row * nseg + g. Each token
 // belongs to one segment, so dB/dC partials and outputs are written once; nothing is summed across blocks.
 // SMODE: 0 = no segments (v9's code: compile-time bounds, no fold), 1 = a segment of the main pass, 2 = BSUMM.
-template <int CH, int SMODE>
+// RE: the main pass also writes the forward's output again, into y_out (v24; false: y_out is not touched).
+template <int CH, int SMODE, bool RE>
 __global__ void __launch_bounds__(CH *BG, 1)
-    scan_bwd_staged_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out, float *bc_part,
-                           float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
+    scan_bwd_staged_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out,
+                           __nv_bfloat16 *y_out, float *bc_part, float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
                            const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
                            const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
                            const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck, int SLK,
@@ -737,9 +770,15 @@ __global__ void __launch_bounds__(CH *BG, 1)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
     float *bcf = (float *)(smem_raw + BWD_TILES);
-    // per (token, channel): {delta, dy, dz factor, softplus'(v)} in one 16-byte slot: one load per token (v11)
+    // per (token, channel): {delta, dy, softplus'(v), 0} (RE) or {delta, dy, dz factor, softplus'(v)} in one
+    // 16-byte slot: one load per token (v11)
     float4 *pa4 = (float4 *)(smem_raw + BWD_TILES + BWD_BC);
     float *R = (float *)(smem_raw + BWD_TILES + BWD_BC + BWD_PA);
+    // per (token, channel), RE only: the factor of each thread's second output (v24): {dz factor, silu(z)};
+    // thread q reads element q
+    float2 *K2 = (float2 *)(R + SCAN_K * BWARPS * 2 * SCAN_N);
+    const float *K2q = (const float *)K2 + (threadIdx.x & 1);  // this thread's element of K2
+    __nv_bfloat16 *oy = (__nv_bfloat16 *)(K2 + TILE);         // the forward's output (SCAN_K, CH), staged
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid % BG, cl = tid / BG;
     const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y;
     const bool active = c < Cd;
@@ -826,11 +865,21 @@ __global__ void __launch_bounds__(CH *BG, 1)
         __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 4 * TILE, *tdp = tu + TILE, *tz = tu + 2 * TILE,
                       *tdo = tu + 3 * TILE;
         // once the cooperative pass has read them, the dpre, z and dout tiles of this stage hold the chunk's
-        // du, ddpre and dz (v11), stored in 16-byte pieces after the walk
+        // du, ddpre and dz (v11), stored in 16-byte pieces after the walk; with RE thread q = 0 writes du and dz,
+        // q = 1 ddpre and the forward's output
         __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo;
+        __nv_bfloat16 *oA = q ? oddp : odu, *oB = q && RE ? oy : odz;
         const float *bck = bcf + (k & 1) * SCAN_K * 2 * SCAN_N;
-        // cooperative pass over (token, channel): delta, dy, the dz factor, softplus'(v)
-        bwd_pass_arrays<NT, CH, !BSUMM>(pa4, tdp, tz, tdo, len, biasA);
+        // cooperative pass: pa4 = {delta, dy, softplus'(v), 0} and K2 with RE, {delta, dy, dz factor, softplus'(v)}
+        // without (the summary pass: delta and dy)
+        bwd_coop_pass<NT, CH>(tdp, tz, tdo, len, biasA, [&](int i, const PassVals &v) {
+            if (RE) {
+                pa4[i] = make_float4(v.dl, v.dy, v.sig, 0.f);
+                K2[i] = make_float2(v.dzf, v.psz);
+            } else {
+                pa4[i] = make_float4(v.dl, v.dy, BSUMM ? 0.f : v.dzf, BSUMM ? 0.f : v.sig);
+            }
+        });
         __syncthreads();
         if (BSUMM) {  // the carry alone, from zero at the segment's end (see above)
             anyst |= mask;
@@ -889,7 +938,10 @@ __global__ void __launch_bounds__(CH *BG, 1)
                     const float *st = Sr[j];
                     // y = sum s C, P = sum ds B, Q = sum A ds a s_{t-1}; then du = dy D + delta P,
                     // ddelta = Q + u P
-                    float y = 0.f, P = 0.f, Q = 0.f;
+                    // y as the forward sums it (v24): per 4 states in pairs, then (q0 + q1) + (q2 + q3), so the
+                    // forward's output below is the forward's, bit for bit
+                    float y = quad_dot(st[0], st[1], st[2], st[3], cc) + quad_dot(st[4], st[5], st[6], st[7], cc + 4);
+                    float P = 0.f, Q = 0.f;
                     // this thread's dB (delta u ds) and dC (dy s) terms, summed over channels below;
                     // v = [dB slots 0-3, dC slots 0-3, dB slots 4-7, dC slots 4-7]
                     float v[2 * NS];
@@ -899,7 +951,6 @@ __global__ void __launch_bounds__(CH *BG, 1)
                         const float ds = fmaf(gy, cc[n], carry[n]);  // total adjoint of s_t
                         const float as = fmaf(-dlu, bb[n], st[n]);    // a_t s_{t-1} (0 up to rounding at a start)
                         const float r = ds * as;
-                        y = fmaf(st[n], cc[n], y);
                         P = fmaf(ds, bb[n], P);
                         Q = fmaf(A[n], r, Q);
                         dA[n] = fmaf(r, dl, dA[n]);
@@ -910,15 +961,22 @@ __global__ void __launch_bounds__(CH *BG, 1)
                     y += __shfl_xor_sync(0xffffffffu, y, 1);
                     P += __shfl_xor_sync(0xffffffffu, P, 1);
                     Q += __shfl_xor_sync(0xffffffffu, Q, 1);
-                    const float ddp = fmaf(uu, P, Q) * pa.w;
+                    const float ddp = fmaf(uu, P, Q) * (RE ? pa.z : pa.w), gin = fmaf(Dc, uu, y);  // gin: the gate's input
                     // zero past the row's end (psig, gy, uu are 0 there). Both threads of the channel hold the
-                    // same sums, so both store the same values: no branch on q, so the 4 tokens of the group
-                    // stay one basic block the scheduler can interleave (v13)
+                    // same sums. Without RE both store the same three outputs; with RE each stores two of the
+                    // four, chosen by selects rather than a branch on q, so the 4 tokens of the group stay one
+                    // basic block the scheduler can interleave (v13): thread 0 du and dz, thread 1 ddelta and the
+                    // forward's output (as the forward forms it: gin silu(z))
                     dbias += ddp;
                     dDacc = fmaf(gy, uu, dDacc);
-                    odu[i] = __float2bfloat16(fmaf(gy, Dc, dl * P));
-                    oddp[i] = __float2bfloat16(ddp);
-                    odz[i] = __float2bfloat16(pa.z * fmaf(Dc, uu, y));
+                    if (RE) {
+                        oA[i] = __float2bfloat16(select_f(q, ddp, fmaf(gy, Dc, dl * P)));
+                        oB[i] = __float2bfloat16(K2q[2 * i] * gin);
+                    } else {
+                        odu[i] = __float2bfloat16(fmaf(gy, Dc, dl * P));
+                        oddp[i] = __float2bfloat16(ddp);
+                        odz[i] = __float2bfloat16(pa.z * gin);
+                    }
                     // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects
                     // (see lo/hi); then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
 #pragma unroll
@@ -932,7 +990,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
             }
             __syncthreads();
             // (stage k & 1 is refilled only after the barrier that ends this chunk)
-            bwd_flush_chunk<NT, CH>(R, bc_part, mrow + t0, len, du_out, ddpre_out, dz_out, ldz, c0, Cd, odu, oddp, odz);
+            bwd_flush_chunk<NT, CH>(R, bc_part, mrow + t0, len, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz,
+                                    c0, Cd, odu, oddp, odz, oy);
         }
         if (k > kbeg) {
             bc.store(bcf + ((k - 1) & 1) * SCAN_K * 2 * SCAN_N);
@@ -980,29 +1039,34 @@ __global__ void __launch_bounds__(CH *BG, 1)
 // Everything else is v18's: checkpoints every SCAN_K tokens, the reverse walk in groups of 4 tokens, per-block
 // dB/dC partials and per-row parameter partials summed in a fixed order (no atomics: deterministic).
 static constexpr int BG4 = 4;
-// Dynamic smem: tiles (2 stages, u/dpre/z/dout, SCAN_K, CH) bf16 | bcf (2 stages,
-// 2 copies, SCAN_K, 2N) f32 | {delta, dy, dz factor, softplus'(v)} (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N)
+// Dynamic smem: tiles (2 stages, u/dpre/z/dout, SCAN_K, CH) bf16 | bcf (2 stages, 2 copies, SCAN_K, 2N) f32 |
+// pa2 (SCAN_K, CH) float2 | K (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 | the forward's output (SCAN_K, CH)
+// bf16, staged (v24)
 static constexpr size_t bwd4_smem(int CH) {
     return (size_t)2 * 4 * SCAN_K * CH * 2 + (size_t)2 * 2 * SCAN_K * 2 * SCAN_N * 4 +
-           (size_t)4 * SCAN_K * CH * 4 + (size_t)SCAN_K * (CH * BG4 / 32) * 2 * SCAN_N * 4;
+           (size_t)(8 + 16) * SCAN_K * CH + (size_t)SCAN_K * (CH * BG4 / 32) * 2 * SCAN_N * 4 +
+           (size_t)SCAN_K * CH * 2;
 }
-template <int CH>
+template <int CH, bool RE>  // RE: as in scan_bwd_staged_kernel
 __global__ void __launch_bounds__(CH *BG4, 3)
-    scan_bwd4_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out, float *bc_part,
-                     float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
+    scan_bwd4_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out, __nv_bfloat16 *y_out,
+                     float *bc_part, float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
                      const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,
                      const __nv_bfloat16 *Cm, int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz,
                      const int32_t *pos, int T, int Cd, int nck) {
     constexpr int NT = CH * BG4, BWARPS = NT / 32, NS = SCAN_N / BG4, TILE = SCAN_K * CH, BCS = SCAN_K * 2 * SCAN_N;
     constexpr size_t B_TILES = (size_t)2 * 4 * TILE * 2, B_BC = (size_t)2 * 2 * BCS * 4,
-                     B_PA = (size_t)TILE * 16;
+                     B_PA = (size_t)TILE * (8 + 16);
     static_assert(NS == 4 && CH % 8 == 0, "the layout below assumes 4 threads per channel");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
     float *bcf = (float *)(smem_raw + B_TILES);  // (stage, copy, SCAN_K, 2N)
-    float4 *pa4 = (float4 *)(smem_raw + B_TILES + B_BC);
+    float4 *K = (float4 *)(smem_raw + B_TILES + B_BC);  // (K first: 16-byte aligned)
+    float2 *pa2 = (float2 *)(K + TILE);
     float *R = (float *)(smem_raw + B_TILES + B_BC + B_PA);
+    __nv_bfloat16 *oy = (__nv_bfloat16 *)(R + SCAN_K * BWARPS * 2 * SCAN_N);  // the forward's output, staged
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid & 3, cl = tid >> 2;
+    const float *Kq = (const float *)K + q;  // this lane's element of K
     const int c0 = blockIdx.x * CH, c = c0 + cl, row = blockIdx.y;
     const bool active = c < Cd;
     const size_t mrow = (size_t)row * T;
@@ -1015,6 +1079,9 @@ __global__ void __launch_bounds__(CH *BG4, 3)
 #pragma unroll
     for (int i = 0; i < NS; i++) A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + 4 * q + ((i + 2 * up) & 3)]) : 0.f;
     const float Dc = settle(active ? Dp[c] : 0.f);
+    // each lane's one output is k1 (w + kD u) + k2 (see the walk); kD and whether k2 is gy D are the lane's own
+    const float kD = q == 0 || (RE && q == 3) ? Dc : 0.f;
+    const bool k2_du = q == 2 || (!RE && q == 3);
     const int clA = tid % CH;  // channel served in the cooperative pass
     const float biasA = settle(c0 + clA < Cd ? dt_bias[c0 + clA] : 0.f);
     float carry[NS], dA[NS];  // carry = a_{t+1} ds_{t+1}: the adjoint reaching s_t from token t+1
@@ -1078,11 +1145,18 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 4 * TILE, *tdp = tu + TILE, *tz = tu + 2 * TILE,
                       *tdo = tu + 3 * TILE;
         // once the cooperative pass has read them, the dpre, z and dout tiles hold the chunk's du, ddpre and dz;
-        // lane q writes one of them: q = 0 dz, 1 ddpre, 2 and 3 du
+        // lane q writes one of them or the forward's output: q = 0 dz, 1 ddpre, 2 du, 3 the output (oy; without
+        // RE lane 3 writes du as lane 2 does)
         __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo;
-        __nv_bfloat16 *oq = q == 0 ? odz : q == 1 ? oddp : odu;
+        __nv_bfloat16 *oq = q == 0 ? odz : q == 1 ? oddp : q == 2 || !RE ? odu : oy;
         const float *bck = bcf + (size_t)(k & 1) * 2 * BCS + up * BCS + 4 * q;  // this lane's B (C at + N)
-        bwd_pass_arrays<NT, CH, true>(pa4, tdp, tz, tdo, len, biasA);
+        // cooperative pass (v24b): pa2 = {delta, dy}, which every lane of a channel reads, and K = the factor of
+        // each lane's one output, {dz factor, softplus'(v), delta, silu(z) (RE) or delta}, of which lane q reads
+        // element q alone (one 4-byte load, no selects)
+        bwd_coop_pass<NT, CH>(tdp, tz, tdo, len, biasA, [&](int i, const PassVals &v) {
+            pa2[i] = make_float2(v.dl, v.dy);
+            K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
+        });
         __syncthreads();
         // recompute the chunk's states from its checkpoint (tokens past the row's end: delta = 0, input 0)
         // (into registers, v21: both token loops are unrolled, so Sr[j] is a compile-time register index)
@@ -1090,7 +1164,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
 #pragma unroll
         for (int j = 0; j < SCAN_K; j++) {
             const int i = j * CH + cl;
-            const float dl = pa4[i].x, dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
+            const float dl = pa2[i].x, dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
             const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
             const float4 b = *(const float4 *)(bck + j * 2 * SCAN_N);
             const float bb[NS] = {b.x, b.y, b.z, b.w};
@@ -1105,14 +1179,16 @@ __global__ void __launch_bounds__(CH *BG4, 3)
 #pragma unroll
             for (int jj = 3; jj >= 0; jj--) {
                 const int j = j0 + jj, i = j * CH + cl;
-                const float4 pa = pa4[i];
+                const float2 pa = pa2[i];
                 const float uu = bf2f(tu[i]), dl = pa.x, gy = pa.y, dlL = dl * LOG2E, dlu = dl * uu;
                 const float off = ((mk >> jj) & 1u) ? -1e30f : 0.f;
                 const float *bcj = bck + j * 2 * SCAN_N;
                 const float4 b = *(const float4 *)bcj, cv = *(const float4 *)(bcj + SCAN_N);
                 const float bb[NS] = {b.x, b.y, b.z, b.w}, cc[NS] = {cv.x, cv.y, cv.z, cv.w};
                 const float *st = Sr[j];
-                float y = 0.f, P = 0.f, Q = 0.f;
+                // y as the forward sums it (v24; slot order does not matter: see quad_dot)
+                const float y = quad_dot(st[0], st[1], st[2], st[3], cc);
+                float P = 0.f, Q = 0.f;
                 // v = [dB slots 0-1, dC slots 0-1, dB slots 2-3, dC slots 2-3]
                 float v[2 * NS];
 #pragma unroll
@@ -1121,7 +1197,6 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                     const float ds = fmaf(gy, cc[n], carry[n]);
                     const float as = fmaf(-dlu, bb[n], st[n]);
                     const float r = ds * as;
-                    y = fmaf(st[n], cc[n], y);
                     P = fmaf(ds, bb[n], P);
                     Q = fmaf(A[n], r, Q);
                     dA[n] = fmaf(r, dl, dA[n]);
@@ -1129,16 +1204,18 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                     v[(n & 2) * 2 + 2 + (n & 1)] = gy * st[n];
                     carry[n] = a * ds;
                 }
-                // y, P and Z = uP + Q over the channel's 4 lanes, transposed: lane q = 0 gets y, 1 Z, 2 and 3 P
-                float w[4] = {y, P, fmaf(uu, P, Q), P};
+                // y, P and Z = uP + Q over the channel's 4 lanes, transposed: lane q = 0 gets y, 1 Z, 2 P, 3 y
+                // (P without RE) (y as (q0 + q1) + (q2 + q3), the forward's order)
+                float w[4] = {y, P, fmaf(uu, P, Q), RE ? y : P};
                 tr_level<2, 1, 4>(w);
                 tr_level<1, 2, 4>(w);
-                // dz = dzf (y + D u), ddelta = Z softplus'(v), du = delta P + dy D: one per lane, as k1 w + k2
-                // (lanes 2 and 3 both compute du and store the same value: no branch, so the group's 4 tokens
-                // stay one basic block the scheduler can interleave, as in v13)
-                const float k1 = q == 0 ? pa.z : q == 1 ? pa.w : dl;
-                const float k2 = q == 0 ? pa.z * (Dc * uu) : q >= 2 ? gy * Dc : 0.f;
-                const float val = fmaf(k1, w[0], k2);
+                // one output per lane, as k1 (w + kD u) + k2: dz = dzf (y + D u), ddelta = Z softplus'(v),
+                // du = delta P + dy D, the forward's output silu(z) (y + D u). No branch, so the group's 4 tokens
+                // stay one basic block the scheduler can interleave (v13)
+                // (k1 from K: dz factor, softplus'(v), delta, silu(z); k2 = -0 rather than 0 on the other lanes, so
+                // that k1 x + k2 is exactly the product k1 x, sign of a zero included)
+                const float k1 = Kq[4 * i], k2 = k2_du ? gy * Dc : -0.f;
+                const float val = fmaf(k1, fmaf(kD, uu, w[0]), k2);
                 acc += val;
                 dDacc = fmaf(gy, uu, dDacc);
                 oq[i] = __float2bfloat16(val);
@@ -1151,7 +1228,8 @@ __global__ void __launch_bounds__(CH *BG4, 3)
             }
         }
         __syncthreads();
-        bwd_flush_chunk<NT, CH>(R, bc_part, mrow + t0, len, du_out, ddpre_out, dz_out, ldz, c0, Cd, odu, oddp, odz);
+        bwd_flush_chunk<NT, CH>(R, bc_part, mrow + t0, len, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz, c0,
+                                Cd, odu, oddp, odz, oy);
         if (k > 0) {
             bc_store((k - 1) & 1);
             mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
@@ -1274,7 +1352,7 @@ static bool scan_use_bwd4(int rows, int Cd) {
     static int per_sm = -1;
     if (per_sm < 0) {
         const size_t smem = bwd4_smem(32);  // 32 KB (< 48 KB: no opt-in); registers hold it to 3 per SM
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_bwd4_kernel<32>, 32 * BG4, smem) !=
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_bwd4_kernel<32, true>, 32 * BG4, smem) !=
             cudaSuccess)
             per_sm = 0;
     }
@@ -1298,9 +1376,9 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
         const size_t smem = bwd_smem(64);
         int n = 0;
         if (smem > 48 * 1024)
-            cudaFuncSetAttribute((const void *)scan_bwd_staged_kernel<64, 1>,
+            cudaFuncSetAttribute((const void *)scan_bwd_staged_kernel<64, 1, true>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, scan_bwd_staged_kernel<64, 1>, 64 * BG, smem) !=
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, scan_bwd_staged_kernel<64, 1, true>, 64 * BG, smem) !=
             cudaSuccess)
             n = smem_sm / (int)(smem + 1024);  // (~1 KB per block is reserved by the system)
         per_sm = n > 1 ? n : 1;
@@ -1407,9 +1485,9 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
 }
 
 // The backward's segment summaries (when there is more than one segment), then the main pass.
-template <int CH>
-static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dz, float *bc_part,
-                                   float *par_part, const float *ckpt, const __nv_bfloat16 *dout,
+template <int CH, bool RE>
+static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dz, __nv_bfloat16 *y_out,
+                                   float *bc_part, float *par_part, const float *ckpt, const __nv_bfloat16 *dout,
                                    const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                                    const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                                    const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows,
@@ -1418,21 +1496,21 @@ static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv
     const int nblk = (Cd + CH - 1) / CH;
     size_t smem = bwd_smem(CH);
     if (nseg == 1) {  // v9's kernel
-        scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 0>, smem, &optin, "scan_bwd_staged_kernel");
-        scan_bwd_staged_kernel<CH, 0><<<dim3(nblk, rows), CH * BG, smem, stream>>>(
-            du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
+        scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 0, RE>, smem, &optin, "scan_bwd_staged_kernel");
+        scan_bwd_staged_kernel<CH, 0, RE><<<dim3(nblk, rows), CH * BG, smem, stream>>>(
+            du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
             Cd, nck, nck, 1, bsum);
         scan_check_launch("scan_bwd_staged_kernel");
         return;
     }
-    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 2>, smem, &optin_s, "scan_bsumm_staged_kernel");
-    scan_bwd_staged_kernel<CH, 2><<<dim3(nblk, rows, nseg - 1), CH * BG, smem, stream>>>(
-        du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
+    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 2, false>, smem, &optin_s, "scan_bsumm_staged_kernel");
+    scan_bwd_staged_kernel<CH, 2, false><<<dim3(nblk, rows, nseg - 1), CH * BG, smem, stream>>>(
+        du, ddpre, dz, nullptr, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
         nck, SLK, nseg, bsum);
     scan_check_launch("scan_bsumm_staged_kernel");
-    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 1>, smem, &optin_g, "scan_bwd_seg_staged_kernel");
-    scan_bwd_staged_kernel<CH, 1><<<dim3(nblk, rows, nseg), CH * BG, smem, stream>>>(
-        du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
+    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 1, RE>, smem, &optin_g, "scan_bwd_seg_staged_kernel");
+    scan_bwd_staged_kernel<CH, 1, RE><<<dim3(nblk, rows, nseg), CH * BG, smem, stream>>>(
+        du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
         nck, SLK, nseg, bsum);
     scan_check_launch("scan_bwd_seg_staged_kernel");
 }
@@ -1473,8 +1551,8 @@ static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16
                           const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                           const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                           const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd,
-                          int N, const float *states, void *workspace, size_t workspace_bytes, int deterministic,
-                          cudaStream_t stream) {
+                          int N, const float *states, __nv_bfloat16 *y_out, void *workspace, size_t workspace_bytes,
+                          int deterministic, cudaStream_t stream) {
     (void)deterministic;  // always deterministic: no atomics are used
     scan_check_shape(M, T, Cd, N);
     size_t bc_off, par_off, seg_off, need;
@@ -1486,7 +1564,7 @@ static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16
     float *par_part = (float *)((char *)workspace + par_off);
     float *summ = (float *)((char *)workspace + seg_off);
 
-    if (scan_staged_ok(u, dpre, z, ldz, dout, Cd, du, ddpre, dz)) {
+    if (scan_staged_ok(u, dpre, z, ldz, dout, Cd, du, ddpre, dz) && (y_out == NULL || pm_is_aligned(y_out, 16))) {
         // the staged checkpoints are (rows, nchunk, Cd, N): each thread's states are contiguous. When the forward
         // left them (states), the checkpoint pass is skipped (v12).
         if (states)
@@ -1497,23 +1575,24 @@ static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16
         // the main pass: its own block width and time segments (v10)
         const BwdPlan bp = scan_bwd_plan(rows, Cd, T);
         par_rows = rows * bp.nseg;
+        // (kernels with RE = true write the forward's output into y_out; the others leave it alone)
+        const bool re = y_out != NULL;
         if (bp.bg == 4) {
             nblk = (Cd + 31) / 32;
-            static int optin4 = 0;
+            static int optin4[2] = {0, 0};
             const size_t smem = bwd4_smem(32);
-            scan_smem_optin((const void *)scan_bwd4_kernel<32>, smem, &optin4, "scan_bwd4_kernel");
-            scan_bwd4_kernel<32><<<dim3(nblk, rows), 32 * BG4, smem, stream>>>(
-                du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
-                Cd, nchunk);
+            auto kern = re ? scan_bwd4_kernel<32, true> : scan_bwd4_kernel<32, false>;
+            scan_smem_optin((const void *)kern, smem, &optin4[re], "scan_bwd4_kernel");
+            kern<<<dim3(nblk, rows), 32 * BG4, smem, stream>>>(du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u,
+                                                              dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
+                                                              Cd, nchunk);
             scan_check_launch("scan_bwd4_kernel");
-        } else if (bp.ch == 128) {
-            nblk = (Cd + 127) / 128;
-            scan_bwd_staged_launch<128>(du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm,
-                                        ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, bp.SLK, bp.nseg, summ, stream);
         } else {
-            nblk = (Cd + 63) / 64;
-            scan_bwd_staged_launch<64>(du, ddpre, dz, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm,
-                                       ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, bp.SLK, bp.nseg, summ, stream);
+            nblk = (Cd + bp.ch - 1) / bp.ch;
+            auto launch = bp.ch == 128 ? (re ? scan_bwd_staged_launch<128, true> : scan_bwd_staged_launch<128, false>)
+                                       : (re ? scan_bwd_staged_launch<64, true> : scan_bwd_staged_launch<64, false>);
+            launch(du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                   pos, rows, T, Cd, nchunk, bp.SLK, bp.nseg, summ, stream);
         }
     } else {
         nblk = (Cd + SCAN_THREADS - 1) / SCAN_THREADS;
@@ -1524,7 +1603,7 @@ static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16
         size_t smem = (size_t)(SCAN_K * SCAN_N * SCAN_THREADS + SCAN_K * (SCAN_THREADS / 32) * 2 * SCAN_N) * 4;
         static int optin = 0;
         scan_smem_optin((const void *)scan_bwd_generic_kernel, smem, &optin, "scan_bwd_generic_kernel");
-        scan_bwd_generic_kernel<<<grid, SCAN_THREADS, smem, stream>>>(du, ddpre, dz, bc_part, par_part, ckpt, dout, u,
+        scan_bwd_generic_kernel<<<grid, SCAN_THREADS, smem, stream>>>(du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u,
                                                                       dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
                                                                       pos, T, Cd, nchunk);
         scan_check_launch("scan_bwd_generic_kernel");
@@ -1543,9 +1622,9 @@ void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB
                       const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
                       const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                      const float *states, void *workspace, size_t workspace_bytes, int deterministic,
-                      cudaStream_t stream) {
+                      const float *states, __nv_bfloat16 *out, void *workspace, size_t workspace_bytes,
+                      int deterministic, cudaStream_t stream) {
     scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                  pos, M, T, Cd, N, states, workspace, workspace_bytes, deterministic, stream);
+                  pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream);
 }
-}  // namespace scan_v22
+}  // namespace scan_v24
