@@ -168,8 +168,32 @@ static void test_parallel_prefill_matches_recurrent(void **state) {
     model_destroy(&m);
 }
 
+// A model set to recompute its in_proj outputs (Model.recompute_in_proj, a training setting) keeps no per-layer xz,
+// which the prefill reads: the prefill must still work on it (it allocates per-layer buffers again), with the same
+// logits as on a model that keeps them.
+static void test_prefill_on_recompute_in_proj_model(void **state) {
+    (void)state;
+    const int T = 48, n = 37;
+    Model a, b;
+    make_model(&a, T);
+    make_model(&b, T);
+    b.recompute_in_proj = 1;
+    model_alloc_activations(&b, 1, T);
+    assert_null(b.layers[0].xz);  // else the test would not test the case
+    int32_t tok[37];
+    PmRng rng;
+    pm_rng_seed(&rng, 12);
+    for (int i = 0; i < n; i++) tok[i] = (int32_t)(pm_rng_u64(&rng) % a.cfg.vocab_size);
+    Decoder *da = decoder_create(&a), *db = decoder_create(&b);
+    const float *pa = decoder_prefill(da, &a, tok, n), *pb = decoder_prefill(db, &b, tok, n);
+    assert_memory_equal(pa, pb, (size_t)a.cfg.vocab_pad * sizeof(float));
+    decoder_free(da), decoder_free(db);
+    model_destroy(&a), model_destroy(&b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prefill_on_recompute_in_proj_model),
         cmocka_unit_test(test_recurrent_logits_match_parallel),
         cmocka_unit_test(test_greedy_generation_matches_full_forward),
         cmocka_unit_test(test_parallel_prefill_matches_recurrent),
