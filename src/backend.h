@@ -146,6 +146,10 @@ typedef struct Backend {
     // Free and total device memory in bytes (bench's peak and fit checks); 0 or -1. NULL on the CPU, where bench
     // reads /proc instead.
     int (*mem_info)(size_t *free_bytes, size_t *total_bytes);
+    // Bytes of the backend's own buffers (workspaces, partials, library workspaces) at their largest during a
+    // training step of M tokens in rows of T, model width C, d_inner Cd, d_state N, conv width K, padded vocabulary
+    // Vp: an estimate, for model_train_bytes (--memory-budget). NULL: none worth counting.
+    size_t (*workspace_bytes)(int M, int T, int C, int Cd, int N, int K, int Vp);
 } Backend;
 
 const Backend *backend_cpu(void);

@@ -1135,6 +1135,20 @@ static void cu_classifier_det(void *loss, void *dx, void *dwte, float *logits_ou
     classifier(loss, dx, dwte, logits_out, x, wte, targets, loss_scale, M, C, Vp, 0);
 }
 
+// The largest the scratch buffers above get in a training step of this shape (each grows to 9/8 of a request),
+// plus cuBLASLt's workspace and 64 MB for what the libraries and the small buffers (GEMM plans, the optimizer's
+// piece table, segment summaries) hold: checked against the bench's measured peaks in docs/perf.md.
+static size_t cu_workspace_bytes(int M, int T, int C, int Cd, int N, int K, int Vp) {
+    size_t chunk = (size_t)classifier_chunk(M) * Vp * sizeof(float);
+    size_t scan = cuda_scan_workspace_bytes(M, T, Cd, N);
+    size_t big = chunk > scan ? chunk : scan;
+    size_t g4 = (size_t)pm_ceil_div(M, NORM_BWD_WARPS * NORM_BWD_R), g1 = (size_t)pm_ceil_div(M, 64);
+    size_t norm = (g4 > g1 ? g4 : g1) * C * sizeof(float);
+    size_t conv = cuda_conv_bwd_part_bytes(M, Cd, K);
+    size_t sum = big + norm + conv;
+    return sum + sum / 8 + LT_WS_BYTES + ((size_t)64 << 20);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // global gradient norm and AdamW
 
@@ -1388,6 +1402,7 @@ static int cuda_init(void) {
         b->event_release = cu_event_release;
         b->copy = cu_copy;
         b->mem_info = cu_mem_info;
+        b->workspace_bytes = cu_workspace_bytes;
     }
     g_inited = 1;
     return 1;

@@ -569,6 +569,7 @@ typedef struct {
     int keep_scan_states;  // Model.keep_scan_states: layers that keep them (0 with --recompute-scan, -1 all)
     int keep_activations;  // Model.keep_activations (--keep-activations)
     int recompute_in_proj;  // Model.recompute_in_proj (--recompute-in-proj)
+    double memory_budget;   // --memory-budget in bytes (0: none): each configuration's settings by model_fit_memory
     double copy_bps, gemm_fps;
     size_t mem_base;  // memory in use before any model
     Profiler prof;
@@ -709,10 +710,17 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     const Backend *bk = bn->bk;
     char label[256];
     config_label(c, label, sizeof label);
+    MemorySettings ms = {bn->keep_activations, bn->keep_scan_states, bn->recompute_in_proj};
+    if (bn->memory_budget > 0 && model_fit_memory(&m->cfg, bk, c->B, c->T, (size_t)bn->memory_budget, &ms) != 0) {
+        char why[200];
+        snprintf(why, sizeof why, "skipped: --memory-budget %.2f GiB: the leanest settings need %.2f GiB",
+                 bn->memory_budget / 1073741824.0, model_train_bytes(&m->cfg, bk, c->B, c->T, &ms) / 1073741824.0);
+        return skipped(c, ci, label, why);
+    }
+    const size_t est = model_train_bytes(&m->cfg, bk, c->B, c->T, &ms);
     // Will the activations fit? (bk->alloc dies when memory runs out, losing the sweep.)
-    double need =
-        (double)model_activation_bytes(&m->cfg, bk, c->B, c->T, bn->keep_scan_states, bn->keep_activations,
-                                       bn->recompute_in_proj);
+    double need = (double)model_activation_bytes(&m->cfg, bk, c->B, c->T, ms.keep_scan_states, ms.keep_activations,
+                                                 ms.recompute_in_proj);
     size_t avail = mem_available();
     if (avail) avail += cat_bytes(MEM_ACTS);  // the previous configuration's activations are freed first
     if (avail && need > 0.9 * (double)avail) {
@@ -722,9 +730,15 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
         return skipped(c, ci, label, why);
     }
     g_cat = MEM_ACTS;
-    m->keep_scan_states = bn->keep_scan_states;
-    m->keep_activations = bn->keep_activations;
-    m->recompute_in_proj = bn->recompute_in_proj;
+    m->keep_scan_states = ms.keep_scan_states;
+    m->keep_activations = ms.keep_activations;
+    m->recompute_in_proj = ms.recompute_in_proj;
+    if (bn->memory_budget > 0)
+        fprintf(stderr, "packmamba: bench: %s: --memory-budget %.2f GiB: %s, scan states for %d of %d layers%s "
+                        "(estimated %.2f GiB)\n",
+                label, bn->memory_budget / 1073741824.0, ms.keep_activations ? "keep activations" : "recompute activations",
+                ms.keep_scan_states < 0 ? m->cfg.n_layer : ms.keep_scan_states, m->cfg.n_layer,
+                ms.recompute_in_proj ? ", in_proj recomputed" : "", est / 1073741824.0);
     model_alloc_activations(m, c->B, c->T);
     g_cat = MEM_BENCH;
 
@@ -924,6 +938,10 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     size_t work = peak > counted ? peak - counted : 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    json_object_set_new(r, "memory_settings",
+                        json_pack("{s:b, s:i, s:b, s:I}", "keep_activations", ms.keep_activations, "scan_states_layers",
+                                  ms.keep_scan_states < 0 ? m->cfg.n_layer : ms.keep_scan_states, "recompute_in_proj",
+                                  ms.recompute_in_proj, "train_bytes_estimate", (json_int_t)est));
     json_object_set_new(r, "memory",
                         json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "activations_estimate",
                                   (json_int_t)need, "scan_states", (json_int_t)(m->arena_states ? rec_bytes(m->arena_states) : 0),
@@ -1005,7 +1023,7 @@ int cmd_bench(int argc, char **argv) {
     int steps = 10, warmup = 2, profile_steps = 3, seed = 1, window = 0, vocab = 0, sample_ms = 50, tokens = 0;
     int deterministic = 0, no_events = 0, no_plots = 0, list = 0, recompute_scan = 0, keep_activations = 0,
         scan_states_layers = -1, recompute_in_proj = 0;
-    float time_limit = 0;
+    float time_limit = 0, memory_budget = 0;
     ArgSpec specs[] = {
         {"--device", ARG_STR, &device, "cpu or cuda"},
         {"--preset", ARG_STR, &presets, "model preset(s), comma list: tiny, 130m, 370m, 790m, 1.4b, 2.8b"},
@@ -1042,6 +1060,8 @@ int cmd_bench(int argc, char **argv) {
          "every layer keeps its norm, conv, dt_proj and scan outputs (no recompute in the backward; more memory)"},
         {"--recompute-in-proj", ARG_BOOL, &recompute_in_proj,
          "the backward recomputes each layer's in_proj output instead of keeping it (less memory, slower)"},
+        {"--memory-budget", ARG_FLOAT, &memory_budget,
+         "GiB: per configuration, the fastest of the four settings above whose estimated training bytes fit"},
         {"--list", ARG_BOOL, &list, "print the configurations in the order they would run, then exit"},
     };
     args_parse(argc, argv, "packmamba bench --out DIR [--device cpu|cuda] [--preset P] [--seq-len 512,1024] "
@@ -1063,6 +1083,11 @@ int cmd_bench(int argc, char **argv) {
     }
     if (!out && !list) pm_die("bench: --out DIR is required");
     if (scan_states_layers < -1) pm_die("bench: --scan-states-layers %d: must be >= 0", scan_states_layers);
+    if (memory_budget < 0 || !isfinite(memory_budget))
+        pm_die("bench: --memory-budget %g: must be a positive number of GiB", (double)memory_budget);
+    if (memory_budget > 0 && (recompute_scan || keep_activations || scan_states_layers != -1 || recompute_in_proj))
+        pm_die("bench: --memory-budget picks --keep-activations, --recompute-scan, --scan-states-layers and "
+               "--recompute-in-proj itself: give it or them");
 
     BenchConfig *cfgs = NULL;
     int n_cfg = 0;
@@ -1149,6 +1174,7 @@ int cmd_bench(int argc, char **argv) {
     bn.keep_scan_states = recompute_scan ? 0 : scan_states_layers;
     bn.keep_activations = keep_activations;
     bn.recompute_in_proj = recompute_in_proj;
+    bn.memory_budget = (double)memory_budget * 1073741824.0;
     bn.steps = steps, bn.warmup = warmup, bn.profile_steps = profile_steps, bn.seed = seed, bn.window = window;
     bn.vocab = vocab;
     prof_init(&bn.prof, bn.bk, !no_events);

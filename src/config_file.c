@@ -149,6 +149,7 @@ static const struct {
     {"--min-lr-frac", 0, 1, 0, 0},       {"--beta1", 0, 1, 0, 1},           {"--beta2", 0, 1, 0, 1},
     {"--weight-decay", 0, INFINITY, 0, 0}, {"--grad-clip", 0, INFINITY, 0, 0},
     {"--scan-states-layers", -1, INFINITY, 0, 0},  // -1 (run.json's default): every layer
+    {"--memory-budget", 0, INFINITY, 0, 0},        // 0 (run.json's default): not used
 };
 
 static int train_check(const char *path, const char *key, const char *flag, json_t *v) {

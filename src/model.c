@@ -318,6 +318,28 @@ size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, in
            model_scan_states_bytes(c, bk, B, T, keep_scan_states);
 }
 
+size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, const MemorySettings *s) {
+    const size_t np = model_num_params(c), f = bk->f32_bytes;
+    size_t bytes = np * (4 * f + (bk->act_bytes != f ? bk->act_bytes : 0));  // params, grads, m, v (+ ACT copy)
+    bytes += model_activation_bytes(c, bk, B, T, s->keep_scan_states, s->keep_activations, s->recompute_in_proj);
+    if (bk->workspace_bytes)
+        bytes += bk->workspace_bytes(B * T, T, c->d_model, c->d_inner, c->d_state, c->d_conv, c->vocab_pad);
+    return bytes;
+}
+
+int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size_t budget, MemorySettings *s) {
+    const int L = c->n_layer;
+    MemorySettings cand = {1, -1, 0};  // keep activations, every layer's states
+    if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
+    for (int rip = 0; rip <= 1; rip++)
+        for (int n = L; n >= 0; n--) {  // the default (n = L: every layer), then states for fewer layers
+            cand = (MemorySettings){0, n == L ? -1 : n, rip};
+            if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
+        }
+    *s = cand;  // the leanest: no states kept, in_proj recomputed
+    return -1;
+}
+
 static void free_activations(Model *m) {
     if (!m->layers) return;
     const Backend *bk = m->bk;

@@ -135,6 +135,19 @@ void model_alloc_activations(Model *m, int B, int T);
 // when keep_scan_states is set and the backend keeps them), for the given keep_* / recompute_* settings.
 size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states,
                               int keep_activations, int recompute_in_proj);
+// The memory/speed settings of a training model (Model.keep_activations, keep_scan_states, recompute_in_proj).
+typedef struct {
+    int keep_activations, keep_scan_states, recompute_in_proj;
+} MemorySettings;
+// Device bytes a training step at (B, T) holds on bk with settings s: the parameters (F32 masters and, where ACT
+// differs, the compute copy), gradients, Adam moments, activations (model_activation_bytes) and the backend's
+// own buffers (Backend.workspace_bytes: an estimate; 0 where the backend has none).
+size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, const MemorySettings *s);
+// --memory-budget: the fastest settings whose model_train_bytes fit in budget bytes. Candidates, fastest first
+// (docs/perf.md measures each step): keep activations (and every layer's scan states); the default (every layer's
+// states); states for one layer fewer at a time down to none; then the in_proj outputs recomputed too, with states
+// for as many layers as fit. Returns 0, or -1 when even the leanest does not fit (*s is then the leanest).
+int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size_t budget, MemorySettings *s);
 // Bytes of the kept scan states alone (keep_scan_states layers' worth, 0 when none): part of
 // model_activation_bytes.
 size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states);

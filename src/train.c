@@ -62,12 +62,12 @@ typedef struct {
     int seq_len, batch, steps, seed, resume, warmup, grad_accum, save_every, keep, log_every, window,
         deterministic, val_every, val_batches, recompute_scan, scan_states_layers, keep_activations,
         recompute_in_proj;
-    float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
+    float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2, memory_budget;
 } TrainArgs;
 
 static char *train_args_json(const TrainArgs *a) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:f, s:f, s:f, s:f, "
-                          "s:f, s:f, s:i, s:i, s:b, s:i, s:b, s:b}",
+                          "s:f, s:f, s:i, s:i, s:b, s:i, s:b, s:b, s:f}",
                           "data", a->data, "preset", a->preset, "device", a->device, "packing", a->packing,
                           "seq_len", a->seq_len, "batch", a->batch, "steps", a->steps, "seed", a->seed, "warmup",
                           a->warmup, "grad_accum", a->grad_accum, "save_every", a->save_every, "window", a->window,
@@ -76,7 +76,7 @@ static char *train_args_json(const TrainArgs *a) {
                           (double)a->grad_clip, "beta1", (double)a->beta1, "beta2", (double)a->beta2, "val_every",
                           a->val_every, "val_batches", a->val_batches, "recompute_scan", a->recompute_scan,
                           "scan_states_layers", a->scan_states_layers, "keep_activations", a->keep_activations,
-                          "recompute_in_proj", a->recompute_in_proj);
+                          "recompute_in_proj", a->recompute_in_proj, "memory_budget", (double)a->memory_budget);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);
     return s;
@@ -158,6 +158,8 @@ int cmd_train(int argc, char **argv) {
          "every layer keeps its norm, conv, dt_proj and scan outputs instead of the backward recomputing them (faster, more memory)"},
         {"--recompute-in-proj", ARG_BOOL, &a.recompute_in_proj,
          "the backward recomputes each layer's in_proj output instead of keeping it (less memory, slower)"},
+        {"--memory-budget", ARG_FLOAT, &a.memory_budget,
+         "GiB: the fastest of the four settings above whose estimated training bytes fit (0: not used)"},
         {"--resume", ARG_BOOL, &a.resume, "continue from the newest checkpoint in --out"},
         {"--config", ARG_STR, &a.config, "JSON file of options, keys = flag names (seq_len); flags here override it"},
     };
@@ -178,6 +180,12 @@ int cmd_train(int argc, char **argv) {
     if (a.seq_len < 1 || a.batch < 1 || a.grad_accum < 1 || a.steps < 0)
         pm_die("train: --seq-len, --batch and --grad-accum must be >= 1 and --steps >= 0");
     if (a.scan_states_layers < -1) pm_die("train: --scan-states-layers %d: must be >= 0", a.scan_states_layers);
+    if (a.memory_budget < 0 || !isfinite(a.memory_budget))
+        pm_die("train: --memory-budget %g: must be a positive number of GiB", (double)a.memory_budget);
+    if (a.memory_budget > 0 && (a.recompute_scan || a.keep_activations || a.scan_states_layers != -1 ||
+                                a.recompute_in_proj))
+        pm_die("train: --memory-budget picks --keep-activations, --recompute-scan, --scan-states-layers and "
+               "--recompute-in-proj itself: give it or them");
 
     // Data parallel (dist.h): MPI only under mpirun with several ranks; rank 0 alone writes files and logs.
     dist_init(&argc, &argv);
@@ -206,6 +214,22 @@ int cmd_train(int argc, char **argv) {
     m.keep_scan_states = a.recompute_scan ? 0 : a.scan_states_layers;  // -1 (the default): every layer
     m.keep_activations = a.keep_activations;
     m.recompute_in_proj = a.recompute_in_proj;
+    if (a.memory_budget > 0) {
+        MemorySettings ms;
+        const size_t budget = (size_t)((double)a.memory_budget * 1073741824.0);
+        if (model_fit_memory(&cfg, bk, a.batch, a.seq_len, budget, &ms) != 0)
+            pm_die("train: --memory-budget %.2f GiB: even with every activation recomputed a step needs %.2f GiB "
+                   "(estimated): lower --batch or --seq-len",
+                   (double)a.memory_budget, model_train_bytes(&cfg, bk, a.batch, a.seq_len, &ms) / 1073741824.0);
+        m.keep_scan_states = ms.keep_scan_states, m.keep_activations = ms.keep_activations;
+        m.recompute_in_proj = ms.recompute_in_proj;
+        if (lead)
+            fprintf(stderr, "packmamba: --memory-budget %.2f GiB: %s, scan states for %d of %d layers%s (estimated "
+                            "%.2f GiB)\n",
+                    (double)a.memory_budget, ms.keep_activations ? "keep activations" : "recompute activations",
+                    ms.keep_scan_states < 0 ? cfg.n_layer : ms.keep_scan_states, cfg.n_layer,
+                    ms.recompute_in_proj ? ", in_proj recomputed" : "", model_train_bytes(&cfg, bk, a.batch, a.seq_len, &ms) / 1073741824.0);
+    }
     model_alloc_activations(&m, a.batch, a.seq_len);
     dist_attach(&m, a.grad_accum);  // with several ranks: reduce each layer's gradients during the backward
     Batcher *bt = batcher_open(a.data, PM_SPLIT_TRAIN, policy, a.batch, a.seq_len, (uint64_t)a.seed, rank, world,

@@ -411,6 +411,9 @@ static void test_bad_configs(void **state) {
         {"--preset 7b", "7b"},     {"--packing zip", "zip"},   {"--seq-len 0", "seq-len"},
         {"--batch -1", "batch"},   {"--batch x", "batch"},     {"--no-such-flag", "no-such-flag"},
         {"--config missing.json", "missing.json"}, {"--scan-states-layers -3", "scan-states-layers"},
+        {"--memory-budget -1", "memory-budget"},
+        {"--memory-budget 8 --keep-activations", "memory-budget"},  // the budget picks the settings itself
+        {"--memory-budget 0.000001 " TINY, "memory-budget"},         // even the leanest settings do not fit
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         int rc = pm("train --data data --out badrun --steps 2 %s", flags[i].args);
@@ -418,6 +421,18 @@ static void test_bad_configs(void **state) {
             fail_msg("%s: exit %d, stderr: %s", flags[i].args, rc, err_s);
         assert_false(exists_rel("badrun"));
     }
+}
+
+// --memory-budget with room for everything: the run goes ahead and says which settings it picked (the fastest:
+// keep activations).
+static void test_memory_budget_runs(void **state) {
+    (void)state;
+    REQUIRE_READY();
+    assert_int_equal(pm("train --data data --out budrun " TINY " --steps 2 --memory-budget 64"), 0);
+    if (!strstr(err_s, "--memory-budget 64.00 GiB: keep activations")) fail_msg("stderr: %s", err_s);
+    char *r = read_rel("budrun/run.json");
+    assert_non_null(strstr(r, "\"memory_budget\": 64"));
+    free(r);
 }
 
 // A good config file: its values are used, the command line overrides them, run.json records the result and can be
@@ -567,6 +582,7 @@ int main(void) {
         cmocka_unit_test(test_nan_loss_stops),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_config_file_and_override),
+        cmocka_unit_test(test_memory_budget_runs),
         cmocka_unit_test(test_help_everywhere),
         cmocka_unit_test(test_eval_per_doc),
         cmocka_unit_test(test_generate_deterministic),

@@ -286,12 +286,70 @@ static void test_keep_activations_same(void **state) {
     batch_free(&b);
 }
 
+// model_fit_memory (--memory-budget) against the order it documents, on a backend that keeps scan states and has a
+// workspace (the CPU backend with the CUDA backend's states size and a fixed workspace: model_train_bytes only
+// does arithmetic with them): for a budget equal to each candidate's bytes, the pick is the first candidate of that
+// order that fits; below the leanest, -1 and the leanest. And the accounting: recomputing in_proj saves n_layer - 1
+// xz buffers exactly (one shared one remains); keeping activations costs xn, u, dpre, y per layer less the shared
+// ones; the rest is parameters, gradients and Adam moments plus the workspace.
+static size_t fake_states_bytes(int M, int T, int Cd, int N) {
+    (void)T;
+    return (size_t)M * Cd * N * 4 / 16;  // a checkpoint every 16 tokens
+}
+static size_t fake_workspace_bytes(int M, int T, int C, int Cd, int N, int K, int Vp) {
+    (void)T, (void)C, (void)Cd, (void)N, (void)K;
+    return (size_t)M * Vp * 4;
+}
+static void test_memory_budget_picks_fastest_fit(void **state) {
+    (void)state;
+    Backend bk = *backend_cpu();
+    bk.scan_states_bytes = fake_states_bytes;
+    bk.workspace_bytes = fake_workspace_bytes;
+    ModelConfig c = {.n_layer = 4, .d_model = 64, .vocab_size = 50};
+    config_derive(&c);
+    const int B = 2, T = 128, L = c.n_layer;
+    const size_t M = (size_t)B * T, f = bk.f32_bytes, a = bk.act_bytes;
+    // the documented order, fastest first
+    MemorySettings order[2 * (4 + 1) + 1];
+    int n = 0;
+    order[n++] = (MemorySettings){1, -1, 0};
+    for (int rip = 0; rip <= 1; rip++)
+        for (int k = L; k >= 0; k--) order[n++] = (MemorySettings){0, k == L ? -1 : k, rip};
+    size_t bytes[16];
+    for (int i = 0; i < n; i++) bytes[i] = model_train_bytes(&c, &bk, B, T, &order[i]);
+    for (int i = 0; i < n; i++) {
+        MemorySettings got;
+        assert_int_equal(model_fit_memory(&c, &bk, B, T, bytes[i], &got), 0);
+        int first = 0;
+        while (bytes[first] > bytes[i]) first++;  // the first candidate that fits this budget
+        assert_memory_equal(&got, &order[first], sizeof got);
+    }
+    size_t leanest = bytes[n - 1];
+    for (int i = 0; i < n; i++) assert_true(bytes[i] >= leanest);
+    MemorySettings got;
+    assert_int_equal(model_fit_memory(&c, &bk, B, T, leanest - 1, &got), -1);
+    assert_memory_equal(&got, &order[n - 1], sizeof got);
+    // accounting, against sizes computed here
+    const size_t xz = M * 2 * c.d_inner * a, states = fake_states_bytes((int)M, T, c.d_inner, c.d_state);
+    const size_t keep = M * (c.d_model + 2 * c.d_inner) * a;  // xn, u, dpre per layer (y: see below)
+    assert_true(xz % 256 == 0 && states % 256 == 0 && keep % 256 == 0 && M * c.d_model * a % 256 == 0);
+    assert_int_equal(bytes[1] - bytes[n - 1], (size_t)L * states + (size_t)(L - 1) * xz);  // default vs leanest
+    assert_int_equal(bytes[1] - bytes[L + 1], (size_t)L * states);  // the default vs no states kept
+    // keep activations: xn, u, dpre, y per layer instead of one shared each
+    assert_int_equal(bytes[0] - bytes[1], (size_t)(L - 1) * (keep + M * c.d_inner * a));
+    MemorySettings def = {0, -1, 0};
+    size_t fixed = model_train_bytes(&c, &bk, B, T, &def) -
+                   model_activation_bytes(&c, &bk, B, T, -1, 0, 0) - fake_workspace_bytes((int)M, T, 0, 0, 0, 0, c.vocab_pad);
+    assert_int_equal(fixed, model_num_params(&c) * 4 * f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packed_equals_separate),
         cmocka_unit_test(test_no_leakage),
         cmocka_unit_test(test_overfit_one_packed_batch),
         cmocka_unit_test(test_keep_activations_same),
+        cmocka_unit_test(test_memory_budget_picks_fastest_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
