@@ -737,7 +737,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
         fprintf(stderr, "packmamba: bench: %s: --memory-budget %.2f GiB: %s, scan states for %d of %d layers%s "
                         "(estimated %.2f GiB)\n",
                 label, bn->memory_budget / 1073741824.0, ms.keep_activations ? "keep activations" : "recompute activations",
-                ms.keep_scan_states < 0 ? m->cfg.n_layer : ms.keep_scan_states, m->cfg.n_layer,
+                model_state_layers(&m->cfg, bk, ms.keep_scan_states), m->cfg.n_layer,
                 ms.recompute_in_proj ? ", in_proj recomputed" : "", est / 1073741824.0);
     model_alloc_activations(m, c->B, c->T);
     g_cat = MEM_BENCH;
@@ -940,7 +940,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     getrusage(RUSAGE_SELF, &ru);
     json_object_set_new(r, "memory_settings",
                         json_pack("{s:b, s:i, s:b, s:I}", "keep_activations", ms.keep_activations, "scan_states_layers",
-                                  ms.keep_scan_states < 0 ? m->cfg.n_layer : ms.keep_scan_states, "recompute_in_proj",
+                                  model_state_layers(&m->cfg, bk, ms.keep_scan_states), "recompute_in_proj",
                                   ms.recompute_in_proj, "train_bytes_estimate", (json_int_t)est));
     json_object_set_new(r, "memory",
                         json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "activations_estimate",

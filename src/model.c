@@ -301,6 +301,10 @@ static int kept_state_layers(const ModelConfig *c, int keep) {
     return keep == 0 ? 0 : keep > 0 && keep < c->n_layer ? keep : c->n_layer;
 }
 
+int model_state_layers(const ModelConfig *c, const Backend *bk, int keep_scan_states) {
+    return bk->scan_states_bytes ? kept_state_layers(c, keep_scan_states) : 0;
+}
+
 size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states) {
     return (size_t)kept_state_layers(c, keep_scan_states) * states_per_layer(c, bk, B, T, keep_scan_states != 0);
 }

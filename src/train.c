@@ -227,7 +227,7 @@ int cmd_train(int argc, char **argv) {
             fprintf(stderr, "packmamba: --memory-budget %.2f GiB: %s, scan states for %d of %d layers%s (estimated "
                             "%.2f GiB)\n",
                     (double)a.memory_budget, ms.keep_activations ? "keep activations" : "recompute activations",
-                    ms.keep_scan_states < 0 ? cfg.n_layer : ms.keep_scan_states, cfg.n_layer,
+                    model_state_layers(&cfg, bk, ms.keep_scan_states), cfg.n_layer,
                     ms.recompute_in_proj ? ", in_proj recomputed" : "", model_train_bytes(&cfg, bk, a.batch, a.seq_len, &ms) / 1073741824.0);
     }
     model_alloc_activations(&m, a.batch, a.seq_len);
