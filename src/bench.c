@@ -733,12 +733,12 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     m->keep_scan_states = ms.keep_scan_states;
     m->keep_activations = ms.keep_activations;
     m->recompute_in_proj = ms.recompute_in_proj;
-    if (bn->memory_budget > 0)
-        fprintf(stderr, "packmamba: bench: %s: --memory-budget %.2f GiB: %s, scan states for %d of %d layers%s "
-                        "(estimated %.2f GiB)\n",
-                label, bn->memory_budget / 1073741824.0, ms.keep_activations ? "keep activations" : "recompute activations",
-                model_state_layers(&m->cfg, bk, ms.keep_scan_states), m->cfg.n_layer,
-                ms.recompute_in_proj ? ", in_proj recomputed" : "", est / 1073741824.0);
+    if (bn->memory_budget > 0) {
+        char what[160];
+        model_memory_settings_text(what, sizeof what, &m->cfg, bk, &ms);
+        fprintf(stderr, "packmamba: bench: %s: --memory-budget %.2f GiB: %s (estimated %.2f GiB)\n", label,
+                bn->memory_budget / 1073741824.0, what, est / 1073741824.0);
+    }
     model_alloc_activations(m, c->B, c->T);
     g_cat = MEM_BENCH;
 

@@ -223,12 +223,11 @@ int cmd_train(int argc, char **argv) {
                    (double)a.memory_budget, model_train_bytes(&cfg, bk, a.batch, a.seq_len, &ms) / 1073741824.0);
         m.keep_scan_states = ms.keep_scan_states, m.keep_activations = ms.keep_activations;
         m.recompute_in_proj = ms.recompute_in_proj;
+        char what[160];
+        model_memory_settings_text(what, sizeof what, &cfg, bk, &ms);
         if (lead)
-            fprintf(stderr, "packmamba: --memory-budget %.2f GiB: %s, scan states for %d of %d layers%s (estimated "
-                            "%.2f GiB)\n",
-                    (double)a.memory_budget, ms.keep_activations ? "keep activations" : "recompute activations",
-                    model_state_layers(&cfg, bk, ms.keep_scan_states), cfg.n_layer,
-                    ms.recompute_in_proj ? ", in_proj recomputed" : "", model_train_bytes(&cfg, bk, a.batch, a.seq_len, &ms) / 1073741824.0);
+            fprintf(stderr, "packmamba: --memory-budget %.2f GiB: %s (estimated %.2f GiB)\n", (double)a.memory_budget,
+                    what, model_train_bytes(&cfg, bk, a.batch, a.seq_len, &ms) / 1073741824.0);
     }
     model_alloc_activations(&m, a.batch, a.seq_len);
     dist_attach(&m, a.grad_accum);  // with several ranks: reduce each layer's gradients during the backward
