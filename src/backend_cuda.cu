@@ -40,10 +40,13 @@ typedef struct {
     size_t bytes;
 } Scratch;
 
+// What a scratch grows to for a request of `bytes`: a little headroom so near-equal sizes don't reallocate.
+static size_t scratch_grown(size_t bytes) { return bytes + bytes / 8; }
+
 static void *scratch_get(Scratch *s, size_t bytes) {
     if (bytes > s->bytes) {
         if (s->p) cudaCheck(cudaFree(s->p));  // cudaFree synchronizes: no kernel still uses the old one
-        size_t b = bytes + bytes / 8;          // a little headroom so near-equal sizes don't reallocate
+        size_t b = scratch_grown(bytes);
         cudaCheck(cudaMalloc(&s->p, b));
         s->bytes = b;
     }
@@ -492,13 +495,19 @@ __global__ void __launch_bounds__(NORM_BWD_WARPS * 32, NORM_BWD_MINB(NV))
     }
 }
 
+// Partial rows of rmsnorm_bwd's weight gradient for M tokens: the vectorized kernel's (one per block of
+// NORM_BWD_WARPS warps of NORM_BWD_R tokens each) or the scalar path's (64 tokens each). Fixed by M, so the
+// summation order never depends on the GPU.
+#define NORM_DW_R 64
+static int norm_bwd_groups(int M, int vec) { return (int)pm_ceil_div(M, vec ? NORM_BWD_WARPS * NORM_BWD_R : NORM_DW_R); }
+
 static void cu_rmsnorm_bwd(void *dres, void *dres_act, void *dw, const void *dxn, const void *res,
                            const void *w, const void *rstd, int M, int C) {
     if (M == 0) return;
     int nv = C % 4 == 0 ? norm_nv(C, 16) : 0;
     if (nv && pm_is_aligned(dres, 16) && pm_is_aligned(res, 16) && pm_is_aligned(w, 16) &&
         pm_is_aligned(dxn, 8) && pm_is_aligned(dres_act, 8)) {
-        int G = pm_ceil_div(M, NORM_BWD_WARPS * NORM_BWD_R);  // fixed by M: the order never depends on the GPU
+        int G = norm_bwd_groups(M, 1);
         float *part = (float *)scratch_get(&s_norm_part, (size_t)G * C * sizeof(float));
         size_t smem = (size_t)NORM_BWD_WARPS * C * sizeof(float);  // <= 32 KB (C <= 2048): no opt-in needed
         NORM_NV_DISPATCH(nv, rmsnorm_bwd4_kernel, G, NORM_BWD_WARPS * 32, smem, (float4 *)dres, (uint2 *)dres_act,
@@ -512,11 +521,11 @@ static void cu_rmsnorm_bwd(void *dres, void *dres_act, void *dw, const void *dxn
         (float *)dres, (bf16 *)dres_act, (const bf16 *)dxn, (const float *)res, (const float *)w,
         (const float *)rstd, M, C);
     cudaLaunchCheck();
-    int R = 64, G = (M + R - 1) / R;  // fixed for a given M: the reduction order never depends on the GPU
+    int G = norm_bwd_groups(M, 0);
     float *part = (float *)scratch_get(&s_norm_part, (size_t)G * C * sizeof(float));
     dim3 grid(pm_ceil_div(C, 256), G);
     rmsnorm_dw_partial_kernel<<<grid, 256, 0, g_stream>>>(part, (const bf16 *)dxn, (const float *)res,
-                                                          (const float *)rstd, M, C, R);
+                                                          (const float *)rstd, M, C, NORM_DW_R);
     cudaLaunchCheck();
     colsum_final((float *)dw, part, G, C);
 }
@@ -1135,18 +1144,17 @@ static void cu_classifier_det(void *loss, void *dx, void *dwte, float *logits_ou
     classifier(loss, dx, dwte, logits_out, x, wte, targets, loss_scale, M, C, Vp, 0);
 }
 
-// The largest the scratch buffers above get in a training step of this shape (each grows to 9/8 of a request),
-// plus cuBLASLt's workspace and 64 MB for what the libraries and the small buffers (GEMM plans, the optimizer's
-// piece table, segment summaries) hold: checked against the bench's measured peaks in docs/perf.md.
+// The largest the scratch buffers above get in a training step of this shape (s_big: the classifier's chunk or
+// the scan's workspace; the norm and conv partials), plus cuBLASLt's workspace and 64 MB for what the libraries
+// and the small buffers (GEMM plans, the optimizer's piece table, segment summaries) hold: checked against the
+// bench's measured peaks in docs/perf.md.
 static size_t cu_workspace_bytes(int M, int T, int C, int Cd, int N, int K, int Vp) {
     size_t chunk = (size_t)classifier_chunk(M) * Vp * sizeof(float);
     size_t scan = cuda_scan_workspace_bytes(M, T, Cd, N);
-    size_t big = chunk > scan ? chunk : scan;
-    size_t g4 = (size_t)pm_ceil_div(M, NORM_BWD_WARPS * NORM_BWD_R), g1 = (size_t)pm_ceil_div(M, 64);
-    size_t norm = (g4 > g1 ? g4 : g1) * C * sizeof(float);
-    size_t conv = cuda_conv_bwd_part_bytes(M, Cd, K);
-    size_t sum = big + norm + conv;
-    return sum + sum / 8 + LT_WS_BYTES + ((size_t)64 << 20);
+    int g4 = norm_bwd_groups(M, 1), g1 = norm_bwd_groups(M, 0);
+    size_t norm = (size_t)(g4 > g1 ? g4 : g1) * C * sizeof(float);
+    return scratch_grown(chunk > scan ? chunk : scan) + scratch_grown(norm) +
+           scratch_grown(cuda_conv_bwd_part_bytes(M, Cd, K)) + LT_WS_BYTES + ((size_t)64 << 20);
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@
 #include "backend.h"
 #include "batcher.h"
 #include "bench_cost.h"
+#include "memory_flags.h"
 #include "model.h"
 #include "nvml_probe.h"
 #include "profiler.h"
@@ -566,10 +567,7 @@ typedef struct {
     const Backend *bk;  // the counting wrapper
     const char *device, *out;
     int steps, warmup, profile_steps, seed, window, vocab, use_events;
-    int keep_scan_states;  // Model.keep_scan_states: layers that keep them (0 with --recompute-scan, -1 all)
-    int keep_activations;  // Model.keep_activations (--keep-activations)
-    int recompute_in_proj;  // Model.recompute_in_proj (--recompute-in-proj)
-    double memory_budget;   // --memory-budget in bytes (0: none): each configuration's settings by model_fit_memory
+    MemoryFlags mem;  // the memory/speed flags: each configuration's MemorySettings (memory_flags_settings)
     double copy_bps, gemm_fps;
     size_t mem_base;  // memory in use before any model
     Profiler prof;
@@ -710,11 +708,11 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     const Backend *bk = bn->bk;
     char label[256];
     config_label(c, label, sizeof label);
-    MemorySettings ms = {bn->keep_activations, bn->keep_scan_states, bn->recompute_in_proj};
-    if (bn->memory_budget > 0 && model_fit_memory(&m->cfg, bk, c->B, c->T, (size_t)bn->memory_budget, &ms) != 0) {
+    MemorySettings ms;
+    if (memory_flags_settings(&bn->mem, &m->cfg, bk, c->B, c->T, &ms) != 0) {
         char why[200];
         snprintf(why, sizeof why, "skipped: --memory-budget %.2f GiB: the leanest settings need %.2f GiB",
-                 bn->memory_budget / 1073741824.0, model_train_bytes(&m->cfg, bk, c->B, c->T, &ms) / 1073741824.0);
+                 (double)bn->mem.memory_budget, model_train_bytes(&m->cfg, bk, c->B, c->T, &ms) / 1073741824.0);
         return skipped(c, ci, label, why);
     }
     const size_t est = model_train_bytes(&m->cfg, bk, c->B, c->T, &ms);
@@ -730,14 +728,11 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
         return skipped(c, ci, label, why);
     }
     g_cat = MEM_ACTS;
-    m->keep_scan_states = ms.keep_scan_states;
-    m->keep_activations = ms.keep_activations;
-    m->recompute_in_proj = ms.recompute_in_proj;
-    if (bn->memory_budget > 0) {
-        char what[160];
-        model_memory_settings_text(what, sizeof what, &m->cfg, bk, &ms);
-        fprintf(stderr, "packmamba: bench: %s: --memory-budget %.2f GiB: %s (estimated %.2f GiB)\n", label,
-                bn->memory_budget / 1073741824.0, what, est / 1073741824.0);
+    model_set_memory_settings(m, &ms);
+    if (bn->mem.memory_budget > 0) {
+        char line[320];
+        memory_flags_describe(line, sizeof line, &bn->mem, &m->cfg, bk, c->B, c->T, &ms);
+        fprintf(stderr, "packmamba: bench: %s: %s\n", label, line);
     }
     model_alloc_activations(m, c->B, c->T);
     g_cat = MEM_BENCH;
@@ -745,10 +740,10 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     // every batch is made before the clock starts, so timing sees only the model
     // The timed steps run unhooked, as `train` does; the per-op profile comes from profile_steps hooked steps after
     // them. (Until 2026-11-30 the timed steps carried the GPU-event hooks when the backend had events, taking them
-    // for free: the ~700 event pairs of a 130m step cost it 2.3%, docs/perf.md "Sixth session".) On the CPU the
-    // hooks only read the clock, so the timed steps are the profiled ones there.
-    const int cheap = !g_is_cuda;
-    const int n_prof = cheap ? 0 : bn->profile_steps;
+    // for free: the two event records around each of a 130m step's ~390 regions cost it 2.3%, docs/perf.md "Sixth
+    // session".) On the CPU the hooks only read the clock, so the timed steps are the profiled ones there.
+    const int timed_profiled = !g_is_cuda;
+    const int n_prof = timed_profiled ? 0 : bn->profile_steps;
     const int nb = bn->warmup + bn->steps + n_prof + 1;
     Batch *bs = pm_malloc(sizeof(Batch) * nb);
     for (int i = 0; i < nb; i++) bs[i] = batch_alloc(c->B, c->T);
@@ -790,13 +785,13 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     int64_t sum_real = 0, sum_computed = 0;
     for (int i = 0; i < bn->steps; i++, bi++) {
         progress_draw(&bn->progress, ci, label, bi + 1, total_steps);
-        times[i] = train_step(bn, m, &bs[bi], cheap, 1, &loss);
+        times[i] = train_step(bn, m, &bs[bi], timed_profiled, 1, &loss);
         if (isnan(loss_first)) loss_first = loss;
         loss_last = loss;
         sum_t += times[i];
         sum_real += real[bi];
         sum_computed += (int64_t)bs[bi].B * bs[bi].T;
-        if (cheap) prof_t += times[i], prof_M += (double)bs[bi].B * bs[bi].T;
+        if (timed_profiled) prof_t += times[i], prof_M += (double)bs[bi].B * bs[bi].T;
         bn->progress.done++;
     }
     if (bn->nvml) nvml_set_tag(bn->nvml, -1);
@@ -1021,9 +1016,9 @@ int cmd_bench(int argc, char **argv) {
     const char *seq_len = "512", *batch = "1", *policy = NULL, *out = NULL, *data = NULL, *sweep = NULL;
     const char *report_dir = NULL;
     int steps = 10, warmup = 2, profile_steps = 3, seed = 1, window = 0, vocab = 0, sample_ms = 50, tokens = 0;
-    int deterministic = 0, no_events = 0, no_plots = 0, list = 0, recompute_scan = 0, keep_activations = 0,
-        scan_states_layers = -1, recompute_in_proj = 0;
-    float time_limit = 0, memory_budget = 0;
+    int deterministic = 0, no_events = 0, no_plots = 0, list = 0;
+    float time_limit = 0;
+    MemoryFlags mem = MEMORY_FLAGS_DEFAULT;
     ArgSpec specs[] = {
         {"--device", ARG_STR, &device, "cpu or cuda"},
         {"--preset", ARG_STR, &presets, "model preset(s), comma list: tiny, 130m, 370m, 790m, 1.4b, 2.8b"},
@@ -1052,16 +1047,7 @@ int cmd_bench(int argc, char **argv) {
         {"--no-events", ARG_BOOL, &no_events, "time ops with synchronize + host clock even if GPU events exist"},
         {"--no-plots", ARG_BOOL, &no_plots, "do not run gnuplot (the .gp scripts are still written)"},
         {"--deterministic", ARG_BOOL, &deterministic, "the backend's deterministic kernels"},
-        {"--recompute-scan", ARG_BOOL, &recompute_scan,
-         "the backward recomputes the scan states instead of keeping them from the forward (less memory, slower)"},
-        {"--scan-states-layers", ARG_INT, &scan_states_layers,
-         "only the last N layers keep their scan states (between --recompute-scan and the default, all)"},
-        {"--keep-activations", ARG_BOOL, &keep_activations,
-         "every layer keeps its norm, conv, dt_proj and scan outputs (no recompute in the backward; more memory)"},
-        {"--recompute-in-proj", ARG_BOOL, &recompute_in_proj,
-         "the backward recomputes each layer's in_proj output instead of keeping it (less memory, slower)"},
-        {"--memory-budget", ARG_FLOAT, &memory_budget,
-         "GiB: per configuration, the fastest of the four settings above whose estimated training bytes fit"},
+        MEMORY_FLAG_SPECS(mem),
         {"--list", ARG_BOOL, &list, "print the configurations in the order they would run, then exit"},
     };
     args_parse(argc, argv, "packmamba bench --out DIR [--device cpu|cuda] [--preset P] [--seq-len 512,1024] "
@@ -1082,12 +1068,7 @@ int cmd_bench(int argc, char **argv) {
         return 0;
     }
     if (!out && !list) pm_die("bench: --out DIR is required");
-    if (scan_states_layers < -1) pm_die("bench: --scan-states-layers %d: must be >= 0", scan_states_layers);
-    if (memory_budget < 0 || !isfinite(memory_budget))
-        pm_die("bench: --memory-budget %g: must be a positive number of GiB", (double)memory_budget);
-    if (memory_budget > 0 && (recompute_scan || keep_activations || scan_states_layers != -1 || recompute_in_proj))
-        pm_die("bench: --memory-budget picks --keep-activations, --recompute-scan, --scan-states-layers and "
-               "--recompute-in-proj itself: give it or them");
+    memory_flags_check(&mem, "bench");
 
     BenchConfig *cfgs = NULL;
     int n_cfg = 0;
@@ -1171,10 +1152,7 @@ int cmd_bench(int argc, char **argv) {
     memset(&bn, 0, sizeof bn);
     bn.bk = &wrapped;
     bn.device = device, bn.out = out;
-    bn.keep_scan_states = recompute_scan ? 0 : scan_states_layers;
-    bn.keep_activations = keep_activations;
-    bn.recompute_in_proj = recompute_in_proj;
-    bn.memory_budget = (double)memory_budget * 1073741824.0;
+    bn.mem = mem;
     bn.steps = steps, bn.warmup = warmup, bn.profile_steps = profile_steps, bn.seed = seed, bn.window = window;
     bn.vocab = vocab;
     prof_init(&bn.prof, bn.bk, !no_events);

@@ -305,6 +305,12 @@ int model_state_layers(const ModelConfig *c, const Backend *bk, int keep_scan_st
     return bk->scan_states_bytes ? kept_state_layers(c, keep_scan_states) : 0;
 }
 
+void model_set_memory_settings(Model *m, const MemorySettings *s) {
+    m->keep_activations = s->keep_activations;
+    m->keep_scan_states = s->keep_scan_states;
+    m->recompute_in_proj = s->recompute_in_proj;
+}
+
 void model_memory_settings_text(char *buf, size_t n, const ModelConfig *c, const Backend *bk, const MemorySettings *s) {
     snprintf(buf, n, "%s, scan states for %d of %d layers%s", s->keep_activations ? "keep activations" : "recompute activations",
              model_state_layers(c, bk, s->keep_scan_states), c->n_layer, s->recompute_in_proj ? ", in_proj recomputed" : "");

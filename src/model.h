@@ -148,6 +148,8 @@ size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, 
 // states); states for one layer fewer at a time down to none; then the in_proj outputs recomputed too, with states
 // for as many layers as fit. Returns 0, or -1 when even the leanest does not fit (*s is then the leanest).
 int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size_t budget, MemorySettings *s);
+// Sets Model.keep_activations, keep_scan_states and recompute_in_proj (before model_alloc_activations).
+void model_set_memory_settings(Model *m, const MemorySettings *s);
 // One line for logs: "keep activations, scan states for 24 of 24 layers, in_proj recomputed".
 void model_memory_settings_text(char *buf, size_t n, const ModelConfig *c, const Backend *bk, const MemorySettings *s);
 // How many layers keep their scan states under keep_scan_states (Model.keep_scan_states) on bk: 0 where the

@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "config_file.h"
 #include "dist.h"
+#include "memory_flags.h"
 #include "model.h"
 #include "tokenizer.h"
 #include "util.h"
@@ -60,9 +61,9 @@ static int64_t truncate_metrics(const char *path, int64_t last_step) {
 typedef struct {
     const char *data, *preset, *out, *device, *packing, *config;
     int seq_len, batch, steps, seed, resume, warmup, grad_accum, save_every, keep, log_every, window,
-        deterministic, val_every, val_batches, recompute_scan, scan_states_layers, keep_activations,
-        recompute_in_proj;
-    float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2, memory_budget;
+        deterministic, val_every, val_batches;
+    float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
+    MemoryFlags mem;
 } TrainArgs;
 
 static char *train_args_json(const TrainArgs *a) {
@@ -74,9 +75,9 @@ static char *train_args_json(const TrainArgs *a) {
                           "deterministic", a->deterministic, "lr", (double)a->lr, "min_lr_frac",
                           (double)a->min_lr_frac, "weight_decay", (double)a->weight_decay, "grad_clip",
                           (double)a->grad_clip, "beta1", (double)a->beta1, "beta2", (double)a->beta2, "val_every",
-                          a->val_every, "val_batches", a->val_batches, "recompute_scan", a->recompute_scan,
-                          "scan_states_layers", a->scan_states_layers, "keep_activations", a->keep_activations,
-                          "recompute_in_proj", a->recompute_in_proj, "memory_budget", (double)a->memory_budget);
+                          a->val_every, "val_batches", a->val_batches, "recompute_scan", a->mem.recompute_scan,
+                          "scan_states_layers", a->mem.scan_states_layers, "keep_activations", a->mem.keep_activations,
+                          "recompute_in_proj", a->mem.recompute_in_proj, "memory_budget", (double)a->mem.memory_budget);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);
     return s;
@@ -124,7 +125,7 @@ int cmd_train(int argc, char **argv) {
                    .seq_len = 256, .batch = 8, .steps = 200, .seed = 1337, .warmup = 20, .grad_accum = 1,
                    .save_every = 0, .keep = 3, .log_every = 10, .window = 0, .val_every = 0, .val_batches = 16,
                    .lr = 3e-3f, .min_lr_frac = 0.1f, .weight_decay = 0.1f, .grad_clip = 1.0f, .beta1 = 0.9f,
-                   .beta2 = 0.95f, .scan_states_layers = -1};
+                   .beta2 = 0.95f, .mem = MEMORY_FLAGS_DEFAULT};
     ArgSpec specs[] = {
         {"--data", ARG_STR, &a.data, "prepared data directory (packmamba prepare)"},
         {"--preset", ARG_STR, &a.preset, "model size: tiny, 130m, 370m, 790m, 1.4b, 2.8b"},
@@ -150,16 +151,7 @@ int cmd_train(int argc, char **argv) {
         {"--val-every", ARG_INT, &a.val_every, "validation loss on the held-out split every N steps (0: off)"},
         {"--val-batches", ARG_INT, &a.val_batches, "batches per validation (0: the whole split)"},
         {"--deterministic", ARG_BOOL, &a.deterministic, "bit-identical runs on the GPU (no float atomics)"},
-        {"--recompute-scan", ARG_BOOL, &a.recompute_scan,
-         "GPU: the backward recomputes the scan states instead of keeping them from the forward (less memory, slower)"},
-        {"--scan-states-layers", ARG_INT, &a.scan_states_layers,
-         "GPU: only the last N layers keep their scan states (between --recompute-scan and the default, all)"},
-        {"--keep-activations", ARG_BOOL, &a.keep_activations,
-         "every layer keeps its norm, conv, dt_proj and scan outputs instead of the backward recomputing them (faster, more memory)"},
-        {"--recompute-in-proj", ARG_BOOL, &a.recompute_in_proj,
-         "the backward recomputes each layer's in_proj output instead of keeping it (less memory, slower)"},
-        {"--memory-budget", ARG_FLOAT, &a.memory_budget,
-         "GiB: the fastest of the four settings above whose estimated training bytes fit (0: not used)"},
+        MEMORY_FLAG_SPECS(a.mem),
         {"--resume", ARG_BOOL, &a.resume, "continue from the newest checkpoint in --out"},
         {"--config", ARG_STR, &a.config, "JSON file of options, keys = flag names (seq_len); flags here override it"},
     };
@@ -179,13 +171,7 @@ int cmd_train(int argc, char **argv) {
     if (policy < 0) pm_die("train: --packing %s: expected single, pad or pack", a.packing);
     if (a.seq_len < 1 || a.batch < 1 || a.grad_accum < 1 || a.steps < 0)
         pm_die("train: --seq-len, --batch and --grad-accum must be >= 1 and --steps >= 0");
-    if (a.scan_states_layers < -1) pm_die("train: --scan-states-layers %d: must be >= 0", a.scan_states_layers);
-    if (a.memory_budget < 0 || !isfinite(a.memory_budget))
-        pm_die("train: --memory-budget %g: must be a positive number of GiB", (double)a.memory_budget);
-    if (a.memory_budget > 0 && (a.recompute_scan || a.keep_activations || a.scan_states_layers != -1 ||
-                                a.recompute_in_proj))
-        pm_die("train: --memory-budget picks --keep-activations, --recompute-scan, --scan-states-layers and "
-               "--recompute-in-proj itself: give it or them");
+    memory_flags_check(&a.mem, "train");
 
     // Data parallel (dist.h): MPI only under mpirun with several ranks; rank 0 alone writes files and logs.
     dist_init(&argc, &argv);
@@ -211,23 +197,16 @@ int cmd_train(int argc, char **argv) {
     Model m;
     model_create(&m, &cfg, bk, (uint64_t)a.seed);
     model_alloc_optimizer(&m);
-    m.keep_scan_states = a.recompute_scan ? 0 : a.scan_states_layers;  // -1 (the default): every layer
-    m.keep_activations = a.keep_activations;
-    m.recompute_in_proj = a.recompute_in_proj;
-    if (a.memory_budget > 0) {
-        MemorySettings ms;
-        const size_t budget = (size_t)((double)a.memory_budget * 1073741824.0);
-        if (model_fit_memory(&cfg, bk, a.batch, a.seq_len, budget, &ms) != 0)
-            pm_die("train: --memory-budget %.2f GiB: even with every activation recomputed a step needs %.2f GiB "
-                   "(estimated): lower --batch or --seq-len",
-                   (double)a.memory_budget, model_train_bytes(&cfg, bk, a.batch, a.seq_len, &ms) / 1073741824.0);
-        m.keep_scan_states = ms.keep_scan_states, m.keep_activations = ms.keep_activations;
-        m.recompute_in_proj = ms.recompute_in_proj;
-        char what[160];
-        model_memory_settings_text(what, sizeof what, &cfg, bk, &ms);
-        if (lead)
-            fprintf(stderr, "packmamba: --memory-budget %.2f GiB: %s (estimated %.2f GiB)\n", (double)a.memory_budget,
-                    what, model_train_bytes(&cfg, bk, a.batch, a.seq_len, &ms) / 1073741824.0);
+    MemorySettings ms;
+    if (memory_flags_settings(&a.mem, &cfg, bk, a.batch, a.seq_len, &ms) != 0)
+        pm_die("train: --memory-budget %.2f GiB: even with every activation recomputed a step needs %.2f GiB "
+               "(estimated): lower --batch or --seq-len",
+               (double)a.mem.memory_budget, model_train_bytes(&cfg, bk, a.batch, a.seq_len, &ms) / 1073741824.0);
+    model_set_memory_settings(&m, &ms);
+    if (a.mem.memory_budget > 0 && lead) {
+        char line[320];
+        memory_flags_describe(line, sizeof line, &a.mem, &cfg, bk, a.batch, a.seq_len, &ms);
+        fprintf(stderr, "packmamba: %s\n", line);
     }
     model_alloc_activations(&m, a.batch, a.seq_len);
     dist_attach(&m, a.grad_accum);  // with several ranks: reduce each layer's gradients during the backward

@@ -287,11 +287,11 @@ static void test_keep_activations_same(void **state) {
 }
 
 // model_fit_memory (--memory-budget) against the order it documents, on a backend that keeps scan states and has a
-// workspace (the CPU backend with the CUDA backend's states size and a fixed workspace: model_train_bytes only
-// does arithmetic with them): for a budget equal to each candidate's bytes, the pick is the first candidate of that
+// workspace (the CPU backend with a states size like the CUDA backend's and a fixed workspace; the CPU scan ignores
+// the states it is given): for a budget equal to each candidate's bytes, the pick is the first candidate of that
 // order that fits; below the leanest, -1 and the leanest. And the accounting: recomputing in_proj saves n_layer - 1
 // xz buffers exactly (one shared one remains); keeping activations costs xn, u, dpre, y per layer less the shared
-// ones; the rest is parameters, gradients and Adam moments plus the workspace.
+// ones; and without the workspace, the bytes are those a model with the settings allocates.
 static size_t fake_states_bytes(int M, int T, int Cd, int N) {
     (void)T;
     return (size_t)M * Cd * N * 4 / 16;  // a checkpoint every 16 tokens
@@ -299,6 +299,11 @@ static size_t fake_states_bytes(int M, int T, int Cd, int N) {
 static size_t fake_workspace_bytes(int M, int T, int C, int Cd, int N, int K, int Vp) {
     (void)T, (void)C, (void)Cd, (void)N, (void)K;
     return (size_t)M * Vp * 4;
+}
+static size_t g_alloc_bytes;  // bytes counting_alloc has handed out
+static void *counting_alloc(size_t bytes) {
+    g_alloc_bytes += bytes;
+    return backend_cpu()->alloc(bytes);
 }
 static void test_memory_budget_picks_fastest_fit(void **state) {
     (void)state;
@@ -308,7 +313,7 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
     ModelConfig c = {.n_layer = 4, .d_model = 64, .vocab_size = 50};
     config_derive(&c);
     const int B = 2, T = 128, L = c.n_layer;
-    const size_t M = (size_t)B * T, f = bk.f32_bytes, a = bk.act_bytes;
+    const size_t M = (size_t)B * T, a = bk.act_bytes;
     // the documented order, fastest first
     MemorySettings order[2 * (4 + 1) + 1];
     int n = 0;
@@ -337,10 +342,20 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
     assert_int_equal(bytes[1] - bytes[L + 1], (size_t)L * states);  // the default vs no states kept
     // keep activations: xn, u, dpre, y per layer instead of one shared each
     assert_int_equal(bytes[0] - bytes[1], (size_t)(L - 1) * (keep + M * c.d_inner * a));
-    MemorySettings def = {0, -1, 0};
-    size_t fixed = model_train_bytes(&c, &bk, B, T, &def) -
-                   model_activation_bytes(&c, &bk, B, T, -1, 0, 0) - fake_workspace_bytes((int)M, T, 0, 0, 0, 0, c.vocab_pad);
-    assert_int_equal(fixed, model_num_params(&c) * 4 * f);
+    // and the whole: without the workspace, model_train_bytes is what a model with those settings really allocates
+    // (parameters, gradients, Adam moments, activations, scan states), counted through the backend's allocator
+    bk.workspace_bytes = NULL;
+    bk.alloc = counting_alloc;
+    for (int i = 0; i < n; i++) {
+        g_alloc_bytes = 0;
+        Model m;
+        model_create(&m, &c, &bk, 3);
+        model_alloc_optimizer(&m);
+        model_set_memory_settings(&m, &order[i]);
+        model_alloc_activations(&m, B, T);
+        assert_int_equal(g_alloc_bytes, model_train_bytes(&c, &bk, B, T, &order[i]));
+        model_destroy(&m);
+    }
 }
 
 int main(void) {

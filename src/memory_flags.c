@@ -1,0 +1,33 @@
+// memory_flags.c — see memory_flags.h.
+#include "memory_flags.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "util.h"
+
+void memory_flags_check(const MemoryFlags *f, const char *cmd) {
+    if (f->scan_states_layers < -1) pm_die("%s: --scan-states-layers %d: must be >= 0", cmd, f->scan_states_layers);
+    if (f->memory_budget < 0 || !isfinite(f->memory_budget))
+        pm_die("%s: --memory-budget %g: must be a positive number of GiB", cmd, (double)f->memory_budget);
+    if (f->memory_budget > 0 &&
+        (f->recompute_scan || f->keep_activations || f->scan_states_layers != -1 || f->recompute_in_proj))
+        pm_die("%s: --memory-budget picks --keep-activations, --recompute-scan, --scan-states-layers and "
+               "--recompute-in-proj itself: give it or them",
+               cmd);
+}
+
+int memory_flags_settings(const MemoryFlags *f, const ModelConfig *c, const Backend *bk, int B, int T,
+                          MemorySettings *s) {
+    *s = (MemorySettings){f->keep_activations, f->recompute_scan ? 0 : f->scan_states_layers, f->recompute_in_proj};
+    if (f->memory_budget <= 0) return 0;
+    return model_fit_memory(c, bk, B, T, (size_t)((double)f->memory_budget * 1073741824.0), s);
+}
+
+void memory_flags_describe(char *buf, size_t n, const MemoryFlags *f, const ModelConfig *c, const Backend *bk, int B,
+                           int T, const MemorySettings *s) {
+    char what[160];
+    model_memory_settings_text(what, sizeof what, c, bk, s);
+    snprintf(buf, n, "--memory-budget %.2f GiB: %s (estimated %.2f GiB)", (double)f->memory_budget, what,
+             model_train_bytes(c, bk, B, T, s) / 1073741824.0);
+}
