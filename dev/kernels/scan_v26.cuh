@@ -1,8 +1,10 @@
-// scan_v24.cuh — frozen copy of src/cuda_scan.cu as version v24 (made by dev/kernels/mkver.sh).
-namespace scan_v24 {
+// scan_v26.cuh — frozen copy of src/cuda_scan.cu as version v26 (made by dev/kernels/mkver.sh).
+namespace scan_v26 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v24 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v22 with the
+// Version v26 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v24 with the
+// 4-thread backward reading delta log2 e as +inf at document starts from its pass array (no per-thread start test
+// in its two token loops; v25 did this in every kernel and was slower in the others). v24: v22 with the
 // backward able to write the forward's output again, bit for bit (every kernel sums y over the states in one
 // order; see quad_dot), so the model keeps no per-layer copy of it for out_proj's weight gradient. v22: v21 with
 // the forward's token loop over a whole chunk at a compile-time bound (one unrolled block). v21: v18 with the
@@ -1040,11 +1042,11 @@ __global__ void __launch_bounds__(CH *BG, 1)
 // dB/dC partials and per-row parameter partials summed in a fixed order (no atomics: deterministic).
 static constexpr int BG4 = 4;
 // Dynamic smem: tiles (2 stages, u/dpre/z/dout, SCAN_K, CH) bf16 | bcf (2 stages, 2 copies, SCAN_K, 2N) f32 |
-// pa2 (SCAN_K, CH) float2 | K (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 | the forward's output (SCAN_K, CH)
-// bf16, staged (v24)
+// K (SCAN_K, CH) float4 | pa4 (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 | the forward's output (SCAN_K, CH)
+// bf16, staged (v24): 41 KB at CH = 32
 static constexpr size_t bwd4_smem(int CH) {
     return (size_t)2 * 4 * SCAN_K * CH * 2 + (size_t)2 * 2 * SCAN_K * 2 * SCAN_N * 4 +
-           (size_t)(8 + 16) * SCAN_K * CH + (size_t)SCAN_K * (CH * BG4 / 32) * 2 * SCAN_N * 4 +
+           (size_t)(16 + 16) * SCAN_K * CH + (size_t)SCAN_K * (CH * BG4 / 32) * 2 * SCAN_N * 4 +
            (size_t)SCAN_K * CH * 2;
 }
 template <int CH, bool RE>  // RE: as in scan_bwd_staged_kernel
@@ -1056,13 +1058,13 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                      const int32_t *pos, int T, int Cd, int nck) {
     constexpr int NT = CH * BG4, BWARPS = NT / 32, NS = SCAN_N / BG4, TILE = SCAN_K * CH, BCS = SCAN_K * 2 * SCAN_N;
     constexpr size_t B_TILES = (size_t)2 * 4 * TILE * 2, B_BC = (size_t)2 * 2 * BCS * 4,
-                     B_PA = (size_t)TILE * (8 + 16);
+                     B_PA = (size_t)TILE * (16 + 16);
     static_assert(NS == 4 && CH % 8 == 0, "the layout below assumes 4 threads per channel");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
     float *bcf = (float *)(smem_raw + B_TILES);  // (stage, copy, SCAN_K, 2N)
     float4 *K = (float4 *)(smem_raw + B_TILES + B_BC);  // (K first: 16-byte aligned)
-    float2 *pa2 = (float2 *)(K + TILE);
+    float4 *pa4 = (float4 *)(K + TILE);
     float *R = (float *)(smem_raw + B_TILES + B_BC + B_PA);
     __nv_bfloat16 *oy = (__nv_bfloat16 *)(R + SCAN_K * BWARPS * 2 * SCAN_N);  // the forward's output, staged
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid & 3, cl = tid >> 2;
@@ -1077,7 +1079,10 @@ __global__ void __launch_bounds__(CH *BG4, 3)
     const int up = (lane >> 4) & 1;
     float A[NS];
 #pragma unroll
-    for (int i = 0; i < NS; i++) A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + 4 * q + ((i + 2 * up) & 3)]) : 0.f;
+    for (int i = 0; i < NS; i++)  // A < 0 in every lane, so the +inf of a document start never meets a 0 (pa4):
+        // inactive lanes take -1, and an A that rounds to -0 (A_log < -69) takes -1e-30, for which 2^(delta log2 e
+        // A) is 1 all the same
+        A[i] = active ? fminf(-__expf(A_log[(size_t)c * SCAN_N + 4 * q + ((i + 2 * up) & 3)]), -1e-30f) : -1.f;
     const float Dc = settle(active ? Dp[c] : 0.f);
     // each lane's one output is k1 (w + kD u) + k2 (see the walk); kD and whether k2 is gy D are the lane's own
     const float kD = q == 0 || (RE && q == 3) ? Dc : 0.f;
@@ -1150,11 +1155,13 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo;
         __nv_bfloat16 *oq = q == 0 ? odz : q == 1 ? oddp : q == 2 || !RE ? odu : oy;
         const float *bck = bcf + (size_t)(k & 1) * 2 * BCS + up * BCS + 4 * q;  // this lane's B (C at + N)
-        // cooperative pass (v24b): pa2 = {delta, dy}, which every lane of a channel reads, and K = the factor of
-        // each lane's one output, {dz factor, softplus'(v), delta, silu(z) (RE) or delta}, of which lane q reads
-        // element q alone (one 4-byte load, no selects)
+        // cooperative pass (v24b): pa4 = {delta, dy, delta log2 e, 0}, which every lane of a channel reads, and
+        // K = the factor of each lane's one output, {dz factor, softplus'(v), delta, silu(z) (RE) or delta}, of
+        // which lane q reads element q alone (one 4-byte load, no selects). v26: delta log2 e is +inf at a
+        // document start, so a_t = 2^(+inf A) = 0 there (A < 0 in every lane) with no per-thread start test in the
+        // loops below; elsewhere the product is the one the forward forms (fmaf(delta log2 e, A, 0)): same bits
         bwd_coop_pass<NT, CH>(tdp, tz, tdo, len, biasA, [&](int i, const PassVals &v) {
-            pa2[i] = make_float2(v.dl, v.dy);
+            pa4[i] = make_float4(v.dl, v.dy, ((mask >> (i / CH)) & 1u) ? __int_as_float(0x7f800000) : v.dl * LOG2E, 0.f);
             K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
         });
         __syncthreads();
@@ -1164,24 +1171,22 @@ __global__ void __launch_bounds__(CH *BG4, 3)
 #pragma unroll
         for (int j = 0; j < SCAN_K; j++) {
             const int i = j * CH + cl;
-            const float dl = pa2[i].x, dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
-            const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+            const float4 pv = pa4[i];
+            const float dlL = pv.z, dlu = pv.x * bf2f(tu[i]);
             const float4 b = *(const float4 *)(bck + j * 2 * SCAN_N);
             const float bb[NS] = {b.x, b.y, b.z, b.w};
 #pragma unroll
-            for (int n = 0; n < NS; n++) Sr[j][n] = s[n] = fmaf(ex2_approx(fmaf(dlL, A[n], off)), s[n], dlu * bb[n]);
+            for (int n = 0; n < NS; n++) Sr[j][n] = s[n] = fmaf(ex2_approx(dlL * A[n]), s[n], dlu * bb[n]);
         }
         // R slot of this lane's dB/dC sum after the butterfly: type bit 3, state 4q + 2 (bit 4) + (bit 2)
         const int ridx = ((lane >> 3) & 1) * SCAN_N + 4 * q + 2 * up + ((lane >> 2) & 1);
 #pragma unroll
         for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
-            const unsigned mk = mask >> j0;
 #pragma unroll
             for (int jj = 3; jj >= 0; jj--) {
                 const int j = j0 + jj, i = j * CH + cl;
-                const float2 pa = pa2[i];
-                const float uu = bf2f(tu[i]), dl = pa.x, gy = pa.y, dlL = dl * LOG2E, dlu = dl * uu;
-                const float off = ((mk >> jj) & 1u) ? -1e30f : 0.f;
+                const float4 pa = pa4[i];
+                const float uu = bf2f(tu[i]), dl = pa.x, gy = pa.y, dlL = pa.z, dlu = dl * uu;
                 const float *bcj = bck + j * 2 * SCAN_N;
                 const float4 b = *(const float4 *)bcj, cv = *(const float4 *)(bcj + SCAN_N);
                 const float bb[NS] = {b.x, b.y, b.z, b.w}, cc[NS] = {cv.x, cv.y, cv.z, cv.w};
@@ -1193,7 +1198,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                 float v[2 * NS];
 #pragma unroll
                 for (int n = 0; n < NS; n++) {
-                    const float a = ex2_approx(fmaf(dlL, A[n], off));
+                    const float a = ex2_approx(dlL * A[n]);
                     const float ds = fmaf(gy, cc[n], carry[n]);
                     const float as = fmaf(-dlu, bb[n], st[n]);
                     const float r = ds * as;
@@ -1351,10 +1356,12 @@ struct BwdPlan {
 static bool scan_use_bwd4(int rows, int Cd) {
     static int per_sm = -1;
     if (per_sm < 0) {
-        const size_t smem = bwd4_smem(32);  // 32 KB (< 48 KB: no opt-in); registers hold it to 3 per SM
+        const size_t smem = bwd4_smem(32);  // 41 KB (< 48 KB: no opt-in); registers hold it to 3 per SM
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_bwd4_kernel<32, true>, 32 * BG4, smem) !=
-            cudaSuccess)
+            cudaSuccess) {
+            cudaGetLastError();  // (clear it: the next launch check would report it)
             per_sm = 0;
+        }
     }
     // read each call (the op tests switch it to check both kernels against the CPU on any GPU)
     const char *e = getenv("PM_SCAN_BWD4");
@@ -1375,12 +1382,15 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     if (!per_sm) {
         const size_t smem = bwd_smem(64);
         int n = 0;
-        if (smem > 48 * 1024)
-            cudaFuncSetAttribute((const void *)scan_bwd_staged_kernel<64, 1, true>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        // (a failure here only means the estimate below; clear it, or the next launch check would report it)
+        if (smem > 48 * 1024 && cudaFuncSetAttribute((const void *)scan_bwd_staged_kernel<64, 1, true>,
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+            cudaGetLastError();
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, scan_bwd_staged_kernel<64, 1, true>, 64 * BG, smem) !=
-            cudaSuccess)
+            cudaSuccess) {
+            cudaGetLastError();
             n = smem_sm / (int)(smem + 1024);  // (~1 KB per block is reserved by the system)
+        }
         per_sm = n > 1 ? n : 1;
     }
     const int nb = rows * ((Cd + 63) / 64), slots = per_sm * sms;
@@ -1627,4 +1637,4 @@ void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB
     scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
                   pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream);
 }
-}  // namespace scan_v24
+}  // namespace scan_v26
