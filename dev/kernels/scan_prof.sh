@@ -14,11 +14,15 @@ for k in ${PROF_KERNELS:-scan_fwd_staged scan_bwd_staged}; do
     echo "== ncu $k rc $?"
     grep -E "Duration|Issue Slots Busy|Achieved Active Warps|Registers Per|Stall|No Eligible|Eligible Warps|Executed Ipc A|Warp Cycles Per Issued|issue_stalled" $OUT/prof_$k.txt | sed -E 's/ +/ /g' | head -40
 done
-# per-SASS-instruction stall samples of the backward main pass (SASS=0 skips it)
+# per-SASS-instruction stall samples of one kernel (SASS_KERNEL, a regex; default the 2-thread backward main pass;
+# SASS=0 skips it): $OUT/sass_<name>.csv, and the instructions with the most samples and the samples per opcode
+# printed (dev/kernels/sass_top.py)
 [ "${SASS:-1}" = 0 ] && exit 0
-timeout ${PROF_S:-90} $NCU --clock-control none -k regex:scan_bwd_staged --launch-skip 1 --launch-count 1 \
-    --section SourceCounters --section WarpStateStats --import-source no -o $OUT/bwd .gpu/scan/scan_lab profile $v >/dev/null 2>&1
-echo "== ncu source rc $?"
-timeout 60 $NCU -i $OUT/bwd.ncu-rep --page source --print-source sass --csv >$OUT/sass_bwd.csv 2>&1
-echo "== sass rc $? $(wc -l <$OUT/sass_bwd.csv) lines"
-rm -f $OUT/bwd.ncu-rep
+sk=${SASS_KERNEL:-scan_bwd_staged}
+timeout ${PROF_S:-90} $NCU --clock-control none -k regex:$sk --launch-skip 1 --launch-count 1 \
+    --section SourceCounters --section WarpStateStats --import-source no -o $OUT/sass .gpu/scan/scan_lab profile $v >/dev/null 2>&1
+echo "== ncu source $sk rc $?"
+timeout 60 $NCU -i $OUT/sass.ncu-rep --page source --print-source sass --csv >$OUT/sass_$sk.csv 2>&1
+echo "== sass rc $? $(wc -l <$OUT/sass_$sk.csv) lines"
+rm -f $OUT/sass.ncu-rep
+python3 "$(dirname "$0")/sass_top.py" $OUT/sass_$sk.csv ${SASS_TOP:-30}
