@@ -603,7 +603,7 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         // cooperative pass: one (token, channel) item per thread and step, independent across tokens. v34: no
         // branch on the row's end, so the compiler can issue all the items' loads before their first use (ncu's
         // per-instruction view of v31 had the forward's short-scoreboard stalls on the first users of its shared
-        // loads, here and in the output step; measured with v35 below: -1 to -2% on the forward). Past
+        // loads, here and in the output step; v34 measured -0.5 to -1% on the forward). Past
         // the row's end the tiles are zero (load_tile), so silu(z) = 0 and u = 0; delta is forced to 0 by a
         // select: a = 1 and no input, so the state is left as it is
 #pragma unroll
@@ -768,7 +768,7 @@ __device__ __forceinline__ void bwd_flush_chunk(const float *R, float *bc_part, 
     if (y_out) store_tile<SCAN_K, NT, CH>(y_out, Cd, m0, len, c0, Cd, oy);
 }
 
-// The backward kernels' input tiles u/dpre/z/dout of a stage, each (SCAN_K, CH) bf16, lie BWD_TSTR(CH) elements
+// The backward kernels' input tiles u/dpre/z/dout of a stage, each (SCAN_K, CH) bf16, lie bwd_tstr(CH) elements
 // apart: 32 bytes more than a tile (v30). The walk writes its outputs into the dpre, z and dout tiles, and the
 // lanes of a channel each write a different one at the same (token, channel): with tiles a multiple of 128 bytes
 // apart those stores fell in the same banks (2-way in the 2-thread kernel, 4-way with the forward's output in the
@@ -776,7 +776,7 @@ __device__ __forceinline__ void bwd_flush_chunk(const float *R, float *bc_part, 
 __host__ __device__ static constexpr int bwd_tstr(int CH) { return SCAN_K * CH + 16; }
 // Backward main pass, staged. grid (nblk, rows), CH*BG threads; thread (channel cl = tid / BG, half q = tid % BG)
 // holds states q*NS .. q*NS+NS-1; the chunk's recomputed states are in registers (v21). Dynamic smem:
-// tiles (2 stages, u/dpre/z/dout, each BWD_TSTR apart) bf16 |
+// tiles (2 stages, u/dpre/z/dout, each bwd_tstr apart) bf16 |
 // bcf (2, SCAN_K, 2N) f32 | pass arrays (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 | with RE (v24): {dz
 // factor, silu(z)} (SCAN_K, CH) float2 and the forward's output (SCAN_K, CH) bf16, staged
 static constexpr size_t bwd_smem(int CH) {
@@ -1086,7 +1086,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
 // Everything else is v18's: checkpoints every SCAN_K tokens, the reverse walk in groups of 4 tokens, per-block
 // dB/dC partials and per-row parameter partials summed in a fixed order (no atomics: deterministic).
 static constexpr int BG4 = 4;
-// Dynamic smem: tiles (2 stages, u/dpre/z/dout, each BWD_TSTR apart) bf16 | bcf (2 stages, 2 copies, SCAN_K, 2N)
+// Dynamic smem: tiles (2 stages, u/dpre/z/dout, each bwd_tstr apart) bf16 | bcf (2 stages, 2 copies, SCAN_K, 2N)
 // f32 | K (SCAN_K, CH) float4 | pa4 (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 | the forward's output
 // (SCAN_K, CH) bf16, staged (v24): 41 KB at CH = 32
 static constexpr size_t bwd4_smem(int CH) {
