@@ -709,13 +709,13 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     char label[256];
     config_label(c, label, sizeof label);
     MemorySettings ms;
-    if (memory_flags_settings(&bn->mem, &m->cfg, bk, c->B, c->T, &ms) != 0) {
+    size_t est;  // estimated training bytes of those settings
+    if (memory_flags_settings(&bn->mem, &m->cfg, bk, c->B, c->T, &ms, &est) != 0) {
         char why[200];
         snprintf(why, sizeof why, "skipped: --memory-budget %.2f GiB: the leanest settings need %.2f GiB",
-                 (double)bn->mem.memory_budget, model_train_bytes(&m->cfg, bk, c->B, c->T, &ms) / 1073741824.0);
+                 (double)bn->mem.memory_budget, est / 1073741824.0);
         return skipped(c, ci, label, why);
     }
-    const size_t est = model_train_bytes(&m->cfg, bk, c->B, c->T, &ms);
     // Will the activations fit? (bk->alloc dies when memory runs out, losing the sweep.)
     double need = (double)model_activation_bytes(&m->cfg, bk, c->B, c->T, ms.keep_scan_states, ms.keep_activations,
                                                  ms.recompute_in_proj);
@@ -731,7 +731,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     model_set_memory_settings(m, &ms);
     if (bn->mem.memory_budget > 0) {
         char line[320];
-        memory_flags_describe(line, sizeof line, &bn->mem, &m->cfg, bk, c->B, c->T, &ms);
+        memory_flags_describe(line, sizeof line, &bn->mem, &m->cfg, bk, &ms, est);
         fprintf(stderr, "packmamba: bench: %s: %s\n", label, line);
     }
     model_alloc_activations(m, c->B, c->T);

@@ -18,16 +18,19 @@ void memory_flags_check(const MemoryFlags *f, const char *cmd) {
 }
 
 int memory_flags_settings(const MemoryFlags *f, const ModelConfig *c, const Backend *bk, int B, int T,
-                          MemorySettings *s) {
+                          MemorySettings *s, size_t *bytes) {
     *s = (MemorySettings){f->keep_activations, f->recompute_scan ? 0 : f->scan_states_layers, f->recompute_in_proj};
-    if (f->memory_budget <= 0) return 0;
-    return model_fit_memory(c, bk, B, T, (size_t)((double)f->memory_budget * 1073741824.0), s);
+    const int rc = f->memory_budget <= 0
+                       ? 0
+                       : model_fit_memory(c, bk, B, T, (size_t)((double)f->memory_budget * 1073741824.0), s);
+    *bytes = model_train_bytes(c, bk, B, T, s);
+    return rc;
 }
 
-void memory_flags_describe(char *buf, size_t n, const MemoryFlags *f, const ModelConfig *c, const Backend *bk, int B,
-                           int T, const MemorySettings *s) {
+void memory_flags_describe(char *buf, size_t n, const MemoryFlags *f, const ModelConfig *c, const Backend *bk,
+                           const MemorySettings *s, size_t bytes) {
     char what[160];
     model_memory_settings_text(what, sizeof what, c, bk, s);
     snprintf(buf, n, "--memory-budget %.2f GiB: %s (estimated %.2f GiB)", (double)f->memory_budget, what,
-             model_train_bytes(c, bk, B, T, s) / 1073741824.0);
+             bytes / 1073741824.0);
 }

@@ -30,10 +30,11 @@ typedef struct {
 // with any of the four settings it picks itself.
 void memory_flags_check(const MemoryFlags *f, const char *cmd);
 // The settings for a model c on bk training batches (B, T): the four flags' as given, or with a budget the fastest
-// that fit (model_fit_memory). Returns 0, or -1 when even the leanest does not fit (*s is then the leanest).
+// that fit (model_fit_memory), and in *bytes their estimated training bytes (model_train_bytes). Returns 0, or -1
+// when even the leanest does not fit (*s is then the leanest).
 int memory_flags_settings(const MemoryFlags *f, const ModelConfig *c, const Backend *bk, int B, int T,
-                          MemorySettings *s);
-// One line for logs: "--memory-budget 29.76 GiB: recompute activations, scan states for 33 of 48 layers, in_proj
-// recomputed (estimated 29.75 GiB)".
-void memory_flags_describe(char *buf, size_t n, const MemoryFlags *f, const ModelConfig *c, const Backend *bk, int B,
-                           int T, const MemorySettings *s);
+                          MemorySettings *s, size_t *bytes);
+// One line for logs, from the settings and estimate memory_flags_settings gave: "--memory-budget 29.76 GiB:
+// recompute activations, scan states for 33 of 48 layers, in_proj recomputed (estimated 29.75 GiB)".
+void memory_flags_describe(char *buf, size_t n, const MemoryFlags *f, const ModelConfig *c, const Backend *bk,
+                           const MemorySettings *s, size_t bytes);

@@ -198,14 +198,15 @@ int cmd_train(int argc, char **argv) {
     model_create(&m, &cfg, bk, (uint64_t)a.seed);
     model_alloc_optimizer(&m);
     MemorySettings ms;
-    if (memory_flags_settings(&a.mem, &cfg, bk, a.batch, a.seq_len, &ms) != 0)
+    size_t ms_bytes;
+    if (memory_flags_settings(&a.mem, &cfg, bk, a.batch, a.seq_len, &ms, &ms_bytes) != 0)
         pm_die("train: --memory-budget %.2f GiB: even with every activation recomputed a step needs %.2f GiB "
                "(estimated): lower --batch or --seq-len",
-               (double)a.mem.memory_budget, model_train_bytes(&cfg, bk, a.batch, a.seq_len, &ms) / 1073741824.0);
+               (double)a.mem.memory_budget, ms_bytes / 1073741824.0);
     model_set_memory_settings(&m, &ms);
     if (a.mem.memory_budget > 0 && lead) {
         char line[320];
-        memory_flags_describe(line, sizeof line, &a.mem, &cfg, bk, a.batch, a.seq_len, &ms);
+        memory_flags_describe(line, sizeof line, &a.mem, &cfg, bk, &ms, ms_bytes);
         fprintf(stderr, "packmamba: %s\n", line);
     }
     model_alloc_activations(&m, a.batch, a.seq_len);
