@@ -1,5 +1,5 @@
-// scan_v31.cuh — frozen copy of /tmp/v31.cu as version v31 (made by dev/kernels/mkver.sh).
-namespace scan_v31 {
+// scan_v35.cuh — frozen copy of src/cuda_scan.cu as version v35 (made by dev/kernels/mkver.sh).
+namespace scan_v35 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
 // Version v26 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v24 with the
@@ -597,20 +597,20 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         }
         const __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 3 * FT * CH;
         const __nv_bfloat16 *tdp = tu + FT * CH, *tz = tu + 2 * FT * CH;
-        // cooperative pass: one (token, channel) item per thread and step, independent across tokens
+        // cooperative pass: one (token, channel) item per thread and step, independent across tokens. v34: no
+        // branch on the row's end, so the compiler can issue all the items' loads before their first use (ncu's
+        // per-instruction view of v31 had the forward's short-scoreboard stalls on the first users of its shared
+        // loads, here and in the output step; v34 measured -0.5 to -1% on the forward). Past
+        // the row's end the tiles are zero (load_tile), so silu(z) = 0 and u = 0; delta is forced to 0 by a
+        // select: a = 1 and no input, so the state is left as it is
 #pragma unroll
         for (int it = 0; it < FT * CH / NT; it++) {
             const int i = it * NT + tid, j = i / CH, si = i + coop_swz;
-            if (j < len) {
-                float dl = softplus_f(bf2f(tdp[si]) + biasA);
-                pdd[i] = make_float2(dl * LOG2E, dl * bf2f(tu[si]));
-                if (!CKPT) {
-                    float zz = bf2f(tz[si]);
-                    pg[si] = zz * sigmoid_f(zz);
-                }
-            } else {  // past the row's end: a = 1 and no input, so the state is left as it is
-                pdd[i] = make_float2(0.f, 0.f);
-                if (!CKPT) pg[si] = 0.f;
+            const float sp = softplus_f(bf2f(tdp[si]) + biasA), dl = j < len ? sp : 0.f;
+            pdd[i] = make_float2(dl * LOG2E, dl * bf2f(tu[si]));
+            if (!CKPT) {
+                const float zz = bf2f(tz[si]);
+                pg[si] = zz * sigmoid_f(zz);
             }
         }
         __syncthreads();
@@ -626,6 +626,21 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         // can interleave; tokens past the row's end have zero pass arrays and leave the state alone. Not in the
         // kernels held to 64 registers for two blocks per SM (MINB 2), where the unrolled code spills.)
         const int jend = MINB == 1 ? FT : len;
+        // v35: a group's y sums are reduced over the channel's threads and stored one group later, after the next
+        // group's state updates, so the shuffles' and the output loads' latency overlaps that work instead of
+        // stalling the warp (ncu's per-instruction view of v31: the butterfly's adds and the loads' first users
+        // held most of the forward's short-scoreboard stalls; 35% of its samples were short-scoreboard waits).
+        // The same operations in the same order: the same bits. ypend: the sums of group jp, not yet reduced.
+        float ypend[4] = {0.f, 0.f, 0.f, 0.f};
+        int jp = -1;
+        auto finish_group = [&](float (&yq)[4], int jg) {
+            // sum y over the FG threads of the channel as (q0 + q1) + (q2 + q3) (the backward kernels' order);
+            // thread q then owns token jg + jt, jt = (q & 1) << 1 | q >> 1 (FG is 4: see out_swz)
+            tr_level<2, 1, 4>(yq);
+            tr_level<1, 2, 4>(yq);
+            const int si = jg * CH + out_swz;  // = fwd_swz(jg + jt, cl); rows past len are not stored
+            otile[si] = __float2bfloat16(fmaf(Dc, bf2f(tu[si]), yq[0]) * pg[si]);
+        };
 #pragma unroll
         for (int j0 = 0; j0 < jend; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
             // the state before token j0 (the forward too when asked to leave the backward its checkpoints)
@@ -669,14 +684,13 @@ __global__ void __launch_bounds__(CH *FG, MINB)
                 }
             }
             if (!CKPT) {
-                // sum y over the FG threads of the channel as (q0 + q1) + (q2 + q3) (the backward kernels' order);
-                // thread q then owns token j0 + jt, jt = (q & 1) << 1 | q >> 1 (FG is 4: see out_swz)
-                tr_level<2, 1, 4>(yp);
-                tr_level<1, 2, 4>(yp);
-                const int si = j0 * CH + out_swz;  // = fwd_swz(j0 + jt, cl); rows past len are not stored
-                otile[si] = __float2bfloat16(fmaf(Dc, bf2f(tu[si]), yp[0]) * pg[si]);
+                if (jp >= 0) finish_group(ypend, jp);
+#pragma unroll
+                for (int e = 0; e < 4; e++) ypend[e] = yp[e];
+                jp = j0;
             }
         }
+        if (!CKPT && jp >= 0) finish_group(ypend, jp);
         if (k + 1 < nch) {
             bc.store(bcf + ((k + 1) & 1) * FT * 2 * SCAN_N);
             mask_next = start_mask(pv_next, t1, len1);
@@ -702,22 +716,27 @@ __global__ void __launch_bounds__(CH *FG, MINB)
 struct PassVals {
     float dl, dy, dzf, sig, psz;
 };
-__device__ __forceinline__ PassVals pass_vals(float dpre, float zz, float go, float biasA) {
-    const float dl = softplus_f(dpre + biasA), sz = sigmoid_f(zz);
-    return {dl, go * zz * sz, go * sz * fmaf(zz, 1.f - sz, 1.f), 1.f - ex2_approx(-dl * LOG2E), zz * sz};
-}
 // The backward's cooperative pass over the chunk's (token, channel) items i, NT threads: put(i, values) from the
 // dpre, z and dout tiles (SCAN_K, CH); zeros for tokens past the row's end (last chunk): inert tokens for the
 // fixed-length recompute and walk. Each kernel lays the values out as its walk reads them (put); what put does
-// not store is not computed.
-template <int NT, int CH, class Put>
+// not store is not computed. v34 (BRANCHLESS): no branch on the row's end, so the items' loads can all be
+// issued before their first use: past it the tiles are zero (load_tile), so with delta forced to 0 every value
+// is +0 (dy, the dz factor and silu(z) from z = dout = 0; softplus' = 1 - 2^-0 = 0). (The 4-thread kernel keeps
+// the branch: without it ptxas spilled 24-28 bytes there and it ran 0.5% slower, v34.)
+__device__ __forceinline__ PassVals pass_vals(float dpre, float zz, float go, float biasA, bool in) {
+    const float sp = softplus_f(dpre + biasA), dl = in ? sp : 0.f, sz = sigmoid_f(zz);
+    return {dl, go * zz * sz, go * sz * fmaf(zz, 1.f - sz, 1.f), 1.f - ex2_approx(-dl * LOG2E), zz * sz};
+}
+template <int NT, int CH, bool BRANCHLESS, class Put>
 __device__ __forceinline__ void bwd_coop_pass(const __nv_bfloat16 *tdp, const __nv_bfloat16 *tz,
                                               const __nv_bfloat16 *tdo, int len, float biasA, Put put) {
 #pragma unroll
     for (int it = 0; it < SCAN_K * CH / NT; it++) {
         const int i = it * NT + threadIdx.x;
-        if (i / CH < len)
-            put(i, pass_vals(bf2f(tdp[i]), bf2f(tz[i]), bf2f(tdo[i]), biasA));
+        if (BRANCHLESS)
+            put(i, pass_vals(bf2f(tdp[i]), bf2f(tz[i]), bf2f(tdo[i]), biasA, i / CH < len));
+        else if (i / CH < len)
+            put(i, pass_vals(bf2f(tdp[i]), bf2f(tz[i]), bf2f(tdo[i]), biasA, true));
         else
             put(i, PassVals{0.f, 0.f, 0.f, 0.f, 0.f});
     }
@@ -746,7 +765,7 @@ __device__ __forceinline__ void bwd_flush_chunk(const float *R, float *bc_part, 
     if (y_out) store_tile<SCAN_K, NT, CH>(y_out, Cd, m0, len, c0, Cd, oy);
 }
 
-// The backward kernels' input tiles u/dpre/z/dout of a stage, each (SCAN_K, CH) bf16, lie BWD_TSTR(CH) elements
+// The backward kernels' input tiles u/dpre/z/dout of a stage, each (SCAN_K, CH) bf16, lie bwd_tstr(CH) elements
 // apart: 32 bytes more than a tile (v30). The walk writes its outputs into the dpre, z and dout tiles, and the
 // lanes of a channel each write a different one at the same (token, channel): with tiles a multiple of 128 bytes
 // apart those stores fell in the same banks (2-way in the 2-thread kernel, 4-way with the forward's output in the
@@ -754,7 +773,7 @@ __device__ __forceinline__ void bwd_flush_chunk(const float *R, float *bc_part, 
 __host__ __device__ static constexpr int bwd_tstr(int CH) { return SCAN_K * CH + 16; }
 // Backward main pass, staged. grid (nblk, rows), CH*BG threads; thread (channel cl = tid / BG, half q = tid % BG)
 // holds states q*NS .. q*NS+NS-1; the chunk's recomputed states are in registers (v21). Dynamic smem:
-// tiles (2 stages, u/dpre/z/dout, each BWD_TSTR apart) bf16 |
+// tiles (2 stages, u/dpre/z/dout, each bwd_tstr apart) bf16 |
 // bcf (2, SCAN_K, 2N) f32 | pass arrays (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 | with RE (v24): {dz
 // factor, silu(z)} (SCAN_K, CH) float2 and the forward's output (SCAN_K, CH) bf16, staged
 static constexpr size_t bwd_smem(int CH) {
@@ -897,7 +916,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
         // cooperative pass: pa4 = {delta, dy, softplus'(v), 0} and K2 with RE, {delta, dy, dz factor, softplus'(v)}
         // without (the summary pass: delta and dy). (v30 measured u in pa4's free slot here: 1.3% slower at
         // B8 D2048, unlike the 4-thread kernel)
-        bwd_coop_pass<NT, CH>(tdp, tz, tdo, len, biasA, [&](int i, const PassVals &v) {
+        bwd_coop_pass<NT, CH, true>(tdp, tz, tdo, len, biasA, [&](int i, const PassVals &v) {
             if (RE) {
                 pa4[i] = make_float4(v.dl, v.dy, v.sig, 0.f);
                 K2[i] = make_float2(v.dzf, v.psz);
@@ -1064,7 +1083,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
 // Everything else is v18's: checkpoints every SCAN_K tokens, the reverse walk in groups of 4 tokens, per-block
 // dB/dC partials and per-row parameter partials summed in a fixed order (no atomics: deterministic).
 static constexpr int BG4 = 4;
-// Dynamic smem: tiles (2 stages, u/dpre/z/dout, each BWD_TSTR apart) bf16 | bcf (2 stages, 2 copies, SCAN_K, 2N)
+// Dynamic smem: tiles (2 stages, u/dpre/z/dout, each bwd_tstr apart) bf16 | bcf (2 stages, 2 copies, SCAN_K, 2N)
 // f32 | K (SCAN_K, CH) float4 | pa4 (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 | the forward's output
 // (SCAN_K, CH) bf16, staged (v24): 41 KB at CH = 32
 static constexpr size_t bwd4_smem(int CH) {
@@ -1186,7 +1205,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         // which lane q reads element q alone (one 4-byte load, no selects). v26: delta log2 e is +inf at a
         // document start, so a_t = 2^(+inf A) = 0 there (A < 0 in every lane) with no per-thread start test in the
         // loops below; elsewhere the product is the one the forward forms (fmaf(delta log2 e, A, 0)): same bits
-        bwd_coop_pass<NT, CH>(tdp, tz, tdo, len, biasA, [&](int i, const PassVals &v) {
+        bwd_coop_pass<NT, CH, false>(tdp, tz, tdo, len, biasA, [&](int i, const PassVals &v) {
             pa4[i] = make_float4(v.dl, v.dy, ((mask >> (i / CH)) & 1u) ? __int_as_float(0x7f800000) : v.dl * LOG2E,
                                  bf2f(tu[i]));
             K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
@@ -1664,4 +1683,4 @@ void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB
     scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
                   pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream);
 }
-}  // namespace scan_v31
+}  // namespace scan_v35
