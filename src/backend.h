@@ -134,6 +134,17 @@ typedef struct Backend {
     void (*adamw)(void *params, void *params_act, const void *grads, void *m, void *v,
                   const ParamSegment *segs, int nsegs, const AdamWArgs *a);
 
+    // ---- optional: a second queue for work off the critical path (NULL where a backend runs everything in order)
+    // side_begin(): the ops called until side_end() are queued on a second queue, after everything queued so far
+    // on the main one. side_end(): back to the main queue; returns a ticket for the side work queued so far.
+    // side_wait(ticket): the main queue's later ops wait until that side work (and the side work before it) is
+    // done. The caller orders every hazard itself: a side op's inputs must not be overwritten, nor its outputs
+    // read, by main-queue ops until a side_wait on its ticket. synchronize() waits for both queues. The model
+    // puts the backward's weight-gradient GEMMs there (model.c, backward_body).
+    void (*side_begin)(void);
+    int (*side_end)(void);
+    void (*side_wait)(int ticket);
+
     // ---- optional, for `packmamba bench` (NULL where a backend does not provide them) ----
     // GPU-side timing without a synchronize per op: event_record enqueues a timestamp on the compute stream and
     // returns a handle from a pool the backend owns; event_elapsed_ms gives milliseconds from a to b (waits for
@@ -158,5 +169,7 @@ const Backend *backend_cuda(int deterministic);
 // How many GEMM shapes the CUDA backend has timed its cuBLASLt candidates for so far (its tuning; 0 without CUDA).
 // For tests: a tuning path that never runs would otherwise go unnoticed.
 int backend_cuda_gemm_tunings(void);
+// Tickets the CUDA backend's side queue has handed out (side_end) so far: 0 when it was never used. For tests.
+int backend_cuda_side_tickets(void);
 // By name: "cpu" or "cuda"; dies with a clear message when unavailable.
 const Backend *backend_get(const char *name, int deterministic);

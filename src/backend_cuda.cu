@@ -1,6 +1,8 @@
 // backend_cuda.cu — the CUDA backend (backend.h) in bf16 mixed precision: ACT = bf16, F32 = fp32.
 // GEMMs go through cuBLASLt (bf16 operands, fp32 accumulation); everything else is a small kernel here,
-// except the selective scan (cuda_scan.cu). All work is queued on one stream; upload/download synchronize.
+// except the selective scan (cuda_scan.cu). All work is queued on one stream (g_main), except what the model
+// brackets with side_begin/side_end (the backward's weight gradients), which goes to a second one (g_side);
+// upload/download synchronize.
 //
 // Determinism: every reduction here runs in a fixed order (per-block partials, then one ordered pass), so
 // results repeat bit for bit run to run. Only two ops differ by mode: embedding_bwd (atomics when not
@@ -29,9 +31,14 @@ typedef __nv_bfloat16 bf16;
 // ---------------------------------------------------------------------------------------------------------
 // global state
 
-static cudaStream_t g_stream;
+static cudaStream_t g_main;    // the compute stream
+static cudaStream_t g_side;    // side_begin .. side_end (created on first use)
+static cudaStream_t g_stream;  // where ops are queued now: g_main, or g_side inside side_begin .. side_end
 static cublasLtHandle_t g_lt;
-static void *g_lt_ws;  // cuBLASLt workspace
+static void *g_lt_ws, *g_lt_ws_side;  // cuBLASLt workspaces of g_main and g_side (GEMMs on both may run at once)
+// the workspace of the stream ops are queued on now
+static void *lt_ws(void) { return g_stream == g_side ? g_lt_ws_side : g_lt_ws; }
+static int side_enabled(void);  // PM_SIDE_STREAM (the side stream's section)
 static const size_t LT_WS_BYTES = 32u << 20;
 
 // A lazily grown device buffer.
@@ -104,7 +111,10 @@ static void cu_download(void *dst, const void *src, size_t bytes) {
     cudaCheck(cudaStreamSynchronize(g_stream));
 }
 static void cu_memzero(void *p, size_t bytes) { cudaCheck(cudaMemsetAsync(p, 0, bytes, g_stream)); }
-static void cu_synchronize(void) { cudaCheck(cudaStreamSynchronize(g_stream)); }
+static void cu_synchronize(void) {
+    cudaCheck(cudaStreamSynchronize(g_main));
+    if (g_side) cudaCheck(cudaStreamSynchronize(g_side));
+}
 
 // Bench hooks (backend.h, optional part). Events come from a free list that only grows, so after the first
 // profiled step recording one creates nothing. They are recorded on g_stream, where every kernel, cuBLASLt
@@ -117,7 +127,7 @@ static void *cu_event_record(void) {
     cudaEvent_t e;
     if (g_ev_nfree > 0) e = g_ev_free[--g_ev_nfree];
     else cudaCheck(cudaEventCreate(&e));  // default flags: timing enabled
-    cudaCheck(cudaEventRecord(e, g_stream));
+    cudaCheck(cudaEventRecord(e, g_main));
     return (void *)e;
 }
 static float cu_event_elapsed_ms(void *a, void *b) {
@@ -564,6 +574,14 @@ typedef struct {
 static GemmPlan g_plans[GEMM_CACHE];
 static int g_nplans;
 static cublasHandle_t g_cublas;  // only for the cublasGemmEx fallback
+static cudaStream_t g_cublas_stream;  // the stream g_cublas is set to
+// Points g_cublas at the stream ops are queued on now, with that stream's workspace (cublasSetStream resets it).
+static void cublas_to_current_stream(void) {
+    if (g_cublas_stream == g_stream) return;
+    cublasCheck(cublasSetStream(g_cublas, g_stream));
+    cublasCheck(cublasSetWorkspace(g_cublas, lt_ws(), LT_WS_BYTES));
+    g_cublas_stream = g_stream;
+}
 
 static int ptr_align(const void *p) {
     uintptr_t a = (uintptr_t)p;
@@ -695,6 +713,8 @@ static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
     for (int i = 0; i < found; i++)
         if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= LT_WS_BYTES) cand[ncand++] = res[i].algo;
     if (ncand < 2) return;
+    // on the side stream, main-stream kernels could run beside the candidates and skew their times
+    if (g_stream == g_side) cudaCheck(cudaDeviceSynchronize());
     size_t esz = p->dtype == CUDA_R_32F ? 4 : 2;
     size_t dbytes = ((size_t)p->ldd * (p->n - 1) + p->m) * esz;
     size_t abytes = ((size_t)p->lda * ((p->ta ? p->m : p->k) - 1) + (p->ta ? p->k : p->m)) * 2;
@@ -716,12 +736,12 @@ static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
     for (int i = 0; i < ncand; i++) {
         const int REPS = 5;
         cublasStatus_t st = cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, Dt, p->ld, Dt, p->ld,
-                                           &cand[i], g_lt_ws, LT_WS_BYTES, g_stream);
+                                           &cand[i], lt_ws(), LT_WS_BYTES, g_stream);
         if (st != CUBLAS_STATUS_SUCCESS) continue;
         cudaCheck(cudaEventRecord(e0, g_stream));
         for (int r = 0; r < REPS; r++)
             cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, Dt, p->ld, Dt, p->ld, &cand[i],
-                           g_lt_ws, LT_WS_BYTES, g_stream);
+                           lt_ws(), LT_WS_BYTES, g_stream);
         cudaCheck(cudaEventRecord(e1, g_stream));
         cudaCheck(cudaEventSynchronize(e1));
         float ms = 0.0f;
@@ -765,6 +785,7 @@ static void gemm(int ta, int tb, int m, int n, int k, const bf16 *A, int lda, co
     GemmPlan *p = gemm_plan(ta, tb, m, n, k, lda, ldb, ldd, dtype, beta1, bias != NULL, align);
     float alpha = 1.0f, beta = beta1 ? 1.0f : 0.0f;
     if (p->gemm_ex) {
+        cublas_to_current_stream();
         cublasCheck(cublasGemmEx(g_cublas, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k,
                                  &alpha, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb, &beta, D, dtype, ldd,
                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -776,7 +797,7 @@ static void gemm(int ta, int tb, int m, int n, int k, const bf16 *A, int lda, co
             gemm_tune(p, A, B, D);
         const cublasLtMatmulAlgo_t *algo = tune && p->tuned ? &p->algo_fast : &p->algo;
         cublasCheck(cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, D, p->ld, D, p->ld, algo,
-                                   g_lt_ws, LT_WS_BYTES, g_stream));
+                                   lt_ws(), LT_WS_BYTES, g_stream));
     }
     if (bias && !p->bias_ok) {
         dim3 grid(pm_ceil_div(m, 256), n);
@@ -902,6 +923,10 @@ static void cu_scan_bwd_fast(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 0); }
 // shared memory) finds max and sum of exp, writes the loss, and (backward) overwrites the row with bf16 dlogits =
 // (softmax - onehot) * scale, packed into the row's first half (row stride 2*Vp bf16); then dx = dlogits @ wte
 // and dwte += dlogits^T @ x. Only a (chunk, Vp) fp32 buffer ever exists.
+// (Tried, eighth session: the dwte GEMMs on the side stream beside the next chunk's logits GEMM and softmax, the
+// buffer as two half chunks used in turn. The 130m classifier took 7.14-7.16 ms a step with the side stream,
+// 7.21-7.25 without (one call), against ~6.8 with whole chunks in earlier calls: the GEMM's and the softmax's
+// blocks each take most of an SM's shared memory, so they hardly run side by side, and half chunks cost more.)
 
 // Chunk size: M/4 tokens (at least CL_CHUNK_MIN, at most CL_CHUNK_MAX, a multiple of 256). The fp32 chunk is
 // the backend's largest buffer (4096 x 50280 x 4 B = 824 MB); a quarter of the batch keeps it a small share of
@@ -1154,7 +1179,66 @@ static size_t cu_workspace_bytes(int M, int T, int C, int Cd, int N, int K, int 
     int g4 = norm_bwd_groups(M, 1), g1 = norm_bwd_groups(M, 0);
     size_t norm = (size_t)(g4 > g1 ? g4 : g1) * C * sizeof(float);
     return scratch_grown(chunk > scan ? chunk : scan) + scratch_grown(norm) +
-           scratch_grown(cuda_conv_bwd_part_bytes(M, Cd, K)) + LT_WS_BYTES + ((size_t)64 << 20);
+           scratch_grown(cuda_conv_bwd_part_bytes(M, Cd, K)) + LT_WS_BYTES * (side_enabled() ? 2 : 1) +
+           ((size_t)64 << 20);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// the side stream (Backend.side_begin / side_end / side_wait)
+//
+// Why: a layer's weight-gradient GEMMs are off the backward's critical path (nothing in the layers below reads
+// them), so on a second stream they run beside the next kernels of the chain: the byte-bound norm and conv
+// backward, the narrow x_proj / dt_proj GEMMs, whose SMs would otherwise sit partly idle. The model orders every
+// hazard with side_wait (model.c, backward_body); the kernels and their inputs are the same, so are the bits.
+// PM_SIDE_STREAM=0 queues everything on the main stream (A/B runs); =2 (tests) holds each piece of side work
+// back ~0.3 ms first, so that a missing side_wait lets the main stream overwrite a side op's inputs and
+// shows up as different bits.
+
+static const int SIDE_RING = 64;  // ticket k's event is g_side_done[k % SIDE_RING]
+static cudaEvent_t g_side_fork, g_side_done[SIDE_RING];
+static int g_side_tickets;
+
+static int side_mode(void) {  // read each call: the tests switch it
+    const char *e = getenv("PM_SIDE_STREAM");
+    return e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
+}
+static int side_enabled(void) { return side_mode() != 0; }
+// (Stream priorities, the main stream's the highest, measured no different: 130m 304.5-305.2K tok/s with them,
+// 303.3-303.8K without, in one call.)
+
+__global__ void spin_kernel(unsigned long long ns) {  // PM_SIDE_STREAM=2: holds its stream back ns
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); while (t - t0 < ns);
+}
+
+static void cu_side_begin(void) {
+    const int mode = side_mode();
+    if (!mode || g_stream != g_main) return;
+    if (!g_side) {
+        cudaCheck(cudaStreamCreateWithFlags(&g_side, cudaStreamNonBlocking));
+        cudaCheck(cudaEventCreateWithFlags(&g_side_fork, cudaEventDisableTiming));
+        for (int i = 0; i < SIDE_RING; i++) cudaCheck(cudaEventCreateWithFlags(&g_side_done[i], cudaEventDisableTiming));
+        cudaCheck(cudaMalloc(&g_lt_ws_side, LT_WS_BYTES));
+    }
+    cudaCheck(cudaEventRecord(g_side_fork, g_main));  // the side work starts after everything queued so far
+    cudaCheck(cudaStreamWaitEvent(g_side, g_side_fork, 0));
+    if (mode == 2) {
+        spin_kernel<<<1, 1, 0, g_side>>>(300000ull);
+        cudaLaunchCheck();
+    }
+    g_stream = g_side;
+}
+static int cu_side_end(void) {
+    if (g_stream != g_side) return 0;
+    g_stream = g_main;
+    const int k = ++g_side_tickets;
+    cudaCheck(cudaEventRecord(g_side_done[k % SIDE_RING], g_side));
+    return k;
+}
+// A slot recorded again since (ticket k + SIDE_RING, later work on the same in-order stream) only waits longer.
+static void cu_side_wait(int ticket) {
+    if (ticket > 0) cudaCheck(cudaStreamWaitEvent(g_main, g_side_done[ticket % SIDE_RING], 0));
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1362,7 +1446,8 @@ static int cuda_init(void) {
         snprintf(g_init_err, sizeof g_init_err, "no CUDA GPU found (cudaGetDeviceCount returned 0)");
         return -1;
     }
-    cudaCheck(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+    cudaCheck(cudaStreamCreateWithFlags(&g_main, cudaStreamNonBlocking));
+    g_stream = g_main;
     cublasStatus_t s = cublasLtCreate(&g_lt);
     if (s != CUBLAS_STATUS_SUCCESS) {
         snprintf(g_init_err, sizeof g_init_err, "cuBLASLt could not be initialized (status %d)", (int)s);
@@ -1374,9 +1459,8 @@ static int cuda_init(void) {
         snprintf(g_init_err, sizeof g_init_err, "cuBLAS could not be initialized (status %d)", (int)s);
         return -1;
     }
-    cublasCheck(cublasSetStream(g_cublas, g_stream));
-    // same stream as cuBLASLt, so the two never run at once and can share one workspace
-    cublasCheck(cublasSetWorkspace(g_cublas, g_lt_ws, LT_WS_BYTES));
+    // on a stream, with that stream's cuBLASLt workspace: the two never run at once on one stream
+    cublas_to_current_stream();
     for (int d = 0; d < 2; d++) {
         Backend *b = &g_backends[d];
         b->name = "cuda";
@@ -1405,6 +1489,9 @@ static int cuda_init(void) {
         b->classifier = d ? cu_classifier_det : cu_classifier;
         b->sumsq = cu_sumsq;
         b->adamw = cu_adamw;
+        b->side_begin = cu_side_begin;
+        b->side_end = cu_side_end;
+        b->side_wait = cu_side_wait;
         b->event_record = cu_event_record;
         b->event_elapsed_ms = cu_event_elapsed_ms;
         b->event_release = cu_event_release;
@@ -1417,6 +1504,7 @@ static int cuda_init(void) {
 }
 
 extern "C" int backend_cuda_gemm_tunings(void) { return g_gemm_tunings; }
+extern "C" int backend_cuda_side_tickets(void) { return g_side_tickets; }
 
 extern "C" const Backend *backend_cuda(int deterministic) {
     if (cuda_init() != 1) {

@@ -8,3 +8,4 @@ const Backend *backend_cuda(int deterministic) {
     return NULL;
 }
 int backend_cuda_gemm_tunings(void) { return 0; }
+int backend_cuda_side_tickets(void) { return 0; }

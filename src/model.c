@@ -500,11 +500,30 @@ double model_forward(Model *m, const Batch *b, float *logits) {
 void model_forward_hidden(Model *m, const Batch *b) { forward_body(m, b, 0); }
 
 // Backward through the layers, given d(xf) in m->dxn from the classifier.
+// The layer's weight-gradient GEMMs go to the backend's side queue where it has one (side_begin; not while a
+// profiling hook times each op on the main queue): nothing below a layer reads them, so they run beside the
+// chain's next kernels. Each buffer a side GEMM reads stays untouched until a side_wait on its ticket:
+//   out_proj dW reads m->dh and y       -> waited for before this layer's norm backward rewrites m->dh;
+//   dt_proj, x_proj, in_proj dW read ddpre, dxdbl, dxz, u, xn (and out_proj's y)
+//                                       -> waited for before the next layer's recompute and scan backward;
+//   all of it                           -> waited for before returning (the optimizer reads the gradients, the
+//                                          next forward rewrites the activations).
+// The same ops on the same inputs in either case: the same bits (test_cuda_ops: test_model_side_stream).
+#define SIDE(ticket, ...)                               \
+    do {                                                \
+        if (side) bk->side_begin();                     \
+        __VA_ARGS__;                                    \
+        if (side) (ticket) = bk->side_end();            \
+    } while (0)
+
+// Backward through the layers, given d(xf) in m->dxn from the classifier.
 static void backward_body(Model *m) {
     const Backend *bk = m->bk;
     const ModelConfig *c = &m->cfg;
     const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
     const int M = m->cur_M, T = m->cur_T;
+    const int side = bk->side_begin && !m->hook;
+    int t_out = 0, t_layer = 0;  // tickets: this layer's out_proj dW; all the side work of the layer above
     bk->memzero(m->dres, (size_t)M * d * bk->f32_bytes);
     REGION(m, "bwd.norm",
            bk->rmsnorm_bwd(m->dres, m->dh, PF32(m->grads, -1, 1), m->dxn, m->res_f, PF32(m->params, -1, 1), m->rstd_f,
@@ -512,11 +531,16 @@ static void backward_body(Model *m) {
     for (int l = c->n_layer - 1; l >= 0; l--) {
         struct LayerActs *L = &m->layers[l];
         // m->dh holds d(h_l), the gradient of this layer's mixer output.
-        // Recompute what the forward did not keep: xn (norm), xz (in_proj, with recompute_in_proj), u (conv +
-        // SiLU), dpre (dt_proj); y comes from the scan's backward below. The same ops on the same inputs as the
-        // forward's: the same bits.
         void *xz, *xn, *u, *dpre, *y;
         layer_mixer_buffers(m, L, &xz, &xn, &u, &dpre, &y);
+        // out_proj: d(y) now (it needs nothing recomputed); its weight gradient after the scan's backward, which
+        // writes this layer's y (the gated scan output) into m->y again from the states it recomputes anyway, bit
+        // for bit (unless the layer kept its own: keep_activations).
+        REGION(m, "bwd.out_proj",
+               bk->matmul_bwd(m->dy, di, 0, NULL, NULL, m->dh, d, NULL, di, PACT(l, P_OUT_PROJ), M, d, di));
+        if (side) bk->side_wait(t_layer);  // the layer above's weight gradients read what is rewritten below
+        // Recompute what the forward did not keep: xn (norm), xz (in_proj, with recompute_in_proj), u (conv +
+        // SiLU), dpre (dt_proj). The same ops on the same inputs as the forward's: the same bits.
         if (!m->keep_activations || !L->xz)
             REGION(m, "bwd.recompute", {
                 if (!m->keep_activations)
@@ -529,11 +553,6 @@ static void backward_body(Model *m) {
                     bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
                 }
             });
-        // out_proj: d(y) now; its weight gradient after the scan's backward, which writes this layer's y (the
-        // gated scan output) into m->y again from the states it recomputes anyway, bit for bit (unless the layer
-        // kept its own: keep_activations).
-        REGION(m, "bwd.out_proj",
-               bk->matmul_bwd(m->dy, di, 0, NULL, NULL, m->dh, d, NULL, di, PACT(l, P_OUT_PROJ), M, d, di));
         REGION(m, "bwd.scan",
                bk->scan_bwd(m->du, m->ddpre, act_at(m, m->dxdbl, R), act_at(m, m->dxdbl, R + N), act_at(m, m->dxz, di),
                             PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, u,
@@ -542,20 +561,27 @@ static void backward_body(Model *m) {
                             m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL,
                             L->y ? NULL : y /* written again where not kept */));
         REGION(m, "bwd.out_proj",
-               bk->matmul_bwd(NULL, di, 0, PF32(m->grads, l, P_OUT_PROJ), NULL, m->dh, d, y, di,
-                              PACT(l, P_OUT_PROJ), M, d, di));
-        REGION(m, "bwd.dt_proj",
-               bk->matmul_bwd(m->dxdbl, nx, 0, PF32(m->grads, l, P_DT_W), NULL, m->ddpre, di, L->xdbl, nx,
-                              PACT(l, P_DT_W), M, di, R));
-        REGION(m, "bwd.x_proj",
-               bk->matmul_bwd(m->du, di, 1, PF32(m->grads, l, P_X_PROJ), NULL, m->dxdbl, nx, u, di,
-                              PACT(l, P_X_PROJ), M, nx, di));
+               SIDE(t_out, bk->matmul_bwd(NULL, di, 0, PF32(m->grads, l, P_OUT_PROJ), NULL, m->dh, d, y, di,
+                                          PACT(l, P_OUT_PROJ), M, d, di)));
+        REGION(m, "bwd.dt_proj", {
+            bk->matmul_bwd(m->dxdbl, nx, 0, NULL, NULL, m->ddpre, di, NULL, nx, PACT(l, P_DT_W), M, di, R);
+            SIDE(t_layer, bk->matmul_bwd(NULL, nx, 0, PF32(m->grads, l, P_DT_W), NULL, m->ddpre, di, L->xdbl, nx,
+                                         PACT(l, P_DT_W), M, di, R));
+        });
+        REGION(m, "bwd.x_proj", {
+            bk->matmul_bwd(m->du, di, 1, NULL, NULL, m->dxdbl, nx, NULL, di, PACT(l, P_X_PROJ), M, nx, di);
+            SIDE(t_layer, bk->matmul_bwd(NULL, di, 0, PF32(m->grads, l, P_X_PROJ), NULL, m->dxdbl, nx, u, di,
+                                         PACT(l, P_X_PROJ), M, nx, di));
+        });
         REGION(m, "bwd.conv",
                bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,
                                  PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K));
-        REGION(m, "bwd.in_proj",
-               bk->matmul_bwd(m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), NULL, m->dxz, 2 * di, xn, d,
-                              PACT(l, P_IN_PROJ), M, 2 * di, d));
+        REGION(m, "bwd.in_proj", {
+            bk->matmul_bwd(m->dxn, d, 0, NULL, NULL, m->dxz, 2 * di, NULL, d, PACT(l, P_IN_PROJ), M, 2 * di, d);
+            SIDE(t_layer, bk->matmul_bwd(NULL, d, 0, PF32(m->grads, l, P_IN_PROJ), NULL, m->dxz, 2 * di, xn, d,
+                                         PACT(l, P_IN_PROJ), M, 2 * di, d));
+        });
+        if (side) bk->side_wait(t_out);  // the norm's backward rewrites m->dh, which out_proj's dW reads
         // res_l feeds this norm and (through the residual) everything above: dres accumulates; the updated dres is
         // d(h_{l-1}) for the layer below.
         REGION(m, "bwd.norm",
@@ -563,6 +589,7 @@ static void backward_body(Model *m) {
                                PF32(m->params, l, P_NORM), L->rstd, M, d));
     }
     REGION(m, "bwd.embedding", bk->embedding_bwd(PF32(m->grads, -1, 0), m->dres, m->tokens, M, d, c->vocab_pad));
+    if (side) bk->side_wait(t_layer);
 }
 
 double model_forward_backward(Model *m, const Batch *b, float loss_scale, float *logits) {

@@ -1200,6 +1200,64 @@ static void test_model_deterministic(void **state) {
 // back to recomputing, with the same result. And with only the last layer keeping its states
 // (--scan-states-layers 1): the same bits as recomputing every layer's. And with every layer's in_proj output
 // recomputed in the backward (Model.recompute_in_proj): the same bits as keeping it.
+// The backward's weight gradients on the side queue (model.c, backward_body) give the same bits as in order on
+// one queue. PM_SIDE_STREAM=2 holds each piece of side work back ~0.3 ms before it starts, so a hazard the model
+// does not wait for (the main queue rewriting a buffer a side GEMM still has to read) changes the results
+// instead of depending on luck. Widths and rows large enough that the GEMMs take more than a few blocks.
+static void test_model_side_stream(void **state) {
+    (void)state;
+    NEED_GPU();
+    ModelConfig cfg;
+    assert_int_equal(config_preset("tiny", 1000, &cfg), 0);
+    cfg.d_model = 512, cfg.n_layer = 3;
+    config_derive(&cfg);
+    const int B = 4, T = 512;
+    Batch bs[2] = {make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size)};
+    const char *mode[6] = {"0", "2", "0", "2", "0", "2"};  // in order / held-back side queue, three settings
+    double losses[6][2];
+    float *params[6];
+    OptimConfig o = optim_defaults();
+    const char *was = getenv("PM_SIDE_STREAM");
+    char *saved = was ? strdup(was) : NULL;
+    for (int r = 0; r < 6; r++) {
+        setenv("PM_SIDE_STREAM", mode[r], 1);
+        Model m;
+        model_create(&m, &cfg, GD, 5);
+        model_alloc_optimizer(&m);
+        m.keep_activations = r / 2 == 1;
+        m.recompute_in_proj = r / 2 == 2;
+        model_alloc_activations(&m, B, T);
+        const int tickets0 = backend_cuda_side_tickets();
+        for (int s = 0; s < 2; s++) {
+            model_zero_grad(&m);
+            losses[r][s] = model_forward_backward(&m, &bs[s], 1.0f / (float)bs[s].n_valid, NULL);
+            model_optimizer_step(&m, &o, 1e-3f);
+        }
+        const int used = backend_cuda_side_tickets() - tickets0;
+        // 4 weight-gradient GEMMs a layer and step, each its own ticket, or none in order
+        if (used != (r % 2 ? 2 * 4 * cfg.n_layer : 0)) {
+            printf("    run %d (PM_SIDE_STREAM=%s): %d side tickets\n", r, mode[r], used);
+            g_fails++;
+        }
+        params[r] = pm_malloc(m.n_params * sizeof(float));
+        model_get_params(&m, params[r]);
+        if (r % 2) {
+            const char *what[3] = {"default", "keep activations", "in_proj recomputed"};
+            char buf[96];
+            snprintf(buf, sizeof buf, "side queue, %s: losses", what[r / 2]);
+            check_same_bits(buf, losses[r - 1], losses[r], sizeof losses[r]);
+            snprintf(buf, sizeof buf, "side queue, %s: params after 2 steps", what[r / 2]);
+            check_same_bits(buf, params[r - 1], params[r], m.n_params * sizeof(float));
+        }
+        model_destroy(&m);
+    }
+    if (saved) setenv("PM_SIDE_STREAM", saved, 1), free(saved);
+    else unsetenv("PM_SIDE_STREAM");
+    for (int r = 0; r < 6; r++) free(params[r]);
+    for (int s = 0; s < 2; s++) batch_free(&bs[s]);
+    FINISH();
+}
+
 static void test_model_scan_states(void **state) {
     (void)state;
     NEED_GPU();
@@ -1417,6 +1475,7 @@ int main(void) {
         cmocka_unit_test(test_model_vs_cpu),
         cmocka_unit_test(test_model_deterministic),
         cmocka_unit_test(test_model_scan_states),
+        cmocka_unit_test(test_model_side_stream),
         cmocka_unit_test(test_model_packing),
         cmocka_unit_test(test_op_timings),
     };
