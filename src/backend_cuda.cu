@@ -117,9 +117,10 @@ static void cu_synchronize(void) {
 }
 
 // Bench hooks (backend.h, optional part). Events come from a free list that only grows, so after the first
-// profiled step recording one creates nothing. They are recorded on g_stream, where every kernel, cuBLASLt
-// and cuBLAS call and CUB sort of this backend (and the scan's kernels) is queued, so a pair brackets exactly
-// the work enqueued between the two calls.
+// profiled step recording one creates nothing. They are recorded on g_main, where every kernel, cuBLASLt
+// and cuBLAS call and CUB sort of this backend (and the scan's kernels) is queued outside side_begin ..
+// side_end, so a pair brackets exactly the work enqueued between the two calls (the model queues nothing on the
+// side stream while it runs profiling hooks).
 static cudaEvent_t *g_ev_free;
 static int g_ev_nfree, g_ev_cap;
 
