@@ -499,7 +499,6 @@ double model_forward(Model *m, const Batch *b, float *logits) {
 
 void model_forward_hidden(Model *m, const Batch *b) { forward_body(m, b, 0); }
 
-// Backward through the layers, given d(xf) in m->dxn from the classifier.
 // The layer's weight-gradient GEMMs go to the backend's side queue where it has one (side_begin; not while a
 // profiling hook times each op on the main queue): nothing below a layer reads them, so they run beside the
 // chain's next kernels. Each buffer a side GEMM reads stays untouched until a side_wait on its ticket:

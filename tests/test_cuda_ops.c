@@ -1193,13 +1193,6 @@ static void test_model_deterministic(void **state) {
     FINISH();
 }
 
-// Kept scan states (Model.keep_scan_states, the training default on the GPU) against recomputing them: two
-// optimizer steps of model_forward_backward on packed batches (documents starting inside rows), once with each;
-// losses and parameters must be bit-identical (the backward reads the same state values either way). Also a
-// batch of shorter rows than allocated (more rows, more chunk states than the buffer holds): the model must fall
-// back to recomputing, with the same result. And with only the last layer keeping its states
-// (--scan-states-layers 1): the same bits as recomputing every layer's. And with every layer's in_proj output
-// recomputed in the backward (Model.recompute_in_proj): the same bits as keeping it.
 // The backward's weight gradients on the side queue (model.c, backward_body) give the same bits as in order on
 // one queue. PM_SIDE_STREAM=2 holds each piece of side work back ~0.3 ms before it starts, so a hazard the model
 // does not wait for (the main queue rewriting a buffer a side GEMM still has to read) changes the results
@@ -1258,6 +1251,13 @@ static void test_model_side_stream(void **state) {
     FINISH();
 }
 
+// Kept scan states (Model.keep_scan_states, the training default on the GPU) against recomputing them: two
+// optimizer steps of model_forward_backward on packed batches (documents starting inside rows), once with each;
+// losses and parameters must be bit-identical (the backward reads the same state values either way). Also a
+// batch of shorter rows than allocated (more rows, more chunk states than the buffer holds): the model must fall
+// back to recomputing, with the same result. And with only the last layer keeping its states
+// (--scan-states-layers 1): the same bits as recomputing every layer's. And with every layer's in_proj output
+// recomputed in the backward (Model.recompute_in_proj): the same bits as keeping it.
 static void test_model_scan_states(void **state) {
     (void)state;
     NEED_GPU();
