@@ -1193,7 +1193,8 @@ static size_t cu_workspace_bytes(int M, int T, int C, int Cd, int N, int K, int 
 // hazard with side_wait (model.c, backward_body); the kernels and their inputs are the same, so are the bits.
 // PM_SIDE_STREAM=0 queues everything on the main stream (A/B runs); =2 (tests) holds each piece of side work
 // back ~0.3 ms first, so that a missing side_wait lets the main stream overwrite a side op's inputs and
-// shows up as different bits.
+// shows up as different bits. (Stream priorities, the main stream's the highest, measured no different: 130m
+// 304.5-305.2K tok/s with them, 303.3-303.8K without, in one call.)
 
 static const int SIDE_RING = 64;  // ticket k's event is g_side_done[k % SIDE_RING]
 static cudaEvent_t g_side_fork, g_side_done[SIDE_RING];
@@ -1204,8 +1205,6 @@ static int side_mode(void) {  // read each call: the tests switch it
     return e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
 }
 static int side_enabled(void) { return side_mode() != 0; }
-// (Stream priorities, the main stream's the highest, measured no different: 130m 304.5-305.2K tok/s with them,
-// 303.3-303.8K without, in one call.)
 
 __global__ void spin_kernel(unsigned long long ns) {  // PM_SIDE_STREAM=2: holds its stream back ns
     unsigned long long t0, t;

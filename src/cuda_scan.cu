@@ -533,6 +533,7 @@ __global__ void __launch_bounds__(CH *FG, MINB)
     constexpr bool STORE_CK = MODE == MODE_CKPT || MODE == MODE_FWD_CKPT;
     constexpr int NT = CH * FG, NS = SCAN_N / FG;
     static_assert(CH % 32 == 0, "fwd_swz needs 4 groups of 8 channels a row");
+    static_assert(NS == 4, "each thread's states are one float4 of B, C and the checkpoint");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;  // swizzled (fwd_swz)
     float *bcf = (float *)(smem_raw + (size_t)2 * 3 * FT * CH * 2);
@@ -649,42 +650,28 @@ __global__ void __launch_bounds__(CH *FG, MINB)
             // the state before token j0 (the forward too when asked to leave the backward its checkpoints)
             if (STORE_CK && j0 % SCAN_K == 0 && active && j0 < len) {
                 float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS);
-#pragma unroll
-                for (int i = 0; i < NS / 4; i++) ck[i] = make_float4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
+                *ck = make_float4(s[0], s[1], s[2], s[3]);
             }
             float yp[4];
 #pragma unroll
             for (int jj = 0; jj < 4; jj++) {
                 const int j = j0 + jj;
-                {
-                    // a document start forces a_t = 2^-huge = 0: the state restarts without a branch
-                    const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
-                    const float2 dd = pdd[j * CH + cl];
-                    const float dlL = dd.x, dlu = dd.y;
-                    const float4 *b4 = (const float4 *)(bck + j * 2 * SCAN_N + q * NS);
-                    const float4 *c4 = (const float4 *)(bck + j * 2 * SCAN_N + SCAN_N + q * NS);
-                    float y = 0.f;
-#pragma unroll
-                    for (int i4 = 0; i4 < NS / 4; i4++) {
-                        float4 b = b4[i4];
-                        float bb[4] = {b.x, b.y, b.z, b.w};
-                        float cc[4] = {0.f, 0.f, 0.f, 0.f};
-                        if (!CKPT) {
-                            float4 cv = c4[i4];
-                            cc[0] = cv.x, cc[1] = cv.y, cc[2] = cv.z, cc[3] = cv.w;
-                        }
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const int i = 4 * i4 + e;
-                            s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[e]);
-                        }
-                        // y over each 4 states as two pairs (v24: the order the backward kernels can follow
-                        // whatever slots they hold the states in, so the output they write again is this one)
-                        const float yq = quad_dot(s[4 * i4], s[4 * i4 + 1], s[4 * i4 + 2], s[4 * i4 + 3], cc);
-                        y = i4 == 0 ? yq : y + yq;
-                    }
-                    yp[jj] = y;
+                // a document start forces a_t = 2^-huge = 0: the state restarts without a branch
+                const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+                const float2 dd = pdd[j * CH + cl];
+                const float dlL = dd.x, dlu = dd.y;
+                const float4 b = *(const float4 *)(bck + j * 2 * SCAN_N + q * NS);
+                const float bb[4] = {b.x, b.y, b.z, b.w};
+                float cc[4] = {0.f, 0.f, 0.f, 0.f};
+                if (!CKPT) {
+                    const float4 cv = *(const float4 *)(bck + j * 2 * SCAN_N + SCAN_N + q * NS);
+                    cc[0] = cv.x, cc[1] = cv.y, cc[2] = cv.z, cc[3] = cv.w;
                 }
+#pragma unroll
+                for (int i = 0; i < NS; i++) s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[i]);
+                // y over the 4 states as two pairs (v24: the order the backward kernels can follow whatever slots
+                // they hold the states in, so the output they write again is this one)
+                yp[jj] = quad_dot(s[0], s[1], s[2], s[3], cc);
             }
             if (!CKPT) {
                 if (jp >= 0) finish_group(ypend, jp);
@@ -1236,15 +1223,16 @@ __global__ void __launch_bounds__(CH *BG4, 3)
 #pragma unroll
             for (int n = 0; n < NS; n++) Sr[j][n] = s[n] = fmaf(ex2_approx(dlL * A[n]), s[n], dlu * bb[n]);
         }
+        // R slot of this lane's dB/dC sum after the butterfly: type bit 3, state 4q + 2 (bit 4) + (bit 2)
+        const int ridx = ((lane >> 3) & 1) * SCAN_N + 4 * q + 2 * up + ((lane >> 2) & 1);
         float vpend[2 * NS];  // v of the token walked last, not yet summed (v36)
         auto bc_butterfly = [&](float (&vv)[2 * NS], int jj) {
 #pragma unroll
             for (int e = 0; e < NS; e++) vv[e] += __shfl_xor_sync(0xffffffffu, vv[e + NS], 16);
             tr_level<2, 8, 2 * NS>(vv);
             tr_level<1, 4, 2 * NS>(vv);
-            R[(jj * BWARPS + warp) * 2 * SCAN_N + ((lane >> 3) & 1) * SCAN_N + 4 * q + 2 * up + ((lane >> 2) & 1)] = vv[0];
+            R[(jj * BWARPS + warp) * 2 * SCAN_N + ridx] = vv[0];
         };
-        // (R slot of this lane's dB/dC sum after the butterfly: type bit 3, state 4q + 2 (bit 4) + (bit 2))
 #pragma unroll
         for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
 #pragma unroll

@@ -499,21 +499,28 @@ double model_forward(Model *m, const Batch *b, float *logits) {
 
 void model_forward_hidden(Model *m, const Batch *b) { forward_body(m, b, 0); }
 
-// The layer's weight-gradient GEMMs go to the backend's side queue where it has one (side_begin; not while a
-// profiling hook times each op on the main queue): nothing below a layer reads them, so they run beside the
-// chain's next kernels. Each buffer a side GEMM reads stays untouched until a side_wait on its ticket:
+// The layer's weight-gradient GEMMs go to the backend's side queue where it has one (side_begin), unless a hook is
+// set: a hook expects each region's work done on the main queue when the region ends (the bench's profiler times
+// each op there; dist's overlap hook reduces a layer's gradients after its last region). Nothing below a layer
+// reads them, so they run beside the chain's next kernels. Each buffer a side GEMM reads stays untouched until a
+// side_wait on its ticket:
 //   out_proj dW reads m->dh and y       -> waited for before this layer's norm backward rewrites m->dh;
 //   dt_proj, x_proj, in_proj dW read ddpre, dxdbl, dxz, u, xn (and out_proj's y)
 //                                       -> waited for before the next layer's recompute and scan backward;
 //   all of it                           -> waited for before returning (the optimizer reads the gradients, the
 //                                          next forward rewrites the activations).
 // The same ops on the same inputs in either case: the same bits (test_cuda_ops: test_model_side_stream).
-#define SIDE(ticket, ...)                               \
-    do {                                                \
-        if (side) bk->side_begin();                     \
-        __VA_ARGS__;                                    \
-        if (side) (ticket) = bk->side_end();            \
-    } while (0)
+//
+// matmul_bwd in two: the input gradient (if dinp) on the main queue, the weight gradient on the side queue where
+// side is set (*ticket: that side work's).
+static void matmul_bwd_split(const Backend *bk, int side, int *ticket, void *dinp, int ldd, int accumulate_dinp,
+                             void *dW, const void *dout, int lddo, const void *inp, int ldi, const void *W, int M,
+                             int N, int K) {
+    if (dinp) bk->matmul_bwd(dinp, ldd, accumulate_dinp, NULL, NULL, dout, lddo, NULL, ldi, W, M, N, K);
+    if (side) bk->side_begin();
+    bk->matmul_bwd(NULL, ldd, 0, dW, NULL, dout, lddo, inp, ldi, W, M, N, K);
+    if (side) *ticket = bk->side_end();
+}
 
 // Backward through the layers, given d(xf) in m->dxn from the classifier.
 static void backward_body(Model *m) {
@@ -560,26 +567,20 @@ static void backward_body(Model *m) {
                             m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL,
                             L->y ? NULL : y /* written again where not kept */));
         REGION(m, "bwd.out_proj",
-               SIDE(t_out, bk->matmul_bwd(NULL, di, 0, PF32(m->grads, l, P_OUT_PROJ), NULL, m->dh, d, y, di,
-                                          PACT(l, P_OUT_PROJ), M, d, di)));
-        REGION(m, "bwd.dt_proj", {
-            bk->matmul_bwd(m->dxdbl, nx, 0, NULL, NULL, m->ddpre, di, NULL, nx, PACT(l, P_DT_W), M, di, R);
-            SIDE(t_layer, bk->matmul_bwd(NULL, nx, 0, PF32(m->grads, l, P_DT_W), NULL, m->ddpre, di, L->xdbl, nx,
-                                         PACT(l, P_DT_W), M, di, R));
-        });
-        REGION(m, "bwd.x_proj", {
-            bk->matmul_bwd(m->du, di, 1, NULL, NULL, m->dxdbl, nx, NULL, di, PACT(l, P_X_PROJ), M, nx, di);
-            SIDE(t_layer, bk->matmul_bwd(NULL, di, 0, PF32(m->grads, l, P_X_PROJ), NULL, m->dxdbl, nx, u, di,
-                                         PACT(l, P_X_PROJ), M, nx, di));
-        });
+               matmul_bwd_split(bk, side, &t_out, NULL, di, 0, PF32(m->grads, l, P_OUT_PROJ), m->dh, d, y, di,
+                                PACT(l, P_OUT_PROJ), M, d, di));
+        REGION(m, "bwd.dt_proj",
+               matmul_bwd_split(bk, side, &t_layer, m->dxdbl, nx, 0, PF32(m->grads, l, P_DT_W), m->ddpre, di, L->xdbl,
+                                nx, PACT(l, P_DT_W), M, di, R));
+        REGION(m, "bwd.x_proj",
+               matmul_bwd_split(bk, side, &t_layer, m->du, di, 1, PF32(m->grads, l, P_X_PROJ), m->dxdbl, nx, u, di,
+                                PACT(l, P_X_PROJ), M, nx, di));
         REGION(m, "bwd.conv",
                bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,
                                  PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K));
-        REGION(m, "bwd.in_proj", {
-            bk->matmul_bwd(m->dxn, d, 0, NULL, NULL, m->dxz, 2 * di, NULL, d, PACT(l, P_IN_PROJ), M, 2 * di, d);
-            SIDE(t_layer, bk->matmul_bwd(NULL, d, 0, PF32(m->grads, l, P_IN_PROJ), NULL, m->dxz, 2 * di, xn, d,
-                                         PACT(l, P_IN_PROJ), M, 2 * di, d));
-        });
+        REGION(m, "bwd.in_proj",
+               matmul_bwd_split(bk, side, &t_layer, m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), m->dxz, 2 * di, xn, d,
+                                PACT(l, P_IN_PROJ), M, 2 * di, d));
         if (side) bk->side_wait(t_out);  // the norm's backward rewrites m->dh, which out_proj's dW reads
         // res_l feeds this norm and (through the residual) everything above: dres accumulates; the updated dres is
         // d(h_{l-1}) for the layer below.
