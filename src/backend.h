@@ -122,9 +122,12 @@ typedef struct Backend {
     // If dx is not NULL, also the backward with dloss[m] = loss_scale (0 where ignored):
     //   dx (M, C) ACT = dlogits @ wte (overwrite), dwte (Vp, C) F32 += dlogits^T @ x.
     // If logits_out is not NULL, write the fp32 logits (M, Vp) there (eval/generate/tests).
+    // bf16_logits: the logits may be rounded to bf16 before the softmax, as PyTorch's autocast LM head gives them
+    // (the CUDA backend's training default: half the bytes through its largest buffer; ignored where logits_out is
+    // set, and on the CPU, whose ACT is fp32).
     // x (M, C) ACT; wte (Vp, C) ACT; targets int32 (M); loss (M) F32.
     void (*classifier)(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
-                       const int32_t *targets, float loss_scale, int M, int C, int Vp);
+                       const int32_t *targets, float loss_scale, int M, int C, int Vp, int bf16_logits);
 
     // Sum of squares of n F32 values, returned to the host (deterministic order).
     double (*sumsq)(const void *x, size_t n);

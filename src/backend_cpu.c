@@ -686,7 +686,8 @@ static void scan_bwd(void *du_, void *ddpre_, void *dB_, void *dC_, void *dz_, v
 
 #define CLS_CHUNK 256
 static void classifier(void *loss_, void *dx_, void *dwte_, float *logits_out, const void *x_, const void *wte_,
-                       const int32_t *targets, float loss_scale, int M, int C, int Vp) {
+                       const int32_t *targets, float loss_scale, int M, int C, int Vp, int bf16_logits) {
+    (void)bf16_logits;  // ACT is fp32 here
     real *loss = loss_, *dx = dx_, *dwte = dwte_;  // (M), (M, C) or NULL, (Vp, C)
     const real *x = x_, *wte = wte_;               // (M, C), (Vp, C)
     int chunk = M < CLS_CHUNK ? M : CLS_CHUNK;

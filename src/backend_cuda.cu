@@ -923,7 +923,8 @@ static void cu_scan_bwd_fast(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 0); }
 // blocks per token (softmax_xent_pair_kernel; one block streaming the row twice where half a row does not fit in
 // shared memory) finds max and sum of exp, writes the loss, and (backward) overwrites the row with bf16 dlogits =
 // (softmax - onehot) * scale, packed into the row's first half (row stride 2*Vp bf16); then dx = dlogits @ wte
-// and dwte += dlogits^T @ x. Only a (chunk, Vp) fp32 buffer ever exists.
+// and dwte += dlogits^T @ x. Only a (chunk, Vp) fp32 buffer ever exists. With bf16_logits (training), the same
+// in bf16: logits (chunk, Vp) bf16, one block per token (softmax_xent_bf16_kernel), dlogits in place (stride Vp).
 // (Tried, eighth session: the dwte GEMMs on the side stream beside the next chunk's logits GEMM and softmax, the
 // buffer as two half chunks used in turn. The 130m classifier took 7.14-7.16 ms a step with the side stream,
 // 7.21-7.25 without (one call), against ~6.8 with whole chunks in earlier calls: the GEMM's and the softmax's
@@ -1116,6 +1117,79 @@ __global__ void PM_CLUSTER_PAIR __launch_bounds__(CLS_THREADS, 2)
 
 static int g_cls_smem_set;   // dynamic shared memory the pair kernel is currently allowed
 
+// bf16 logits (Backend.classifier's bf16_logits; the training default): the logits GEMM writes bf16, as the
+// reference implementation's autocast LM head does, and this kernel takes a row: one block of 512 threads holds
+// the whole row in registers (NPT 16-byte pieces a thread, all loads in flight at once), so the row is read from
+// global memory once; max and sum of exp are reduced over the block in a fixed order (deterministic); dlogits
+// (bf16) overwrite the row in place (row stride Vp). Half the bytes of the fp32 path through the GEMM's output
+// and the softmax: the 130m classifier 6.77 -> 6.08 ms a step (docs/perf.md, ninth session).
+#define CLB_THREADS 512
+template <int NPT>
+__global__ void __launch_bounds__(CLB_THREADS) softmax_xent_bf16_kernel(bf16 *logits, float *loss,
+                                                                        const int32_t *targets, int Vp,
+                                                                        float loss_scale, int backward) {
+    __shared__ float shm[CLB_THREADS / 32], shs[CLB_THREADS / 32];
+    const int m = blockIdx.x, n8 = Vp / 8, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    uint4 *row = (uint4 *)(logits + (size_t)m * Vp);
+    const int tgt = targets[m], valid = tgt >= 0 && tgt < Vp;
+    const float lt = valid ? bf2f(logits[(size_t)m * Vp + tgt]) : 0.0f;  // before anyone overwrites the row
+    uint4 v[NPT];
+#pragma unroll
+    for (int i = 0; i < NPT; i++) {
+        const int idx = i * CLB_THREADS + tid;
+        v[i] = idx < n8 ? row[idx] : make_uint4(0xFF80FF80u, 0xFF80FF80u, 0xFF80FF80u, 0xFF80FF80u);  // -inf
+    }
+    auto each_pair = [&](auto fn) {  // fn(two neighbouring logits) over this thread's pieces, in order
+#pragma unroll
+        for (int i = 0; i < NPT; i++) {
+            const __nv_bfloat162 *h = (const __nv_bfloat162 *)&v[i];
+#pragma unroll
+            for (int e = 0; e < 4; e++) fn(__bfloat1622float2(h[e]));
+        }
+    };
+    float mx = -INFINITY;
+    each_pair([&](float2 f) { mx = fmaxf(mx, fmaxf(f.x, f.y)); });
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (lane == 0) shm[warp] = mx;
+    __syncthreads();
+    float M_ = -INFINITY;
+    for (int i = 0; i < CLB_THREADS / 32; i++) M_ = fmaxf(M_, shm[i]);
+    float s = 0.0f;
+    each_pair([&](float2 f) { s += __expf(f.x - M_) + __expf(f.y - M_); });
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) shs[warp] = s;
+    __syncthreads();
+    float S = 0.0f;
+    for (int i = 0; i < CLB_THREADS / 32; i++) S += shs[i];
+    const float lse = M_ + __logf(S);
+    if (tid == 0) loss[m] = valid ? lse - lt : 0.0f;
+    if (!backward) return;
+    const float scale = valid ? loss_scale : 0.0f;
+#pragma unroll
+    for (int i = 0; i < NPT; i++) {
+        const int idx = i * CLB_THREADS + tid;
+        if (idx >= n8) break;
+        const __nv_bfloat162 *h = (const __nv_bfloat162 *)&v[i];
+        uint4 o;
+        __nv_bfloat162 *oh = (__nv_bfloat162 *)&o;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float2 f = __bfloat1622float2(h[e]);
+            const int k = 8 * idx + 2 * e;
+            oh[e] = __floats2bfloat162_rn((__expf(f.x - lse) - (k == tgt ? 1.0f : 0.0f)) * scale,
+                                          (__expf(f.y - lse) - (k + 1 == tgt ? 1.0f : 0.0f)) * scale);
+        }
+        row[idx] = o;
+    }
+}
+// 16-byte pieces per thread, or 0 where the bf16 path does not apply: Vp a multiple of 8 and at most 53248 (13
+// pieces: 128 registers a thread, no spills; 16 spilled)
+static int cls_bf16_npt(int Vp) {
+    if (Vp % 8) return 0;
+    const int npt = (Vp / 8 + CLB_THREADS - 1) / CLB_THREADS;
+    return npt <= 8 ? 8 : npt <= 13 ? 13 : 0;
+}
+
 static void softmax_xent(float *logits, float *loss, const int32_t *targets, int mc, int Vp, float loss_scale,
                          int backward) {
     size_t smem = (size_t)((Vp / 4 + 1) / 2) * 16;  // half a row, in float4
@@ -1135,10 +1209,27 @@ static void softmax_xent(float *logits, float *loss, const int32_t *targets, int
 }
 
 static void classifier(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
-                       const int32_t *targets, float loss_scale, int M, int C, int Vp, int tune) {
+                       const int32_t *targets, float loss_scale, int M, int C, int Vp, int bf16_logits, int tune) {
     const bf16 *x_ = (const bf16 *)x, *wte_ = (const bf16 *)wte;
     int chunk = classifier_chunk(M);
     if (chunk == 0) return;
+    const int npt = logits_out || !bf16_logits ? 0 : cls_bf16_npt(Vp);
+    if (npt) {
+        bf16 *lb = (bf16 *)scratch_get(&s_big, (size_t)chunk * Vp * sizeof(bf16));  // (chunk, Vp) bf16
+        for (int m0 = 0; m0 < M; m0 += chunk) {
+            int mc = M - m0 < chunk ? M - m0 : chunk;
+            const bf16 *xc = x_ + (size_t)m0 * C;
+            gemm(1, 0, Vp, mc, C, wte_, C, xc, C, lb, Vp, CUDA_R_16BF, 0, NULL, tune);
+            auto kern = npt == 8 ? softmax_xent_bf16_kernel<8> : softmax_xent_bf16_kernel<13>;
+            kern<<<mc, CLB_THREADS, 0, g_stream>>>(lb, (float *)loss + m0, targets + m0, Vp, loss_scale, dx != NULL);
+            cudaLaunchCheck();
+            if (dx) {
+                if (dwte) gemm(0, 1, C, Vp, mc, xc, C, lb, Vp, dwte, C, CUDA_R_32F, 1, NULL, tune);
+                gemm(0, 0, C, mc, Vp, wte_, C, lb, Vp, (bf16 *)dx + (size_t)m0 * C, C, CUDA_R_16BF, 0, NULL, tune);
+            }
+        }
+        return;
+    }
     float *logits = (float *)scratch_get(&s_big, (size_t)chunk * Vp * sizeof(float));
     for (int m0 = 0; m0 < M; m0 += chunk) {
         int mc = M - m0 < chunk ? M - m0 : chunk;
@@ -1162,12 +1253,12 @@ static void classifier(void *loss, void *dx, void *dwte, float *logits_out, cons
     if (logits_out) cudaCheck(cudaStreamSynchronize(g_stream));
 }
 static void cu_classifier(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
-                          const int32_t *targets, float loss_scale, int M, int C, int Vp) {
-    classifier(loss, dx, dwte, logits_out, x, wte, targets, loss_scale, M, C, Vp, 1);
+                          const int32_t *targets, float loss_scale, int M, int C, int Vp, int bf16_logits) {
+    classifier(loss, dx, dwte, logits_out, x, wte, targets, loss_scale, M, C, Vp, bf16_logits, 1);
 }
 static void cu_classifier_det(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
-                              const int32_t *targets, float loss_scale, int M, int C, int Vp) {
-    classifier(loss, dx, dwte, logits_out, x, wte, targets, loss_scale, M, C, Vp, 0);
+                              const int32_t *targets, float loss_scale, int M, int C, int Vp, int bf16_logits) {
+    classifier(loss, dx, dwte, logits_out, x, wte, targets, loss_scale, M, C, Vp, bf16_logits, 0);
 }
 
 // The largest the scratch buffers above get in a training step of this shape (s_big: the classifier's chunk or

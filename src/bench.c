@@ -567,6 +567,7 @@ typedef struct {
     const Backend *bk;  // the counting wrapper
     const char *device, *out;
     int steps, warmup, profile_steps, seed, window, vocab, use_events;
+    int fp32_logits;  // --fp32-logits (Model.fp32_logits)
     MemoryFlags mem;  // the memory/speed flags: each configuration's MemorySettings (memory_flags_settings)
     double copy_bps, gemm_fps;
     size_t mem_base;  // memory in use before any model
@@ -729,6 +730,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     }
     g_cat = MEM_ACTS;
     model_set_memory_settings(m, &ms);
+    m->fp32_logits = bn->fp32_logits;
     if (bn->mem.memory_budget > 0) {
         char line[320];
         memory_flags_describe(line, sizeof line, &bn->mem, &m->cfg, bk, &ms, est);
@@ -937,6 +939,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
                         json_pack("{s:b, s:i, s:b, s:I}", "keep_activations", ms.keep_activations, "scan_states_layers",
                                   model_state_layers(&m->cfg, bk, ms.keep_scan_states), "recompute_in_proj",
                                   ms.recompute_in_proj, "train_bytes_estimate", (json_int_t)est));
+    json_object_set_new(r, "fp32_logits", json_boolean(m->fp32_logits));
     json_object_set_new(r, "memory",
                         json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "activations_estimate",
                                   (json_int_t)need, "scan_states", (json_int_t)(m->arena_states ? rec_bytes(m->arena_states) : 0),
@@ -1016,7 +1019,7 @@ int cmd_bench(int argc, char **argv) {
     const char *seq_len = "512", *batch = "1", *policy = NULL, *out = NULL, *data = NULL, *sweep = NULL;
     const char *report_dir = NULL;
     int steps = 10, warmup = 2, profile_steps = 3, seed = 1, window = 0, vocab = 0, sample_ms = 50, tokens = 0;
-    int deterministic = 0, no_events = 0, no_plots = 0, list = 0;
+    int deterministic = 0, no_events = 0, no_plots = 0, list = 0, fp32_logits = 0;
     float time_limit = 0;
     MemoryFlags mem = MEMORY_FLAGS_DEFAULT;
     ArgSpec specs[] = {
@@ -1047,6 +1050,7 @@ int cmd_bench(int argc, char **argv) {
         {"--no-events", ARG_BOOL, &no_events, "time ops with synchronize + host clock even if GPU events exist"},
         {"--no-plots", ARG_BOOL, &no_plots, "do not run gnuplot (the .gp scripts are still written)"},
         {"--deterministic", ARG_BOOL, &deterministic, "the backend's deterministic kernels"},
+        {"--fp32-logits", ARG_BOOL, &fp32_logits, "GPU: the training step's logits in fp32 (default: bf16, as autocast)"},
         MEMORY_FLAG_SPECS(mem),
         {"--list", ARG_BOOL, &list, "print the configurations in the order they would run, then exit"},
     };
@@ -1153,6 +1157,7 @@ int cmd_bench(int argc, char **argv) {
     bn.bk = &wrapped;
     bn.device = device, bn.out = out;
     bn.mem = mem;
+    bn.fp32_logits = fp32_logits;
     bn.steps = steps, bn.warmup = warmup, bn.profile_steps = profile_steps, bn.seed = seed, bn.window = window;
     bn.vocab = vocab;
     prof_init(&bn.prof, bn.bk, !no_events);

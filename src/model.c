@@ -493,7 +493,7 @@ double model_forward(Model *m, const Batch *b, float *logits) {
     const ModelConfig *c = &m->cfg;
     REGION(m, "fwd.classifier",
            m->bk->classifier(m->losses, NULL, NULL, logits, m->xf, PACT(-1, 0), m->targets, 0.0f, m->cur_M, c->d_model,
-                             c->vocab_pad));
+                             c->vocab_pad, 0 /* evaluation: fp32 logits */));
     return finish_losses(m, m->cur_M);
 }
 
@@ -597,7 +597,7 @@ double model_forward_backward(Model *m, const Batch *b, float loss_scale, float 
     const ModelConfig *c = &m->cfg;
     REGION(m, "fwdbwd.classifier",
            m->bk->classifier(m->losses, m->dxn, PF32(m->grads, -1, 0), logits, m->xf, PACT(-1, 0), m->targets,
-                             loss_scale, m->cur_M, c->d_model, c->vocab_pad));
+                             loss_scale, m->cur_M, c->d_model, c->vocab_pad, !m->fp32_logits));
     backward_body(m);
     return finish_losses(m, m->cur_M);
 }
@@ -606,7 +606,7 @@ void model_backward(Model *m, float loss_scale) {
     const ModelConfig *c = &m->cfg;
     REGION(m, "fwdbwd.classifier",
            m->bk->classifier(m->losses, m->dxn, PF32(m->grads, -1, 0), NULL, m->xf, PACT(-1, 0), m->targets, loss_scale,
-                             m->cur_M, c->d_model, c->vocab_pad));
+                             m->cur_M, c->d_model, c->vocab_pad, !m->fp32_logits));
     backward_body(m);
 }
 

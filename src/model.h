@@ -93,6 +93,11 @@ typedef struct {
     // (2 d_inner ACT values per token) traded for compute, for when memory is what limits the model or the batch.
     // The same bits either way. Read by model_alloc_activations.
     int recompute_in_proj;
+    // 0 (the default): a training step's classifier (model_forward_backward, model_backward) may round the logits
+    // to bf16 before the softmax, as PyTorch's autocast LM head does (Backend.classifier's bf16_logits; on the GPU
+    // half the bytes through the classifier: ~1.5% of a 130m step). 1: fp32 logits in training too (`--fp32-logits`).
+    // Evaluation (model_forward) always takes fp32 logits.
+    int fp32_logits;
     void *arena_states;    // one allocation for every layer's scan_states
     size_t states_cap;     // bytes of each layer's scan_states
     int states_valid;      // the last forward left scan states for model_backward

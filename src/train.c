@@ -61,14 +61,14 @@ static int64_t truncate_metrics(const char *path, int64_t last_step) {
 typedef struct {
     const char *data, *preset, *out, *device, *packing, *config;
     int seq_len, batch, steps, seed, resume, warmup, grad_accum, save_every, keep, log_every, window,
-        deterministic, val_every, val_batches;
+        deterministic, val_every, val_batches, fp32_logits;
     float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
     MemoryFlags mem;
 } TrainArgs;
 
 static char *train_args_json(const TrainArgs *a) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:f, s:f, s:f, s:f, "
-                          "s:f, s:f, s:i, s:i, s:b, s:i, s:b, s:b, s:f}",
+                          "s:f, s:f, s:i, s:i, s:b, s:i, s:b, s:b, s:f, s:b}",
                           "data", a->data, "preset", a->preset, "device", a->device, "packing", a->packing,
                           "seq_len", a->seq_len, "batch", a->batch, "steps", a->steps, "seed", a->seed, "warmup",
                           a->warmup, "grad_accum", a->grad_accum, "save_every", a->save_every, "window", a->window,
@@ -77,7 +77,8 @@ static char *train_args_json(const TrainArgs *a) {
                           (double)a->grad_clip, "beta1", (double)a->beta1, "beta2", (double)a->beta2, "val_every",
                           a->val_every, "val_batches", a->val_batches, "recompute_scan", a->mem.recompute_scan,
                           "scan_states_layers", a->mem.scan_states_layers, "keep_activations", a->mem.keep_activations,
-                          "recompute_in_proj", a->mem.recompute_in_proj, "memory_budget", (double)a->mem.memory_budget);
+                          "recompute_in_proj", a->mem.recompute_in_proj, "memory_budget", (double)a->mem.memory_budget,
+                          "fp32_logits", a->fp32_logits);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);
     return s;
@@ -151,6 +152,8 @@ int cmd_train(int argc, char **argv) {
         {"--val-every", ARG_INT, &a.val_every, "validation loss on the held-out split every N steps (0: off)"},
         {"--val-batches", ARG_INT, &a.val_batches, "batches per validation (0: the whole split)"},
         {"--deterministic", ARG_BOOL, &a.deterministic, "bit-identical runs on the GPU (no float atomics)"},
+        {"--fp32-logits", ARG_BOOL, &a.fp32_logits,
+         "GPU: the training step's logits in fp32 (default: bf16, as PyTorch autocast; evaluation is always fp32)"},
         MEMORY_FLAG_SPECS(a.mem),
         {"--resume", ARG_BOOL, &a.resume, "continue from the newest checkpoint in --out"},
         {"--config", ARG_STR, &a.config, "JSON file of options, keys = flag names (seq_len); flags here override it"},
@@ -196,6 +199,7 @@ int cmd_train(int argc, char **argv) {
 
     Model m;
     model_create(&m, &cfg, bk, (uint64_t)a.seed);
+    m.fp32_logits = a.fp32_logits;
     model_alloc_optimizer(&m);
     MemorySettings ms;
     size_t ms_bytes;

@@ -302,7 +302,7 @@ static void test_thread_count_invariance(void **state) {
         omp_set_num_threads(threads[r]);
         o[r] = run_ops(&in, ppos, dy, PM, PT);
         loss[r] = arr(Mc), dx[r] = arr((size_t)Mc * Cc), dwte[r] = arr((size_t)Vp * Cc);
-        be->classifier(loss[r], dx[r], dwte[r], NULL, x, wte, tg, 0.01f, Mc, Cc, Vp);
+        be->classifier(loss[r], dx[r], dwte[r], NULL, x, wte, tg, 0.01f, Mc, Cc, Vp, 0);
     }
     omp_set_num_threads(saved);
     assert_memory_equal(o[0].y, o[1].y, PM * C * sizeof(real));

@@ -355,7 +355,7 @@ typedef struct {
 // the backward seeds dloss[m] = loss_scale on every non-ignored token: L = loss_scale * sum(loss)
 static long double cls_obj(void *p) {
     ClsCtx *c = p;
-    be->classifier(c->loss, NULL, NULL, NULL, c->x, c->wte, c->tgt, c->scale, c->M, c->C, c->Vp);
+    be->classifier(c->loss, NULL, NULL, NULL, c->x, c->wte, c->tgt, c->scale, c->M, c->C, c->Vp, 0);
     long double s = 0;
     for (int m = 0; m < c->M; m++) s += c->loss[m];
     return c->scale * s;
@@ -367,7 +367,7 @@ static void test_classifier(void **state) {
     for (size_t i = 0; i < (size_t)M * C; i++) c.x[i] *= 3;  // spread the logits out
     real *dx = rnd((size_t)M * C), *dwte = rnd((size_t)Vp * C), *dwte0 = copy_of(dwte, (size_t)Vp * C);
     float *logits = calloc((size_t)M * Vp, sizeof(float));
-    be->classifier(c.loss, dx, dwte, logits, c.x, c.wte, c.tgt, c.scale, M, C, Vp);
+    be->classifier(c.loss, dx, dwte, logits, c.x, c.wte, c.tgt, c.scale, M, C, Vp, 0);
     // independent forward: naive logits and log-sum-exp
     for (int m = 0; m < M; m++) {
         double lg[16], mx = -1e300, se = 0;
