@@ -2,9 +2,14 @@
 //
 //   mkdir -p .gpu/conv
 //   nvcc -O3 --use_fast_math -arch=sm_90 -Isrc dev/kernels/conv_lab.cu src/cuda_conv.cu -o .gpu/conv/conv_lab
-//   .gpu/conv/conv_lab           # checks on small and odd shapes, then the model shapes: checks, timings, table
+//   .gpu/conv/conv_lab           # checks on small and odd shapes, then the model shapes: checks, timings; a
+//                                # summary (failures, versions skipped for a shape), and the table last
 //   .gpu/conv/conv_lab check     # only the small-shape checks (quick; to run under compute-sanitizer)
+//   .gpu/conv/conv_lab check v7w # the same with only the named extra versions (v7w: v7's first slot release)
 //   .gpu/conv/conv_lab profile   # only the production fwd + bwd at 130m, 5 times each (to run under ncu)
+//   .gpu/conv/conv_lab profile v7          # the same with the versions named v7 (fwd and bwd)
+//   .gpu/conv/conv_lab time new,v7,v7f     # no small checks; the model shapes with only these versions
+//                                          # (each still checked there), then the table
 // --use_fast_math as in the CMake build (pm_sigmoid's division is then the fast reciprocal), so the bits and the
 // timings are the backend's.
 //
@@ -25,7 +30,12 @@
 // the ratio to the byte floor at 4.16 TB/s (fwd: read xi, write u, 4 M C bytes; bwd: read du, xi, write dxi,
 // 6 M C bytes). Besides old and new (the production entry points, which pick V and the run length) a few
 // other configurations of the new kernels are timed (V, run length L, ring depth P, blocks per SM bound);
-// each is checked at the timed shape too (u / dxi bit-identical to new's, dw / db against the reference).
+// each is checked at the timed shape too (u / dxi bit-identical to new's, dw / db against the reference, and
+// for the backward a second run bit-identical to the first).
+// v7 (dev/kernels/conv_v7.cuh: bulk-copy-fed block rings, dw/db summed across clusters, optionally the column
+// sum fused) is timed in several configurations (names v7*); its general versions also run every small check
+// (columns "v7", "v7f": fwd v7 with bwd v7 / v7f). A second timing column ("clean") flushes the L2 by reading
+// 256 MB instead of a memset, so no dirty lines are left for the timed call to write back.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -35,6 +45,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -49,6 +60,8 @@
 #undef cuda_conv_silu_fwd
 #undef cuda_conv_bwd_part_bytes
 #undef cuda_conv_silu_bwd
+// conv v7 candidates (bulk-copy-fed ring; namespace v7), built on the helpers of the copy above.
+#include "conv_v7.cuh"
 
 // ---------------------------------------------------------------- the old kernels
 // backend_cuda.cu's conv section as it was before cuda_conv.cu (verbatim from "#define CONV_L" to the end of
@@ -450,22 +463,35 @@ static void old_bwd(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, co
     old_::cu_conv_silu_bwd(dxi, ldx, dw, db, du, xi, w, b, pos, M, T, C, K);
 }
 
-// Other configurations of the new kernels (K = 4 only: the timed shapes).
+// Other configurations of the new kernels (K = 4 only: the timed shapes). A configuration that cannot take a
+// call (another K, or a shape its vector width does not fit) launches nothing and says why in g_cfg_skip; the
+// lab then reports the version as skipped for that shape (it used to exit, and since production's conv_vec
+// stops at CONV_V_MAX = 4 every V = 8 configuration took that exit at the first model shape, so no model check
+// or timing ran).
+static const char *g_cfg_skip = "";
+static void clear_skip() { g_cfg_skip = v7::g_skip = ""; }
+static const char *skip_reason() { return *g_cfg_skip ? g_cfg_skip : v7::g_skip; }  // "": it ran
+// V channels per thread fit: C and ldx multiples of V, every tensor 2V-byte aligned (conv_vec's rule, without
+// its CONV_V_MAX cap)
+static bool vec_fits(int V, int C, int ldx, const void *p0, const void *p1, const void *p2) {
+    const size_t a = 2 * (size_t)V;
+    return C % V == 0 && ldx % V == 0 && pm_is_aligned(p0, a) && pm_is_aligned(p1, a) && pm_is_aligned(p2, a);
+}
 template <int V, int L, int P>
 static void cfg_fwd(bf16 *u, const bf16 *xi, int ldx, const float *w, const float *b, const int32_t *pos, int M,
                     int T, int C, int K, cudaStream_t st) {
-    if (K != 4 || conv_vec(C, ldx, u, xi, xi) < V) {
-        fprintf(stderr, "conv_lab: configuration V=%d needs K = 4 and an aligned shape\n", V);
-        exit(1);
+    if (K != 4 || !vec_fits(V, C, ldx, u, xi, xi)) {
+        g_cfg_skip = K != 4 ? "K = 4 only" : "the shape does not fit the vector width";
+        return;
     }
     conv_fwd_launch<4, V, P>(u, xi, ldx, w, b, pos, M, T, C, L, st);
 }
 template <int V, int L, int P, int MINB>
 static void cfg_bwd(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, const bf16 *xi, const float *w,
                     const float *b, const int32_t *pos, int M, int T, int C, int K, float *part, cudaStream_t st) {
-    if (K != 4 || conv_vec(C, ldx, dxi, xi, du) < V) {
-        fprintf(stderr, "conv_lab: configuration V=%d needs K = 4 and an aligned shape\n", V);
-        exit(1);
+    if (K != 4 || !vec_fits(V, C, ldx, dxi, xi, du)) {
+        g_cfg_skip = K != 4 ? "K = 4 only" : "the shape does not fit the vector width";
+        return;
     }
     int G = conv_bwd_launch<4, V, P, MINB>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, L, st);
     conv_bwd_finish(dw, db, part, G, C, 4, st);
@@ -481,6 +507,22 @@ struct BwdVersion {
     BwdFn fn;
     const void *kernel;
 };
+// v7 configurations (dev/kernels/conv_v7.cuh). Template arguments: V channels per thread, NW consumer warps
+// (+1 loader warp) per block, R token rows per stage, S stages in the ring, [CL cluster size for the dw/db
+// partials,] MINB blocks per SM (the register bound), [FUSE column sum in the kernel,] LB run length (0: the
+// shortest of 32 .. 1024 whose grid is one wave). The block spans CB = 32 NW V channels (512 in all but none).
+// "v7" / "v7f" (fwd "v7") take every K and shape (the small checks run them too); the others K = 4 only. The
+// last template argument, WA = true, is the first v7's slot release (one arrival per warp after __syncwarp; see
+// release_slot in conv_v7.cuh): "v7w" in the small checks, "v7.wa" in the timings.
+namespace v7cfg {
+// the general versions (K = 1..4; shapes the bulk copies cannot take go to the production kernels)
+static const FwdFn fwd_main = v7::fwd<4, 4, 8, 4, 4>;
+static const BwdFn bwd_main = v7::bwd<4, 4, 8, 3, 4, 3, false>;
+static const BwdFn bwd_fused = v7::bwd<4, 4, 8, 3, 4, 3, true>;
+static const FwdFn fwd_wa = v7::fwd<4, 4, 8, 4, 4, 0, true>;
+static const BwdFn bwd_wa = v7::bwd<4, 4, 8, 3, 4, 3, false, 0, true>;
+}  // namespace v7cfg
+
 static const FwdVersion FWD_TIMED[] = {
     {"old", old_fwd, (const void *)old_::conv_silu_fwd2_kernel<4>},
     {"new", cuda_conv_silu_fwd, (const void *)conv_fwd_kernel<4, CONV_V_MAX, CONV_FWD_P, CONV_FWD_W>},
@@ -490,6 +532,21 @@ static const FwdVersion FWD_TIMED[] = {
     {"V8 L64 P16", cfg_fwd<8, 64, 16>, (const void *)conv_fwd_kernel<4, 8, 16, CONV_FWD_W>},
     {"V4 L64", cfg_fwd<4, 64, CONV_FWD_P>, (const void *)conv_fwd_kernel<4, 4, CONV_FWD_P, CONV_FWD_W>},
     {"V4 L128", cfg_fwd<4, 128, CONV_FWD_P>, (const void *)conv_fwd_kernel<4, 4, CONV_FWD_P, CONV_FWD_W>},
+    // v7: V4, 4+1 warps (CB 512 channels), stages of 8 rows x 4 (32 KB ring), runs picked for one wave (80
+    // registers, 4-5 blocks per SM: runs of 128 at 130m and 370m, 384 / 512 blocks). Prediction: 130m 0.029, 370m
+    // 0.039 (~85% of the copy rate: a pure stream, ~25 KB in flight per block, no per-thread load barriers).
+    {"v7", v7cfg::fwd_main, (const void *)v7::fwd_kernel<4, 4, 4, 8, 4, 4, false>},
+    // stages of 16 rows x 3 (48 KB ring; half the waits and releases). Prediction: 130m 0.029, 370m 0.039.
+    {"v7.r16", v7::fwd4<4, 4, 16, 3, 4>, (const void *)v7::fwd_kernel<4, 4, 4, 16, 3, 4, false>},
+    // 8 stages of 8 rows (64 KB ring, 3 blocks per SM: ~2x the bytes in flight per SM). Prediction: 130m 0.029,
+    // 370m 0.039 (v7 should already have enough in flight; slower if 3 blocks per SM starve the issue).
+    {"v7.s8", v7::fwd4<4, 4, 8, 8, 3>, (const void *)v7::fwd_kernel<4, 4, 4, 8, 8, 3, false>},
+    // V8 (16-byte ring reads, 8 channels per step), 2+1 warps. Prediction: 130m 0.030, 370m 0.040 (the forward's
+    // compute is light: a wash, a little worse for fewer warps).
+    {"v7.v8w2", v7::fwd4<8, 2, 8, 4, 4>, (const void *)v7::fwd_kernel<4, 8, 2, 8, 4, 4, false>},
+    // v7 with the first v7's slot release (lane 0 of each consumer warp arrives after __syncwarp, instead of
+    // every lane): what the per-lane arrivals cost, if anything. Same bits as v7.
+    {"v7.wa", v7cfg::fwd_wa, (const void *)v7::fwd_kernel<4, 4, 4, 8, 4, 4, true>},
 };
 static const BwdVersion BWD_TIMED[] = {
     {"old", old_bwd, (const void *)old_::conv_silu_bwd2_kernel<4>},
@@ -501,6 +558,36 @@ static const BwdVersion BWD_TIMED[] = {
     {"V8 L64 P4", cfg_bwd<8, 64, 4, 3>, (const void *)conv_bwd_kernel<4, 8, 4, CONV_BWD_W, 3>},
     {"V4 L64 minb4", cfg_bwd<4, 64, CONV_BWD_P, 4>, (const void *)conv_bwd_kernel<4, 4, CONV_BWD_P, CONV_BWD_W, 4>},
     {"V4 L128 minb4", cfg_bwd<4, 128, CONV_BWD_P, 4>, (const void *)conv_bwd_kernel<4, 4, CONV_BWD_P, CONV_BWD_W, 4>},
+    // v7: V4, 4+1 warps (CB 512), stages of 8 rows x 3 (48 KB ring, 32 KB in flight per block), clusters of 4
+    // for dw/db (G = 32 rows at 130m, as v6), 3 blocks per SM; runs picked: 130m 128 (384 blocks), 370m 256
+    // (256 blocks). Prediction: 130m 0.046, 370m 0.062 (+ the same column sum as v6): the R steps of a stage
+    // overlap and the loads cost the consumers nothing, so ~75% of the copy rate instead of 57%.
+    {"v7", v7cfg::bwd_main, (const void *)v7::bwd_kernel<4, 4, 4, 8, 3, 4, 3, false, false>},
+    // v7 with the column sum fused into the last cluster of each (span, rank). Prediction: v7 - 0.002 (one
+    // launch and its ramp less; the 12 / 16 last blocks each add 32 rows x 640 floats from L2 at the tail).
+    {"v7f", v7cfg::bwd_fused, (const void *)v7::bwd_kernel<4, 4, 4, 8, 3, 4, 3, true, false>},
+    // 4 blocks per SM (registers <= 96 if ptxas manages): 370m gets runs of 128 (512 blocks, 16 consumer warps
+    // per SM). Prediction: 130m as v7 (same grid), 370m 0.060; worse if the bound spills.
+    {"v7.m4", v7::bwd4<4, 4, 8, 3, 4, 4, false>, (const void *)v7::bwd_kernel<4, 4, 4, 8, 3, 4, 4, false, false>},
+    // the fused column sum at clusters of 8 (G = 16: the tail sums half as many rows). Prediction: v7f - 0.001.
+    {"v7.cl8f", v7::bwd4<4, 4, 8, 3, 8, 3, true>, (const void *)v7::bwd_kernel<4, 4, 4, 8, 3, 8, 3, true, false>},
+    // no clusters: every block writes its own partial row (G = 128 at 130m: 3.9 MB of partials for pm_colsum).
+    // Prediction: v7 + 0.003 (the column sum reads 4x the rows).
+    {"v7.cl1", v7::bwd4<4, 4, 8, 3, 1, 3, false>, (const void *)v7::bwd_kernel<4, 4, 4, 8, 3, 1, 3, false, false>},
+    // stages of 4 rows x 6 (same 48 KB ring, finer release: the loader refills sooner). Prediction: v7 +- 0.001.
+    {"v7.r4s6", v7::bwd4<4, 4, 4, 6, 4, 3, false>, (const void *)v7::bwd_kernel<4, 4, 4, 4, 6, 4, 3, false, false>},
+    // V2, 8+1 warps (CB 512): half the registers per thread, twice the warps, 4-byte ring reads. Prediction: 130m
+    // 0.048, 370m 0.064 (more instructions per element: the per-step overhead is shared by 2 channels, not 4).
+    {"v7.v2w8", v7::bwd4<2, 8, 8, 3, 4, 3, false>, (const void *)v7::bwd_kernel<4, 2, 8, 8, 3, 4, 3, false, false>},
+    // V8, 2+1 warps (CB 512), 16-byte ring reads, 8 independent channels per step. Prediction: 130m 0.050, 370m
+    // 0.066 (168 registers, the most 9 warps per SM allow, and ptxas spills 76 bytes: few warps per SM; v6's V8
+    // lost to V4 the same way).
+    {"v7.v8w2", v7::bwd4<8, 2, 8, 3, 4, 3, false>, (const void *)v7::bwd_kernel<4, 8, 2, 8, 3, 4, 3, false, false>},
+    // 4 stages (64 KB ring, 48 KB in flight per block, 3 blocks per SM still fit). Prediction: v7 +- 0.001 (v7's
+    // 32 KB should already cover the latency; a gain here says it does not).
+    {"v7.s4", v7::bwd4<4, 4, 8, 4, 4, 3, false>, (const void *)v7::bwd_kernel<4, 4, 4, 8, 4, 4, 3, false, false>},
+    // v7 with the first v7's slot release (one arrival per warp after __syncwarp): the per-lane arrivals' cost.
+    {"v7.wa", v7cfg::bwd_wa, (const void *)v7::bwd_kernel<4, 4, 4, 8, 3, 4, 3, false, true>},
 };
 
 // ---------------------------------------------------------------- host data
@@ -658,9 +745,15 @@ static void release(Dev &d) {
     cudaCheck(cudaFree(d.pos));
     cudaCheck(cudaFree(d.part));
 }
+// n 16-bit words = v, on the device (the model shapes' buffers are 100+ MB: no host copy per run)
+static __global__ void fill16_kernel(uint16_t *p, size_t n, uint16_t v) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = v;
+}
 static void fill16(uint16_t *p, size_t n, uint16_t v) {
-    std::vector<uint16_t> h(n, v);
-    cudaCheck(cudaMemcpy(p, h.data(), n * 2, cudaMemcpyHostToDevice));
+    fill16_kernel<<<4 * pm_cuda_sm_count(), 256>>>(p, n, v);
+    cudaLaunchCheck();
+    cudaCheck(cudaDeviceSynchronize());
 }
 
 // Outputs of one version: the whole u and dxi allocations (poison included), dw, db.
@@ -700,27 +793,26 @@ struct Err {
 static double rel_err_strided(const std::vector<uint16_t> &got, size_t off, int ld, const std::vector<double> &ref,
                               int M, int C, size_t *bad) {
     double emax = 0, rmax = 0;
-    for (int t = 0; t < M; t++)
+    size_t nbad = 0;
+    for (int t = 0; t < M; t++) {
+        const uint16_t *g = got.data() + off + (size_t)t * ld;
+        const double *r = ref.data() + (size_t)t * C;
         for (int c = 0; c < C; c++) {
-            uint16_t g = got[off + (size_t)t * ld + c];
-            double r = ref[(size_t)t * C + c];
-            if (g == POISON) (*bad)++;
-            double e = fabs((double)b2f(g) - r);
+            nbad += g[c] == POISON;
+            double e = fabs((double)b2f(g[c]) - r[c]);
             emax = std::isnan(e) ? INFINITY : std::max(emax, e);  // a NaN fails the check
-            rmax = std::max(rmax, fabs(r));
+            rmax = std::max(rmax, fabs(r[c]));
         }
+    }
     // everything outside the tensor keeps its poison: the head before it, columns C .. ld-1 of its rows, and
     // everything from row M on
-    for (size_t i = 0; i < got.size(); i++) {
-        if (i >= off && i < off + (size_t)M * ld) {
-            size_t c = (i - off) % ld;
-            if (c < (size_t)C) {
-                i += C - 1 - c;  // skip the row's tensor part
-                continue;
-            }
-        }
-        if (got[i] != POISON) (*bad)++;
-    }
+    auto keep = [&](size_t i0, size_t i1) {
+        for (size_t i = i0; i < i1; i++) nbad += got[i] != POISON;
+    };
+    keep(0, off);
+    for (int t = 0; t < M; t++) keep(off + (size_t)t * ld + C, off + (size_t)(t + 1) * ld);
+    keep(off + (size_t)M * ld, got.size());
+    *bad += nbad;
     return rmax > 0 ? emax / rmax : emax;
 }
 static double rel_err_acc(const std::vector<float> &got, const std::vector<float> &pre,
@@ -758,6 +850,44 @@ static int new_vec(const Shape &s, const Dev &d) {
 }
 
 static int g_failures = 0;
+static std::vector<std::string> g_failed, g_skipped;  // what failed / was skipped, for the summary
+static void fail(const std::string &what) {
+    g_failures++;
+    g_failed.push_back(what);
+}
+
+// Version filter: `conv_lab time NAMES` (comma-separated version names, e.g. "new,v7,v7f") runs and times only
+// these (new is always run once per model shape as the bit reference); `conv_lab check NAMES` runs only these
+// extra versions in the small checks. NULL: all (timings) or the default ones (small checks).
+static const char *g_only = NULL;
+static bool selected(const char *name, bool by_default = true) {
+    if (!g_only) return by_default;
+    size_t n = strlen(name);
+    for (const char *p = g_only; *p;) {
+        const char *q = strchr(p, ',');
+        size_t m = q ? (size_t)(q - p) : strlen(p);
+        if (m == n && !strncmp(p, name, n)) return true;
+        if (!q) break;
+        p = q + 1;
+    }
+    return false;
+}
+
+// Versions the small checks run besides new and old (forward and backward as a pair), every K and shape;
+// by_default: run by `conv_lab` and `conv_lab check` (the others only when named: `conv_lab check v7w`).
+struct PairVersion {
+    const char *name;
+    FwdFn fwd;
+    BwdFn bwd;
+    bool by_default;
+};
+static const PairVersion SMALL_EXTRA[] = {
+    {"v7", v7cfg::fwd_main, v7cfg::bwd_main, true},
+    {"v7f", v7cfg::fwd_main, v7cfg::bwd_fused, true},
+    // the first v7's slot release (lane 0 arrives after __syncwarp): the same bits as v7 expected; under
+    // racecheck it shows the hazards that release_slot (conv_v7.cuh) explains, which v7 and v7f must not
+    {"v7w", v7cfg::fwd_wa, v7cfg::bwd_wa, false},
+};
 
 // ---------------------------------------------------------------- small and odd shapes
 static void small_checks(cudaStream_t st) {
@@ -781,8 +911,13 @@ static void small_checks(cudaStream_t st) {
         {33, 5, 8, 24, 0, 0, 0, 4},           // M = one run + 1
     };
     printf("== checks: small and odd shapes (errors relative to max |ref|; new V = vector width picked)\n");
-    printf("%-5s %-3s %6s %5s %5s %5s %4s %4s | %-8s %-8s %-8s %-8s %-4s %-5s | %-4s %-8s\n", "case", "K", "M", "T",
+    printf("   extra versions (SMALL_EXTRA): ok = reference, deterministic and poison kept; =new: u and dxi bits equal "
+           "new's; tma / fb: the bulk-copy kernels ran / the shape fell back to production\n");
+    printf("%-5s %-3s %6s %5s %5s %5s %4s %4s | %-8s %-8s %-8s %-8s %-4s %-5s | %-4s %-8s", "case", "K", "M", "T",
            "C", "ldx", "off", "V", "u", "dxi", "dw", "db", "det", "ok", "old", "old=new");
+    for (const PairVersion &x : SMALL_EXTRA)
+        if (selected(x.name, x.by_default)) printf(" | %-14s", x.name);
+    printf("\n");
     int ci = 0;
     for (const Shape &base : shapes) {
         ci++;
@@ -799,12 +934,38 @@ static void small_checks(cudaStream_t st) {
             run_version(h, d, old_fwd, old_bwd, o, st);
             Err e = check(h, a), eo = check(h, o);
             bool det = same_bits(a, b), ok = e.ok() && det;
-            if (!ok) g_failures++;
-            if (!eo.ok()) g_failures++;
+            char where[64];
+            snprintf(where, sizeof where, "small case %d K %d", ci, K);
+            if (!ok) fail(std::string(where) + ": new");
+            if (!eo.ok()) fail(std::string(where) + ": old");
             printf("%-5d %-3d %6d %5d %5d %5d %2d/%-2d %4d | %-8.1e %-8.1e %-8.1e %-8.1e %-4s %-5s | %-4s %-8s",
                    ci, K, h.s.M, h.s.T, h.s.C, h.s.ldx, h.s.ox, h.s.ou, new_vec(h.s, d), e.u, e.dxi, e.dw, e.db,
                    det ? "yes" : "NO", ok ? "ok" : "FAIL", eo.ok() ? "ok" : "FAIL",
                    same_act_bits(a, o) ? "yes" : "no");
+            for (const PairVersion &x : SMALL_EXTRA) {
+                if (!selected(x.name, x.by_default)) continue;
+                Out xa, xb;
+                clear_skip();
+                run_version(h, d, x.fwd, x.bwd, xa, st);
+                if (*skip_reason()) {  // (the general versions take every shape: not expected)
+                    printf(" | %-14s", "skipped");
+                    g_skipped.push_back(std::string(where) + ": " + x.name + ": " + skip_reason());
+                    continue;
+                }
+                run_version(h, d, x.fwd, x.bwd, xb, st);
+                Err ex = check(h, xa);
+                bool xok = ex.ok() && same_bits(xa, xb);
+                if (!xok) fail(std::string(where) + ": " + x.name);
+                const uint16_t *xp = d.xbuf + h.s.ox, *up = d.ubuf + h.s.ou;
+                bool tma = v7::fits(h.s.C, h.s.ldx, xp, xp, up);
+                char cell[64];
+                snprintf(cell, sizeof cell, "%s %s %s", xok ? "ok" : "FAIL", same_act_bits(xa, a) ? "=new" : "bits",
+                         tma ? "tma" : "fb");
+                printf(" | %-14s", cell);
+                if (!xok)
+                    printf(" (u %.1e dxi %.1e dw %.1e db %.1e bad %zu/%zu det %d)", ex.u, ex.dxi, ex.dw, ex.db,
+                           ex.bad_u, ex.bad_dxi, (int)same_bits(xa, xb));
+            }
             if (e.bad_u || e.bad_dxi) printf("  bad u %zu, bad dxi %zu", e.bad_u, e.bad_dxi);
             printf("\n");
             release(d);
@@ -815,7 +976,7 @@ static void small_checks(cudaStream_t st) {
 // ---------------------------------------------------------------- model shapes: checks and timing
 struct Row {
     std::string shape, op, name;
-    double ms, gbs, xfloor;
+    double ms, gbs, xfloor, ms_clean;
     int regs;
     std::string check;
 };
@@ -826,12 +987,30 @@ static const int WARM = 3, REPS = 20;
 static uint8_t *g_flush;
 static const size_t FLUSH_BYTES = 256u << 20;
 
+// The read flush: every line of the flush buffer through L2 (nothing written), so the L2 holds clean lines only.
+// The memset flush (the lab's usual one) leaves up to the whole L2 dirty, and the timed call then pays for
+// writing the memset's lines back as it evicts them; the two bracket what a training step sees.
+static __global__ void flush_read_kernel(const uint4 *p, size_t n, unsigned *sink) {
+    unsigned a = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint4 v = __ldcg(p + i);
+        a ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (a == 0x9e3779b9u) *sink = a;  // (never, in practice) keeps the loads
+}
+
 template <typename F>
-static double time_ms(F call, cudaStream_t st) {
+static double time_ms(F call, cudaStream_t st, bool clean = false) {
     std::vector<cudaEvent_t> ev(2 * (WARM + REPS));
     for (auto &e : ev) cudaCheck(cudaEventCreate(&e));
     for (int it = 0; it < WARM + REPS; it++) {
-        cudaCheck(cudaMemsetAsync(g_flush, it & 0xff, FLUSH_BYTES, st));  // L2 out of play
+        if (clean) {
+            flush_read_kernel<<<2 * pm_cuda_sm_count(), 1024, 0, st>>>((const uint4 *)g_flush, FLUSH_BYTES / 16,
+                                                                         (unsigned *)g_flush);
+            cudaLaunchCheck();
+        } else {
+            cudaCheck(cudaMemsetAsync(g_flush, it & 0xff, FLUSH_BYTES, st));  // L2 out of play
+        }
         cudaCheck(cudaEventRecord(ev[2 * it], st));
         call();
         cudaCheck(cudaEventRecord(ev[2 * it + 1], st));
@@ -883,54 +1062,123 @@ static void model_shape(const char *name, int C, cudaStream_t st) {
     bool det = same_bits(ref_new, again);
     printf("new: u %.1e dxi %.1e dw %.1e db %.1e, bad u %zu dxi %zu, deterministic %s\n", en.u, en.dxi, en.dw, en.db,
            en.bad_u, en.bad_dxi, det ? "yes" : "NO");
-    if (!en.ok() || !det) g_failures++;
+    if (!en.ok() || !det) fail(std::string(name) + ": new");
+    // a version that cannot take this shape: a table row saying so, nothing timed
+    auto skipped = [&](const char *op, const char *vname) {
+        if (!*skip_reason()) return false;
+        std::string why = std::string("skipped: ") + skip_reason();
+        g_rows.push_back({name, op, vname, NAN, NAN, NAN, NAN, -1, why});
+        g_skipped.push_back(std::string(name) + " " + op + " " + vname + ": " + skip_reason());
+        printf("%s %s %s: %s\n", name, op, vname, why.c_str());
+        return true;
+    };
 
     // fwd versions: each checked (u against the reference; bits against new's), then timed
+    Out o, o2;  // (reused: the host buffers are 100+ MB)
     for (const FwdVersion &v : FWD_TIMED) {
-        Out o;
+        if (!selected(v.name)) continue;
         BwdFn bw = cuda_conv_silu_bwd;
+        v7::g_plan[0] = 0;  // (set by v7 launchers: the plan of this version's launch)
+        clear_skip();
         run_version(h, d, v.fn, bw, o, st);
+        if (skipped("fwd", v.name)) continue;
         Err e = check(h, o);
         bool same = o.u == ref_new.u;
         std::string chk = e.u <= 1e-2 && !e.bad_u ? (same ? "ok, = new" : "ok, bits differ") : "FAIL";
-        if (chk == "FAIL") g_failures++;
-        double ms = time_ms([&] { v.fn(u, xi, s.ldx, d.w, d.b, d.pos, s.M, s.T, s.C, s.K, st); }, st);
-        g_rows.push_back({name, "fwd", v.name, ms, fb / (ms * 1e-3) / 1e9, ms * 1e-3 / (fb / HBM),
+        if (chk == "FAIL") fail(std::string(name) + " fwd " + v.name);
+        if (v7::g_plan[0]) chk += std::string(" [") + v7::g_plan + "]";
+        auto call = [&] { v.fn(u, xi, s.ldx, d.w, d.b, d.pos, s.M, s.T, s.C, s.K, st); };
+        double ms = time_ms(call, st), msc = time_ms(call, st, true);
+        g_rows.push_back({name, "fwd", v.name, ms, fb / (ms * 1e-3) / 1e9, ms * 1e-3 / (fb / HBM), msc,
                           regs_of(v.kernel), chk});
     }
     for (const BwdVersion &v : BWD_TIMED) {
-        Out o;
+        if (!selected(v.name)) continue;
+        v7::g_plan[0] = 0;
+        clear_skip();
         run_version(h, d, cuda_conv_silu_fwd, v.fn, o, st);
+        if (skipped("bwd", v.name)) continue;
+        run_version(h, d, cuda_conv_silu_fwd, v.fn, o2, st);
         Err e = check(h, o);
-        bool same = o.dxi == ref_new.dxi;
-        bool ok = e.dxi <= 1e-2 && e.dw <= 1e-4 && e.db <= 1e-4 && !e.bad_dxi;
-        std::string chk = ok ? (same ? "ok, = new" : "ok, bits differ") : "FAIL";
-        if (!ok) g_failures++;
-        double ms = time_ms(
-            [&] { v.fn(dxi, s.ldx, d.dw, d.db, du, xi, d.w, d.b, d.pos, s.M, s.T, s.C, s.K, d.part, st); }, st);
-        g_rows.push_back({name, "bwd", v.name, ms, bb / (ms * 1e-3) / 1e9, ms * 1e-3 / (bb / HBM),
+        bool same = o.dxi == ref_new.dxi, rep = same_bits(o, o2);
+        bool ok = e.dxi <= 1e-2 && e.dw <= 1e-4 && e.db <= 1e-4 && !e.bad_dxi && rep;
+        char chk[192];
+        if (ok)
+            snprintf(chk, sizeof chk, "%s (dw %.1e db %.1e)", same ? "ok, = new" : "ok, bits differ", e.dw, e.db);
+        else
+            snprintf(chk, sizeof chk, "FAIL (dxi %.1e dw %.1e db %.1e bad %zu, repeat %s)", e.dxi, e.dw, e.db,
+                     e.bad_dxi, rep ? "same" : "DIFFERS");
+        if (!ok) fail(std::string(name) + " bwd " + v.name);
+        if (v7::g_plan[0]) snprintf(chk + strlen(chk), sizeof chk - strlen(chk), " [%s]", v7::g_plan);
+        auto call = [&] { v.fn(dxi, s.ldx, d.dw, d.db, du, xi, d.w, d.b, d.pos, s.M, s.T, s.C, s.K, d.part, st); };
+        double ms = time_ms(call, st), msc = time_ms(call, st, true);
+        g_rows.push_back({name, "bwd", v.name, ms, bb / (ms * 1e-3) / 1e9, ms * 1e-3 / (bb / HBM), msc,
                           regs_of(v.kernel), chk});
     }
     release(d);
 }
 
-static void profile(cudaStream_t st) {
+// 5 x (fwd + bwd) at 130m: production's, or the versions named (`profile NAME`: the fwd and bwd of that name,
+// where they exist; production's for the other)
+static void profile(cudaStream_t st, const char *which) {
     Host h;
     h.s = {16384, 2048, 1536, 3072, 4, 0, 0, 1280};
     make_inputs(h);
     Dev d = upload(h);
     const Shape &s = h.s;
+    FwdFn fw = cuda_conv_silu_fwd;
+    BwdFn bw = cuda_conv_silu_bwd;
+    if (which) {
+        for (const FwdVersion &v : FWD_TIMED)
+            if (!strcmp(v.name, which)) fw = v.fn;
+        for (const BwdVersion &v : BWD_TIMED)
+            if (!strcmp(v.name, which)) bw = v.fn;
+    }
     bf16 *xi = d.xi(), *dxi = (bf16 *)d.dxbuf, *u = (bf16 *)d.ubuf, *du = (bf16 *)d.dubuf;
     for (int i = 0; i < 5; i++) {
-        cuda_conv_silu_fwd(u, xi, s.ldx, d.w, d.b, d.pos, s.M, s.T, s.C, s.K, st);
-        cuda_conv_silu_bwd(dxi, s.ldx, d.dw, d.db, du, xi, d.w, d.b, d.pos, s.M, s.T, s.C, s.K, d.part, st);
+        fw(u, xi, s.ldx, d.w, d.b, d.pos, s.M, s.T, s.C, s.K, st);
+        bw(dxi, s.ldx, d.dw, d.db, du, xi, d.w, d.b, d.pos, s.M, s.T, s.C, s.K, d.part, st);
     }
     cudaCheck(cudaStreamSynchronize(st));
+    cudaCheck(cudaGetLastError());
     release(d);
-    printf("profile: 5 x (fwd + bwd) at 130m done\n");
+    printf("profile: 5 x (fwd + bwd) at 130m done (%s)\n", which ? which : "production");
+}
+
+// The timing table (always the lab's last output). Also printed from exit() if the lab dies part-way through
+// the model shapes (a CUDA error or a failed configuration exits), with the rows gathered so far.
+static bool g_table_due = false;
+static void print_table(void) {
+    if (!g_table_due) return;
+    g_table_due = false;
+    printf("\n== timings: median of %d (L2 flushed before each call by a 256 MB memset: ms, GB/s, x floor; "
+           "clean: by a 256 MB read instead, no dirty lines left to write back); floor = bytes / %.2f TB/s; "
+           "bwd includes its column sum\n",
+           REPS, HBM / 1e12);
+    printf("%-6s %-4s %-15s %9s %8s %8s %9s %5s  %s\n", "shape", "op", "version", "ms", "GB/s", "x floor", "clean",
+           "regs", "check");
+    for (const Row &r : g_rows) {
+        if (std::isnan(r.ms))
+            printf("%-6s %-4s %-15s %9s %8s %8s %9s %5s  %s\n", r.shape.c_str(), r.op.c_str(), r.name.c_str(), "-",
+                   "-", "-", "-", "-", r.check.c_str());
+        else
+            printf("%-6s %-4s %-15s %9.4f %8.0f %8.2f %9.4f %5d  %s\n", r.shape.c_str(), r.op.c_str(),
+                   r.name.c_str(), r.ms, r.gbs, r.xfloor, r.ms_clean, r.regs, r.check.c_str());
+    }
+    fflush(stdout);
+}
+static void print_table_at_exit(void) {
+    if (!g_table_due) return;
+    printf("\nconv_lab: stopped before the end (see the error above); the rows timed so far:\n");
+    print_table();
 }
 
 int main(int argc, char **argv) {
+    // line-buffered, so that an error line on stderr lands where it happened in a combined log (fully buffered
+    // stdout once put an abort in the model shapes amid the small checks' lines)
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const auto t_start = std::chrono::steady_clock::now();
+    auto secs = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
     const char *mode = argc > 1 ? argv[1] : "all";
     cudaDeviceProp p;
     cudaCheck(cudaGetDeviceProperties(&p, 0));
@@ -938,23 +1186,38 @@ int main(int argc, char **argv) {
     cudaStream_t st;
     cudaCheck(cudaStreamCreate(&st));
     if (!strcmp(mode, "profile")) {
-        profile(st);
+        profile(st, argc > 2 ? argv[2] : NULL);
         return 0;
     }
-    small_checks(st);
-    if (!strcmp(mode, "all")) {
+    if (!strcmp(mode, "time")) {
+        if (argc < 3) {
+            fprintf(stderr, "usage: conv_lab time NAME[,NAME...]   (version names as in the table)\n");
+            return 2;
+        }
+        g_only = argv[2];
+    } else if (!strcmp(mode, "check")) {
+        g_only = argc > 2 ? argv[2] : NULL;  // extra versions of the small checks (default: v7, v7f)
+    } else if (strcmp(mode, "all")) {
+        fprintf(stderr, "usage: conv_lab [all | check [NAMES] | time NAMES | profile [NAME]]\n");
+        return 2;
+    }
+    if (strcmp(mode, "time")) {
+        small_checks(st);
+        printf("(small checks: %.0f s)\n", secs());
+    }
+    if (strcmp(mode, "check")) {
+        g_table_due = true;
+        atexit(print_table_at_exit);
         cudaCheck(cudaMalloc(&g_flush, FLUSH_BYTES));
         model_shape("130m", 1536, st);
+        printf("(130m done: %.0f s)\n", secs());
         model_shape("370m", 2048, st);
         cudaCheck(cudaFree(g_flush));
-        printf("\n== timings: median of %d (L2 flushed before each call); floor = bytes / %.2f TB/s\n", REPS,
-               HBM / 1e12);
-        printf("%-6s %-4s %-15s %9s %8s %8s %5s  %s\n", "shape", "op", "version", "ms", "GB/s", "x floor", "regs",
-               "check");
-        for (const Row &r : g_rows)
-            printf("%-6s %-4s %-15s %9.4f %8.0f %8.2f %5d  %s\n", r.shape.c_str(), r.op.c_str(), r.name.c_str(),
-                   r.ms, r.gbs, r.xfloor, r.regs, r.check.c_str());
     }
-    printf("\n%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
+    printf("\n%s: %d failure(s), %zu skipped (lab wall time %.0f s)\n", g_failures ? "FAILED" : "PASSED", g_failures,
+           g_skipped.size(), secs());
+    for (const std::string &f : g_failed) printf("  failed: %s\n", f.c_str());
+    for (const std::string &k : g_skipped) printf("  skipped: %s\n", k.c_str());
+    print_table();  // last
     return g_failures ? 1 : 0;
 }

@@ -1,0 +1,310 @@
+// gemm_lab.cu — does cuBLASLt have faster algorithms for our GEMM shapes than the 8 its heuristic offers?
+//
+//   nvcc -O3 -arch=sm_90 dev/kernels/gemm_lab.cu -lcublasLt -o .gpu/gemm/gemm_lab
+//   .gpu/gemm/gemm_lab [130m|370m|all]
+//
+// The backend (backend_cuda.cu, gemm / gemm_tune) asks cuBLASLt's heuristic (BEST_FIT) for up to 8 candidates
+// per shape and keeps the fastest. Here, per shape of a training step (the model's GEMMs in the backend's
+// column-major formulation: the same transposes, leading dimensions, output types and beta), the lab times
+//   (a) the heuristic's first choice, (b) the best of its first 8 (what the backend runs after tuning),
+//   (c) the best of everything else it can be made to offer: BEST_FIT asked for 64, and for every algorithm ID
+//       cublasLtMatmulAlgoGetIds lists, the heuristic limited to that ID (CUBLASLT_SEARCH_LIMITED_BY_ALGO_ID,
+//       64 configurations each).
+// Each candidate: one warm-up, then the mean of 10 runs between CUDA events (no L2 flush: the operands of these
+// shapes are mostly larger than the L2, and the step runs them back to back). Inputs are random bf16 in [-1, 1];
+// the output is checked against the heuristic's first choice (max |diff| / max |ref|), so a configuration that
+// computes something else is not counted. The table gives ms, TFLOP/s and (c)'s configuration.
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#define CK(x)                                                                                          \
+    do {                                                                                               \
+        cudaError_t e_ = (x);                                                                          \
+        if (e_ != cudaSuccess) {                                                                       \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
+            exit(1);                                                                                   \
+        }                                                                                              \
+    } while (0)
+#define LT(x)                                                                                          \
+    do {                                                                                               \
+        cublasStatus_t s_ = (x);                                                                       \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
+            fprintf(stderr, "%s:%d: %s: cublas status %d\n", __FILE__, __LINE__, #x, (int)s_);          \
+            exit(1);                                                                                   \
+        }                                                                                              \
+    } while (0)
+
+struct Shape {
+    const char *name;
+    int ta, tb, m, n, k, lda, ldb, ldd;
+    bool f32_out, beta1;
+};
+
+static cublasLtHandle_t g_lt;
+static void *g_ws;
+static const size_t WS = 32u << 20;  // the backend's LT_WS_BYTES
+
+struct Cand {
+    cublasLtMatmulAlgo_t algo;
+    const char *src;
+};
+
+__global__ void fill_kernel(__nv_bfloat16 *p, size_t n, unsigned seed) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned h = (unsigned)(i * 2654435761u) ^ seed;
+    h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
+    p[i] = __float2bfloat16((h & 0xFFFF) / 32768.0f - 1.0f);
+}
+
+static void describe(const cublasLtMatmulAlgo_t &a, char *buf, size_t n) {
+    int id = -1, tile = -1, stages = -1, splitk = -1, red = -1, swz = -1, cust = -1, clus = -1;
+    size_t w;
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &cust, sizeof cust, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &clus, sizeof clus, &w);
+    snprintf(buf, n, "id %d tile %d stages %d splitK %d red %d swz %d cust %d cluster %d", id, tile, stages, splitk,
+             red, swz, cust, clus);
+}
+
+static int heuristic(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                     cublasLtMatrixLayout_t ld, cudaDataType_t dt, int want, int algo_id,
+                     cublasLtMatmulHeuristicResult_t *res) {
+    cublasLtMatmulPreference_t pref;
+    LT(cublasLtMatmulPreferenceCreate(&pref));
+    size_t ws = WS;
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    if (algo_id >= 0) {
+        uint32_t mode = CUBLASLT_SEARCH_LIMITED_BY_ALGO_ID;
+        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_SEARCH_MODE, &mode, sizeof mode));
+        if (cublasLtMatmulAlgoInit(g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, dt, dt, algo_id,
+                                   &res[0].algo) !=
+            CUBLAS_STATUS_SUCCESS) {
+            cublasLtMatmulPreferenceDestroy(pref);
+            return 0;
+        }
+    }
+    int found = 0;
+    if (cublasLtMatmulAlgoGetHeuristic(g_lt, desc, la, lb, ld, ld, pref, want, res, &found) != CUBLAS_STATUS_SUCCESS)
+        found = 0;
+    cublasLtMatmulPreferenceDestroy(pref);
+    int n = 0;
+    for (int i = 0; i < found; i++)
+        if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= WS) res[n++] = res[i];
+    return n;
+}
+
+static float time_algo(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                       cublasLtMatrixLayout_t ld, const cublasLtMatmulAlgo_t *algo, const void *A, const void *B,
+                       void *D, float beta, int REPS) {
+    float alpha = 1.0f;
+    if (cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, algo, g_ws, WS, 0) !=
+        CUBLAS_STATUS_SUCCESS) {
+        cudaGetLastError();
+        return -1.0f;
+    }
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaEventRecord(e0));
+    for (int r = 0; r < REPS; r++)
+        cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, algo, g_ws, WS, 0);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    if (cudaGetLastError() != cudaSuccess) return -1.0f;
+    return ms / REPS;
+}
+
+// max |a - b| and max |b| over n outputs (bf16 or f32), on the device (the outputs are up to 400 MB)
+__global__ void diff_kernel(const void *a, const void *b, size_t n, bool f32, unsigned *out) {
+    float dm = 0.f, bm = 0.f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float x = f32 ? ((const float *)a)[i] : __bfloat162float(((const __nv_bfloat16 *)a)[i]);
+        float y = f32 ? ((const float *)b)[i] : __bfloat162float(((const __nv_bfloat16 *)b)[i]);
+        dm = fmaxf(dm, fabsf(x - y)), bm = fmaxf(bm, fabsf(y));
+    }
+    atomicMax(out, __float_as_uint(dm));  // non-negative floats order as their bits
+    atomicMax(out + 1, __float_as_uint(bm));
+}
+static double compare(const void *a, const void *b, size_t n, bool f32) {
+    static unsigned *d = NULL;
+    if (!d) CK(cudaMalloc(&d, 8));
+    CK(cudaMemset(d, 0, 8));
+    diff_kernel<<<1024, 256>>>(a, b, n, f32, d);
+    unsigned h[2];
+    CK(cudaMemcpy(h, d, 8, cudaMemcpyDeviceToHost));
+    float dm, bm;
+    memcpy(&dm, &h[0], 4), memcpy(&bm, &h[1], 4);
+    return bm > 0 ? dm / bm : dm;
+}
+
+static void run_shape(const Shape &s) {
+    cublasLtMatmulDesc_t desc;
+    LT(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t opa = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    const cudaDataType_t dt = s.f32_out ? CUDA_R_32F : CUDA_R_16BF;
+    cublasLtMatrixLayout_t la, lb, ld;
+    LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.ta ? s.k : s.m, s.ta ? s.m : s.k, s.lda));
+    LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, s.tb ? s.n : s.k, s.tb ? s.k : s.n, s.ldb));
+    LT(cublasLtMatrixLayoutCreate(&ld, dt, s.m, s.n, s.ldd));
+    size_t na = (size_t)s.lda * (s.ta ? s.m : s.k), nb = (size_t)s.ldb * (s.tb ? s.k : s.n);
+    size_t nd = (size_t)s.ldd * s.n, esz = s.f32_out ? 4 : 2;
+    __nv_bfloat16 *A, *B;
+    void *D, *Dref, *D0;
+    CK(cudaMalloc(&A, na * 2));
+    CK(cudaMalloc(&B, nb * 2));
+    CK(cudaMalloc(&D, nd * esz));
+    CK(cudaMalloc(&Dref, nd * esz));
+    CK(cudaMalloc(&D0, nd * esz));
+    fill_kernel<<<(unsigned)((na + 255) / 256), 256>>>(A, na, 1);
+    fill_kernel<<<(unsigned)((nb + 255) / 256), 256>>>(B, nb, 2);
+    CK(cudaMemset(D0, 0, nd * esz));
+    const float beta = s.beta1 ? 1.0f : 0.0f;
+
+    std::vector<Cand> cands;
+    std::vector<cublasLtMatmulHeuristicResult_t> res(64);
+    int nbest = heuristic(desc, la, lb, ld, dt, 64, -1, res.data());
+    for (int i = 0; i < nbest; i++) cands.push_back({res[i].algo, i < 8 ? "heur8" : "heur64"});
+    int ids[256], nids = 0;  // the algorithm IDs for this output type
+    LT(cublasLtMatmulAlgoGetIds(g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, dt, dt, 256, ids,
+                                &nids));
+    for (int j = 0; j < nids; j++) {
+        int n = heuristic(desc, la, lb, ld, dt, 16, ids[j], res.data());
+        for (int i = 0; i < n; i++) cands.push_back({res[i].algo, "by-id"});
+    }
+    if (cands.empty()) {
+        printf("%-22s no algorithm\n", s.name);
+        return;
+    }
+    // reference: the heuristic's first choice, from the same starting output (beta = 1 adds to zeros here)
+    float alpha = 1.0f;
+    CK(cudaMemcpy(Dref, D0, nd * esz, cudaMemcpyDeviceToDevice));
+    LT(cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, Dref, ld, Dref, ld, &cands[0].algo, g_ws, WS, 0));
+    double flop = 2.0 * s.m * s.n * (double)s.k;
+    // every candidate: correct (from zeros) and then 5 timed runs; the 3 fastest and the first 8 again with 20
+    std::vector<std::pair<float, int>> t5;
+    int nbad = 0;
+    for (size_t i = 0; i < cands.size() && i < 600; i++) {
+        CK(cudaMemcpy(D, D0, nd * esz, cudaMemcpyDeviceToDevice));
+        if (cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &cands[i].algo, g_ws, WS, 0) !=
+            CUBLAS_STATUS_SUCCESS) {
+            cudaGetLastError();
+            continue;
+        }
+        if (cudaDeviceSynchronize() != cudaSuccess) {
+            cudaGetLastError();
+            continue;
+        }
+        if (compare(D, Dref, nd, s.f32_out) > 2e-2) {
+            nbad++;
+            continue;
+        }
+        float ms = time_algo(desc, la, lb, ld, &cands[i].algo, A, B, D, beta, 5);
+        if (ms > 0) t5.push_back({ms, (int)i});
+    }
+    std::sort(t5.begin(), t5.end());
+    float first = -1, best8 = 1e30f, best = 1e30f;
+    int ibest = -1;
+    for (size_t r = 0; r < t5.size(); r++) {
+        const int i = t5[r].second;
+        const bool in8 = !strcmp(cands[i].src, "heur8");
+        if (r >= 3 && !in8) continue;
+        float ms = time_algo(desc, la, lb, ld, &cands[i].algo, A, B, D, beta, 20);
+        if (ms <= 0) continue;
+        if (i == 0) first = ms;
+        if (in8) best8 = std::min(best8, ms);
+        if (ms < best) best = ms, ibest = i;
+    }
+    const int ntimed = (int)t5.size();
+    char cfg[200] = "", cfg8[200] = "";
+    if (ibest >= 0) describe(cands[ibest].algo, cfg, sizeof cfg);
+    describe(cands[0].algo, cfg8, sizeof cfg8);
+    printf("%-22s m %5d n %5d k %5d  first %.4f  best-of-8 %.4f  best %.4f ms (%s, %.0f TF/s; %.1f%% under best-of-8)"
+           "  [%d timed, %d wrong]\n    first: %s\n    best:  %s\n",
+           s.name, s.m, s.n, s.k, first, best8, best, ibest >= 0 ? cands[ibest].src : "-", flop / best / 1e9,
+           100.0 * (1.0 - best / best8), ntimed, nbad, cfg8, cfg);
+    fflush(stdout);
+    cudaFree(A), cudaFree(B), cudaFree(D), cudaFree(Dref), cudaFree(D0);
+    cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb), cublasLtMatrixLayoutDestroy(ld);
+    cublasLtMatmulDescDestroy(desc);
+}
+
+// The model's GEMMs as the backend issues them (backend_cuda.cu: matmul_fwd, matmul_bwd, classifier) for
+// M tokens, width d, d_inner di, x_proj width nx = R + 2N, dt_rank R; the classifier per 4096-token chunk.
+static std::vector<Shape> model_shapes(const char *tag, int M, int d, int di, int R) {
+    static std::vector<char *> names;  // (kept for the process)
+    const int nx = R + 32, Vp = 50280, ch = 4096;
+    auto nm = [&](const char *op) {
+        char *p = (char *)malloc(64);
+        snprintf(p, 64, "%s %s", tag, op);
+        names.push_back(p);
+        return (const char *)p;
+    };
+    return {
+        // forward: out' (N x M, ld ldo) = W' (K x N stored, transposed) @ inp' (K x M)
+        {nm("in_proj fwd"), 1, 0, 2 * di, M, d, d, d, 2 * di, false, false},
+        {nm("x_proj fwd"), 1, 0, nx, M, di, di, di, nx, false, false},
+        {nm("dt_proj fwd"), 1, 0, di, M, R, R, nx, di, false, false},
+        {nm("out_proj fwd"), 1, 0, d, M, di, di, di, d, false, false},
+        // input gradients: dinp' (K x M) = W (K x N) @ dout' (N x M)
+        {nm("out_proj dinp"), 0, 0, di, M, d, di, d, di, false, false},
+        {nm("dt_proj dinp"), 0, 0, R, M, di, R, di, nx, false, false},
+        {nm("x_proj dinp (+=)"), 0, 0, di, M, nx, di, nx, di, false, true},
+        {nm("in_proj dinp"), 0, 0, d, M, 2 * di, d, 2 * di, d, false, false},
+        // weight gradients: dW' (K x N) += inp' (K x M) @ dout (M x N)
+        {nm("out_proj dW"), 0, 1, di, d, M, di, d, di, true, true},
+        {nm("dt_proj dW"), 0, 1, R, di, M, nx, di, R, true, true},
+        {nm("x_proj dW"), 0, 1, di, nx, M, di, nx, di, true, true},
+        {nm("in_proj dW"), 0, 1, d, 2 * di, M, d, 2 * di, d, true, true},
+        // classifier, bf16 logits (the training default)
+        {nm("logits"), 1, 0, Vp, ch, d, d, d, Vp, false, false},
+        {nm("dwte"), 0, 1, d, Vp, ch, d, Vp, d, true, true},
+        {nm("dx"), 0, 0, d, ch, Vp, d, Vp, d, false, false},
+    };
+}
+
+int main(int argc, char **argv) {
+    const char *which = argc > 1 ? argv[1] : "all";
+    LT(cublasLtCreate(&g_lt));
+    CK(cudaMalloc(&g_ws, WS));
+    for (int f = 0; f < 2; f++) {
+        int ids[256], nids = 0;
+        const cudaDataType_t dt = f ? CUDA_R_32F : CUDA_R_16BF;
+        LT(cublasLtMatmulAlgoGetIds(g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, dt, dt, 256, ids,
+                                    &nids));
+        printf("cuBLASLt %zu: %d algorithm IDs for bf16 x bf16 -> %s, fp32 compute:", cublasLtGetVersion(), nids,
+               f ? "fp32" : "bf16");
+        for (int i = 0; i < nids; i++) printf(" %d", ids[i]);
+        printf("\n");
+    }
+    std::vector<Shape> shapes;
+    if (!strcmp(which, "130m") || !strcmp(which, "all")) {
+        auto v = model_shapes("130m", 16384, 768, 1536, 48);
+        shapes.insert(shapes.end(), v.begin(), v.end());
+    }
+    if (!strcmp(which, "370m") || !strcmp(which, "all")) {
+        auto v = model_shapes("370m", 16384, 1024, 2048, 64);
+        shapes.insert(shapes.end(), v.begin(), v.end());
+    }
+    for (const Shape &s : shapes) run_shape(s);
+    return 0;
+}
