@@ -444,7 +444,7 @@ static void test_config_file_and_override(void **state) {
     assert_int_not_equal(pm("train --config good.json --out cfgrun --steps 2"), 0);  // "batch-size" is unknown
     write_text("good.json", "{\"data\": \"data\", \"preset\": \"tiny\", \"seq_len\": 64, \"batch\": 3, "
                             "\"steps\": 50, \"log_every\": 0, \"lr\": 0.002, \"deterministic\": false}");
-    assert_int_equal(pm("train --config good.json --out cfgrun --steps 2 --batch 2"), 0);
+    assert_int_equal(pm("train --config good.json --out cfgrun --steps 2 --batch 2 --fp32-logits"), 0);
     char *m = read_rel("cfgrun/metrics.jsonl");
     assert_int_equal(count_lines(m), 2);  // --steps 2 beat the file's 50
     free(m);
@@ -456,6 +456,7 @@ static void test_config_file_and_override(void **state) {
     assert_int_equal(json_integer_value(json_object_get(j, "batch")), 2);     // the command line's
     assert_int_equal(json_integer_value(json_object_get(j, "steps")), 2);
     assert_true(fabs(json_number_value(json_object_get(j, "lr")) - 0.002) < 1e-9);
+    assert_true(json_is_true(json_object_get(j, "fp32_logits")));  // a flag of the command line's (GPU-only effect)
     json_decref(j);
     free(r);
     // run.json is itself a config file: training from it alone repeats the run exactly.
