@@ -1208,46 +1208,42 @@ static void softmax_xent(float *logits, float *loss, const int32_t *targets, int
     cudaLaunchCheck();
 }
 
+// The bf16 softmax of mc rows of (mc, Vp) bf16 logits: npt 16-byte pieces per thread (cls_bf16_npt).
+static void softmax_xent_bf16(bf16 *logits, float *loss, const int32_t *targets, int mc, int Vp, float loss_scale,
+                              int backward, int npt) {
+    auto kern = npt == 8 ? softmax_xent_bf16_kernel<8> : softmax_xent_bf16_kernel<13>;
+    kern<<<mc, CLB_THREADS, 0, g_stream>>>(logits, loss, targets, Vp, loss_scale, backward);
+    cudaLaunchCheck();
+}
+
 static void classifier(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
                        const int32_t *targets, float loss_scale, int M, int C, int Vp, int bf16_logits, int tune) {
     const bf16 *x_ = (const bf16 *)x, *wte_ = (const bf16 *)wte;
     int chunk = classifier_chunk(M);
     if (chunk == 0) return;
-    const int npt = logits_out || !bf16_logits ? 0 : cls_bf16_npt(Vp);
-    if (npt) {
-        bf16 *lb = (bf16 *)scratch_get(&s_big, (size_t)chunk * Vp * sizeof(bf16));  // (chunk, Vp) bf16
-        for (int m0 = 0; m0 < M; m0 += chunk) {
-            int mc = M - m0 < chunk ? M - m0 : chunk;
-            const bf16 *xc = x_ + (size_t)m0 * C;
-            gemm(1, 0, Vp, mc, C, wte_, C, xc, C, lb, Vp, CUDA_R_16BF, 0, NULL, tune);
-            auto kern = npt == 8 ? softmax_xent_bf16_kernel<8> : softmax_xent_bf16_kernel<13>;
-            kern<<<mc, CLB_THREADS, 0, g_stream>>>(lb, (float *)loss + m0, targets + m0, Vp, loss_scale, dx != NULL);
-            cudaLaunchCheck();
-            if (dx) {
-                if (dwte) gemm(0, 1, C, Vp, mc, xc, C, lb, Vp, dwte, C, CUDA_R_32F, 1, NULL, tune);
-                gemm(0, 0, C, mc, Vp, wte_, C, lb, Vp, (bf16 *)dx + (size_t)m0 * C, C, CUDA_R_16BF, 0, NULL, tune);
-            }
-        }
-        return;
-    }
-    float *logits = (float *)scratch_get(&s_big, (size_t)chunk * Vp * sizeof(float));
+    const int npt = logits_out || !bf16_logits ? 0 : cls_bf16_npt(Vp);  // > 0: bf16 logits
+    // (chunk, Vp) logits, fp32 or bf16; then the bf16 dlogits in place, with row stride ldl (in bf16 elements)
+    void *logits = scratch_get(&s_big, (size_t)chunk * Vp * (npt ? sizeof(bf16) : sizeof(float)));
+    const int ldl = npt ? Vp : 2 * Vp;
     for (int m0 = 0; m0 < M; m0 += chunk) {
         int mc = M - m0 < chunk ? M - m0 : chunk;
         const bf16 *xc = x_ + (size_t)m0 * C;
         // logits^T (Vp x mc, ld Vp) = wte (C x Vp stored, transposed) @ x^T (C x mc)
-        gemm(1, 0, Vp, mc, C, wte_, C, xc, C, logits, Vp, CUDA_R_32F, 0, NULL, tune);
+        gemm(1, 0, Vp, mc, C, wte_, C, xc, C, logits, Vp, npt ? CUDA_R_16BF : CUDA_R_32F, 0, NULL, tune);
         if (logits_out)
             cudaCheck(cudaMemcpyAsync(logits_out + (size_t)m0 * Vp, logits, (size_t)mc * Vp * sizeof(float),
                                       cudaMemcpyDeviceToHost, g_stream));
-        softmax_xent(logits, (float *)loss + m0, targets + m0, mc, Vp, loss_scale, dx != NULL);
+        if (npt)
+            softmax_xent_bf16((bf16 *)logits, (float *)loss + m0, targets + m0, mc, Vp, loss_scale, dx != NULL, npt);
+        else
+            softmax_xent((float *)logits, (float *)loss + m0, targets + m0, mc, Vp, loss_scale, dx != NULL);
         if (dx) {
-            const bf16 *dl = (const bf16 *)logits;  // (mc, Vp) bf16, row stride 2*Vp
+            const bf16 *dl = (const bf16 *)logits;  // (mc, Vp) bf16, row stride ldl
             // dwte first: it still reads this chunk of x, so dx may overwrite x in place (as on the CPU).
             // dwte^T (C x Vp, ld C) += x^T (C x mc) @ dlogits (mc x Vp: stored Vp x mc, transposed)
-            if (dwte) gemm(0, 1, C, Vp, mc, xc, C, dl, 2 * Vp, dwte, C, CUDA_R_32F, 1, NULL, tune);
-            // dx^T (C x mc) = wte (C x Vp, ld C) @ dlogits^T (Vp x mc, ld 2Vp)
-            gemm(0, 0, C, mc, Vp, wte_, C, dl, 2 * Vp, (bf16 *)dx + (size_t)m0 * C, C, CUDA_R_16BF, 0, NULL,
-                 tune);
+            if (dwte) gemm(0, 1, C, Vp, mc, xc, C, dl, ldl, dwte, C, CUDA_R_32F, 1, NULL, tune);
+            // dx^T (C x mc) = wte (C x Vp, ld C) @ dlogits^T (Vp x mc, ld ldl)
+            gemm(0, 0, C, mc, Vp, wte_, C, dl, ldl, (bf16 *)dx + (size_t)m0 * C, C, CUDA_R_16BF, 0, NULL, tune);
         }
     }
     if (logits_out) cudaCheck(cudaStreamSynchronize(g_stream));

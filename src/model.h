@@ -95,7 +95,8 @@ typedef struct {
     int recompute_in_proj;
     // 0 (the default): a training step's classifier (model_forward_backward, model_backward) may round the logits
     // to bf16 before the softmax, as PyTorch's autocast LM head does (Backend.classifier's bf16_logits; on the GPU
-    // half the bytes through the classifier: ~1.5% of a 130m step). 1: fp32 logits in training too (`--fp32-logits`).
+    // half the bytes through the classifier: +0.4% to +1.5% measured, docs/perf.md). 1: fp32 logits in training too
+    // (`--fp32-logits`).
     // Evaluation (model_forward) always takes fp32 logits.
     int fp32_logits;
     void *arena_states;    // one allocation for every layer's scan_states

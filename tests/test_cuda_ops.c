@@ -844,6 +844,17 @@ static void classifier_case(int M, int C, int Vp, int backward, int want_logits,
             } else {
                 check_rel("classifier dwte untouched", dw, dwte0, (size_t)Vp * C, 0);
             }
+            if (bf16 && !want_logits && Vp % 8 == 0) {
+                // the bf16 path ran: its losses are not the fp32 path's bits (the tolerance alone would pass both)
+                void *gl32 = g_f32(nan, M);
+                G->classifier(gl32, NULL, NULL, NULL, gx, gw, gt, scale, M, C, Vp, 0);
+                float *l32 = g_get_f32(gl32, M);
+                const int differs = memcmp(l32, l, (size_t)M * sizeof(float)) != 0;
+                printf("    classifier loss differs from the fp32 path's: %s\n", differs ? "yes" : "NO  <-- FAIL");
+                g_fails += !differs;
+                free(l32);
+                G->free(gl32);
+            }
         } else if (k == 1) {
             bits_l = dup(l, M), bits_dw = dup(dw, (size_t)Vp * C);
         } else {
