@@ -714,8 +714,9 @@ static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
     for (int i = 0; i < found; i++)
         if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= LT_WS_BYTES) cand[ncand++] = res[i].algo;
     if (ncand < 2) return;
-    // on the side stream, main-stream kernels could run beside the candidates and skew their times
-    if (g_stream == g_side) cudaCheck(cudaDeviceSynchronize());
+    // work on the other stream (the weight gradients, the optimizer step's update) could run beside the candidates
+    // and skew their times
+    if (g_side) cudaCheck(cudaDeviceSynchronize());
     size_t esz = p->dtype == CUDA_R_32F ? 4 : 2;
     size_t dbytes = ((size_t)p->ldd * (p->n - 1) + p->m) * esz;
     size_t abytes = ((size_t)p->lda * ((p->ta ? p->m : p->k) - 1) + (p->ta ? p->k : p->m)) * 2;
