@@ -714,8 +714,8 @@ static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
     for (int i = 0; i < found; i++)
         if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= LT_WS_BYTES) cand[ncand++] = res[i].algo;
     if (ncand < 2) return;
-    // work on the other stream (the weight gradients, the optimizer step's update) could run beside the candidates
-    // and skew their times
+    // work on the other stream (the backward's weight gradients) could run beside the candidates and skew their
+    // times, whichever stream this shape is tuned on
     if (g_side) cudaCheck(cudaDeviceSynchronize());
     size_t esz = p->dtype == CUDA_R_32F ? 4 : 2;
     size_t dbytes = ((size_t)p->ldd * (p->n - 1) + p->m) * esz;
