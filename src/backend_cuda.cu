@@ -944,6 +944,13 @@ static int classifier_chunk(int M) {
     if (c > CL_CHUNK_MAX) c = CL_CHUNK_MAX;
     return M < c ? M : c;
 }
+// bf16 logits: twice the tokens in the same bytes (cu_workspace_bytes counts the fp32 chunk). Fewer chunks mean
+// fewer passes of the dwte GEMM over its fp32 (C, Vp) output (read and written once a chunk): the 130m classifier
+// 6.18 -> 6.05 ms a step at 8192 tokens, 5.95 at 16384 (+1.3 GiB); docs/perf.md, eleventh session.
+static int classifier_chunk_bf16(int M) {
+    const int c = 2 * classifier_chunk(M);
+    return M < c ? M : c;
+}
 
 __global__ void __launch_bounds__(CL_THREADS) softmax_xent_kernel(float *logits, float *loss,
                                                                    const int32_t *targets, int Vp,
@@ -1220,9 +1227,9 @@ static void softmax_xent_bf16(bf16 *logits, float *loss, const int32_t *targets,
 static void classifier(void *loss, void *dx, void *dwte, float *logits_out, const void *x, const void *wte,
                        const int32_t *targets, float loss_scale, int M, int C, int Vp, int bf16_logits, int tune) {
     const bf16 *x_ = (const bf16 *)x, *wte_ = (const bf16 *)wte;
-    int chunk = classifier_chunk(M);
-    if (chunk == 0) return;
     const int npt = logits_out || !bf16_logits ? 0 : cls_bf16_npt(Vp);  // > 0: bf16 logits
+    const int chunk = npt ? classifier_chunk_bf16(M) : classifier_chunk(M);
+    if (chunk == 0) return;
     // (chunk, Vp) logits, fp32 or bf16; then the bf16 dlogits in place, with row stride ldl (in bf16 elements)
     void *logits = scratch_get(&s_big, (size_t)chunk * Vp * (npt ? sizeof(bf16) : sizeof(float)));
     const int ldl = npt ? Vp : 2 * Vp;

@@ -1,6 +1,9 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v26 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v24 with the
+// Version v43 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the
+// forward's checkpoint stores predicated instead of branched around (v43), the backward kernels' dB/dC butterfly
+// one token later (v36), the forward's y reduction one group later (v35), branch-free cooperative passes (v34),
+// swizzled forward arrays and spaced backward tiles (v31), on v26: v24 with the
 // 4-thread backward reading delta log2 e as +inf at document starts from its pass array (no per-thread start test
 // in its two token loops; v25 did this in every kernel and was slower in the others). v24: v22 with the
 // backward able to write the forward's output again, bit for bit (every kernel sums y over the states in one
@@ -397,6 +400,11 @@ __device__ __forceinline__ void cp_async16(void *smem_dst, const void *gmem_src,
     int n = pred ? 16 : 0;  // 0 source bytes: the 16 destination bytes are zero-filled
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "r"(n));
 }
+// *p = (a, b, c, d) when pred, as one predicated 16-byte store: unlike an if around a store, no branch (v43)
+__device__ __forceinline__ void st_f4_if(float *p, float a, float b, float c, float d, bool pred) {
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %5, 0;\n\t@p st.global.v4.f32 [%0], {%1, %2, %3, %4};\n\t}" ::"l"(p),
+                 "f"(a), "f"(b), "f"(c), "f"(d), "r"((int)pred));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::); }
 
@@ -648,10 +656,10 @@ __global__ void __launch_bounds__(CH *FG, MINB)
 #pragma unroll
         for (int j0 = 0; j0 < jend; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
             // the state before token j0 (the forward too when asked to leave the backward its checkpoints)
-            if (STORE_CK && j0 % SCAN_K == 0 && active && j0 < len) {
-                float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS);
-                *ck = make_float4(s[0], s[1], s[2], s[3]);
-            }
+            // (v43: a predicated store, no branch, so the token groups around it stay one block for the scheduler)
+            if (STORE_CK && j0 % SCAN_K == 0)
+                st_f4_if(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS, s[0], s[1],
+                         s[2], s[3], active && j0 < len);
             float yp[4];
 #pragma unroll
             for (int jj = 0; jj < 4; jj++) {
