@@ -1,6 +1,7 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v43 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the
+// Version v45 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the 32-wide
+// forward's token loop unrolled over the whole chunk (v45), the
 // forward's checkpoint stores predicated instead of branched around (v43), the backward kernels' dB/dC butterfly
 // one token later (v36), the forward's y reduction one group later (v35), branch-free cooperative passes (v34),
 // swizzled forward arrays and spaced backward tiles (v31), on v26: v24 with the
@@ -636,8 +637,10 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         const float *bck = bcf + (k & 1) * FT * 2 * SCAN_N;
         // (v22: all FT tokens with a compile-time bound, so the groups are unrolled into one block the scheduler
         // can interleave; tokens past the row's end have zero pass arrays and leave the state alone. Not in the
-        // kernels held to 64 registers for two blocks per SM (MINB 2), where the unrolled code spills.)
-        const int jend = MINB == 1 ? FT : len;
+        // kernels held to 64 registers for two blocks per SM (MINB 2), where the unrolled code spills. v45: also in
+        // the 32-wide kernels held to 128 registers for four (MINB 4), which it now fits without spills since v43's
+        // branch-free checkpoint stores: B8·D1536 forward -3%.)
+        const int jend = MINB != 2 ? FT : len;
         // v35: a group's y sums are reduced over the channel's threads and stored one group later, after the next
         // group's state updates, so the shuffles' and the output loads' latency overlaps that work instead of
         // stalling the warp (ncu's per-instruction view of v31: the butterfly's adds and the loads' first users

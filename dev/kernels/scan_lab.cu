@@ -27,7 +27,7 @@
 #include "cuda_common.h"  // cudaCheck, and what the frozen versions since v14 take from src (bf2f, pm_cuda_sm_count)
 #include "cuda_scan.h"
 #include "scan_v1.cuh"
-#include "scan_v36.cuh"
+#include "scan_v43.cuh"
 
 static const int NS = 16;  // d_state
 
@@ -92,13 +92,13 @@ static float *g_states = NULL;
 SCAN_WRAPPERS(prod, ::, 0, g_yout, )
 SCAN_WRAPPERS(prod_st, ::, 1, g_yout, )
 SCAN_WRAPPERS(prod_st0, ::, 1, nullptr, )  // without v24's output (what --keep-activations runs)
-SCAN_WRAPPERS(v36_st, scan_v36::, 1, g_yout, )
-SCAN_WRAPPERS(v36_st0, scan_v36::, 1, nullptr, )
+SCAN_WRAPPERS(v43_st, scan_v43::, 1, g_yout, )
+SCAN_WRAPPERS(v43_st0, scan_v43::, 1, nullptr, )
 
 static const Version versions[] = {
     {"v1", scan_v1::cuda_scan_workspace_bytes, scan_v1::cuda_scan_fwd, scan_v1::cuda_scan_bwd, false},
-    {"v36+st", scan_v36::cuda_scan_workspace_bytes, v36_st_fwd, v36_st_bwd, true},  // the version before v37
-    {"v36+st0", scan_v36::cuda_scan_workspace_bytes, v36_st0_fwd, v36_st0_bwd, false},
+    {"v43+st", scan_v43::cuda_scan_workspace_bytes, v43_st_fwd, v43_st_bwd, true},  // the version before v45
+    {"v43+st0", scan_v43::cuda_scan_workspace_bytes, v43_st0_fwd, v43_st0_bwd, false},
     {"prod", cuda_scan_workspace_bytes, prod_fwd, prod_bwd, true},  // src/cuda_scan.cu
     {"prod+st", cuda_scan_workspace_bytes, prod_st_fwd, prod_st_bwd, true},
     {"prod+st0", cuda_scan_workspace_bytes, prod_st0_fwd, prod_st0_bwd, false},

@@ -1,8 +1,11 @@
-// scan_v36.cuh — frozen copy of src/cuda_scan.cu as version v36 (made by dev/kernels/mkver.sh).
-namespace scan_v36 {
+// scan_v43.cuh — frozen copy of src/cuda_scan.cu as version v43 (made by dev/kernels/mkver.sh).
+namespace scan_v43 {
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v26 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v24 with the
+// Version v43 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the
+// forward's checkpoint stores predicated instead of branched around (v43), the backward kernels' dB/dC butterfly
+// one token later (v36), the forward's y reduction one group later (v35), branch-free cooperative passes (v34),
+// swizzled forward arrays and spaced backward tiles (v31), on v26: v24 with the
 // 4-thread backward reading delta log2 e as +inf at document starts from its pass array (no per-thread start test
 // in its two token loops; v25 did this in every kernel and was slower in the others). v24: v22 with the
 // backward able to write the forward's output again, bit for bit (every kernel sums y over the states in one
@@ -394,6 +397,11 @@ __device__ __forceinline__ void cp_async16(void *smem_dst, const void *gmem_src,
     int n = pred ? 16 : 0;  // 0 source bytes: the 16 destination bytes are zero-filled
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "r"(n));
 }
+// *p = (a, b, c, d) when pred, as one predicated 16-byte store: unlike an if around a store, no branch (v43)
+__device__ __forceinline__ void st_f4_if(float *p, float a, float b, float c, float d, bool pred) {
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %5, 0;\n\t@p st.global.v4.f32 [%0], {%1, %2, %3, %4};\n\t}" ::"l"(p),
+                 "f"(a), "f"(b), "f"(c), "f"(d), "r"((int)pred));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::); }
 
@@ -530,6 +538,7 @@ __global__ void __launch_bounds__(CH *FG, MINB)
     constexpr bool STORE_CK = MODE == MODE_CKPT || MODE == MODE_FWD_CKPT;
     constexpr int NT = CH * FG, NS = SCAN_N / FG;
     static_assert(CH % 32 == 0, "fwd_swz needs 4 groups of 8 channels a row");
+    static_assert(NS == 4, "each thread's states are one float4 of B, C and the checkpoint");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;  // swizzled (fwd_swz)
     float *bcf = (float *)(smem_raw + (size_t)2 * 3 * FT * CH * 2);
@@ -644,44 +653,30 @@ __global__ void __launch_bounds__(CH *FG, MINB)
 #pragma unroll
         for (int j0 = 0; j0 < jend; j0 += 4) {  // j0 <= 28: every j below is < FT = 32
             // the state before token j0 (the forward too when asked to leave the backward its checkpoints)
-            if (STORE_CK && j0 % SCAN_K == 0 && active && j0 < len) {
-                float4 *ck = (float4 *)(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS);
-#pragma unroll
-                for (int i = 0; i < NS / 4; i++) ck[i] = make_float4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
-            }
+            // (v43: a predicated store, no branch, so the token groups around it stay one block for the scheduler)
+            if (STORE_CK && j0 % SCAN_K == 0)
+                st_f4_if(ckpt + (((size_t)row * nck + (t0 + j0) / SCAN_K) * Cd + c) * SCAN_N + q * NS, s[0], s[1],
+                         s[2], s[3], active && j0 < len);
             float yp[4];
 #pragma unroll
             for (int jj = 0; jj < 4; jj++) {
                 const int j = j0 + jj;
-                {
-                    // a document start forces a_t = 2^-huge = 0: the state restarts without a branch
-                    const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
-                    const float2 dd = pdd[j * CH + cl];
-                    const float dlL = dd.x, dlu = dd.y;
-                    const float4 *b4 = (const float4 *)(bck + j * 2 * SCAN_N + q * NS);
-                    const float4 *c4 = (const float4 *)(bck + j * 2 * SCAN_N + SCAN_N + q * NS);
-                    float y = 0.f;
-#pragma unroll
-                    for (int i4 = 0; i4 < NS / 4; i4++) {
-                        float4 b = b4[i4];
-                        float bb[4] = {b.x, b.y, b.z, b.w};
-                        float cc[4] = {0.f, 0.f, 0.f, 0.f};
-                        if (!CKPT) {
-                            float4 cv = c4[i4];
-                            cc[0] = cv.x, cc[1] = cv.y, cc[2] = cv.z, cc[3] = cv.w;
-                        }
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const int i = 4 * i4 + e;
-                            s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[e]);
-                        }
-                        // y over each 4 states as two pairs (v24: the order the backward kernels can follow
-                        // whatever slots they hold the states in, so the output they write again is this one)
-                        const float yq = quad_dot(s[4 * i4], s[4 * i4 + 1], s[4 * i4 + 2], s[4 * i4 + 3], cc);
-                        y = i4 == 0 ? yq : y + yq;
-                    }
-                    yp[jj] = y;
+                // a document start forces a_t = 2^-huge = 0: the state restarts without a branch
+                const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+                const float2 dd = pdd[j * CH + cl];
+                const float dlL = dd.x, dlu = dd.y;
+                const float4 b = *(const float4 *)(bck + j * 2 * SCAN_N + q * NS);
+                const float bb[4] = {b.x, b.y, b.z, b.w};
+                float cc[4] = {0.f, 0.f, 0.f, 0.f};
+                if (!CKPT) {
+                    const float4 cv = *(const float4 *)(bck + j * 2 * SCAN_N + SCAN_N + q * NS);
+                    cc[0] = cv.x, cc[1] = cv.y, cc[2] = cv.z, cc[3] = cv.w;
                 }
+#pragma unroll
+                for (int i = 0; i < NS; i++) s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[i]);
+                // y over the 4 states as two pairs (v24: the order the backward kernels can follow whatever slots
+                // they hold the states in, so the output they write again is this one)
+                yp[jj] = quad_dot(s[0], s[1], s[2], s[3], cc);
             }
             if (!CKPT) {
                 if (jp >= 0) finish_group(ypend, jp);
@@ -1233,15 +1228,16 @@ __global__ void __launch_bounds__(CH *BG4, 3)
 #pragma unroll
             for (int n = 0; n < NS; n++) Sr[j][n] = s[n] = fmaf(ex2_approx(dlL * A[n]), s[n], dlu * bb[n]);
         }
+        // R slot of this lane's dB/dC sum after the butterfly: type bit 3, state 4q + 2 (bit 4) + (bit 2)
+        const int ridx = ((lane >> 3) & 1) * SCAN_N + 4 * q + 2 * up + ((lane >> 2) & 1);
         float vpend[2 * NS];  // v of the token walked last, not yet summed (v36)
         auto bc_butterfly = [&](float (&vv)[2 * NS], int jj) {
 #pragma unroll
             for (int e = 0; e < NS; e++) vv[e] += __shfl_xor_sync(0xffffffffu, vv[e + NS], 16);
             tr_level<2, 8, 2 * NS>(vv);
             tr_level<1, 4, 2 * NS>(vv);
-            R[(jj * BWARPS + warp) * 2 * SCAN_N + ((lane >> 3) & 1) * SCAN_N + 4 * q + 2 * up + ((lane >> 2) & 1)] = vv[0];
+            R[(jj * BWARPS + warp) * 2 * SCAN_N + ridx] = vv[0];
         };
-        // (R slot of this lane's dB/dC sum after the butterfly: type bit 3, state 4q + 2 (bit 4) + (bit 2))
 #pragma unroll
         for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
 #pragma unroll
@@ -1700,4 +1696,4 @@ void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB
     scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
                   pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream);
 }
-}  // namespace scan_v36
+}  // namespace scan_v43

@@ -1,0 +1,4 @@
+#!/bin/bash
+# session 11, call 10: the final build (scan v45): op tests and README's headline rows
+R=$OUT; PM_TABLE=key bash dev/readme_table.sh
+cd $R && tar czf all.tgz gpu && rm -rf gpu
