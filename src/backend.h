@@ -12,7 +12,8 @@
 //   Small per-channel parameters (norm weights, conv weight/bias, dt bias, A_log, D) are always passed as F32
 //   master pointers; weight matrices (embedding, in/x/dt/out projections) as ACT compute copies.
 // - Parameter-gradient outputs (dW, dbias, dw_norm, ...) ACCUMULATE (+=), so gradient accumulation over
-//   micro-batches is free; the model zeroes the gradient buffer at the start of an optimizer step.
+//   micro-batches is free; at the start of an optimizer step the model either zeroes the gradient buffer or,
+//   where the backend has grads_write, runs the step's first backward with the outputs written (=) instead.
 //   Activation-gradient outputs overwrite unless an `accumulate` flag says otherwise.
 // - Document resets (DESIGN §2): int32 `pos` (M) is each token's position within its document. The conv and
 //   the scan treat token t as the start of a new document when pos[t] == 0 OR t % T == 0 (row start): a conv
@@ -147,6 +148,13 @@ typedef struct Backend {
     void (*side_begin)(void);
     int (*side_end)(void);
     void (*side_wait)(int ticket);
+
+    // ---- optional: grads_write(1): until grads_write(0), the parameter-gradient outputs of rmsnorm_bwd,
+    // matmul_bwd, conv_silu_bwd and scan_bwd are written (=), not added, and classifier writes dwte from its first
+    // chunk of tokens and adds the others'; embedding_bwd still adds (the model runs it after the classifier, into
+    // the same tied dwte). The model uses it for the first backward of an optimizer step, when every parameter's
+    // gradient is written once (and wte's first by the classifier), so the buffer needs no clearing. NULL: always add.
+    void (*grads_write)(int on);
 
     // ---- optional, for `packmamba bench` (NULL where a backend does not provide them) ----
     // GPU-side timing without a synchronize per op: event_record enqueues a timestamp on the compute stream and

@@ -238,6 +238,11 @@ static void add_rmsnorm_fwd(void *res_out_, void *xn_, void *rstd_, const void *
     }
 }
 
+// Backend.grads_write: while set, parameter gradients are written (=), not added (+=), except embedding_bwd's and
+// the classifier's dwte after its first chunk.
+static int g_grads_write;
+static void grads_write(int on) { g_grads_write = on; }
+
 static void rmsnorm_bwd(void *dres_, void *dres_act_, void *dw_, const void *dxn_, const void *res_,
                         const void *w_, const void *rstd_, int M, int C) {
     real *dres = dres_, *dres_act = dres_act_, *dw = dw_;           // (M, C), (M, C) or NULL, (C)
@@ -260,7 +265,7 @@ static void rmsnorm_bwd(void *dres_, void *dres_act_, void *dw_, const void *dxn
     for (int c = 0; c < C; c++) {
         real acc = 0;
         for (int m = 0; m < M; m++) acc += dxn[(size_t)m * C + c] * res[(size_t)m * C + c] * rstd[m];
-        dw[c] += acc;
+        dw[c] = g_grads_write ? acc : dw[c] + acc;
     }
 }
 
@@ -284,13 +289,13 @@ static void matmul_bwd(void *dinp_, int ldd, int accumulate_dinp, void *dW_, voi
     real *dinp = dinp_, *dW = dW_, *dbias = dbias_;       // (M, K) ldd, (N, K), (N)
     const real *dout = dout_, *inp = inp_, *W = W_;       // (M, N) lddo, (M, K) ldi, (N, K)
     if (dinp) gemm(0, 0, M, K, N, 1, dout, lddo, W, K, accumulate_dinp ? 1 : 0, dinp, ldd);  // dout @ W
-    if (dW) gemm(1, 0, N, K, M, 1, dout, lddo, inp, ldi, 1, dW, K);                        // dout^T @ inp
+    if (dW) gemm(1, 0, N, K, M, 1, dout, lddo, inp, ldi, g_grads_write ? 0 : 1, dW, K);    // dout^T @ inp
     if (dbias) {
 #pragma omp parallel for
         for (int n = 0; n < N; n++) {
             real acc = 0;
             for (int m = 0; m < M; m++) acc += dout[(size_t)m * lddo + n];
-            dbias[n] += acc;
+            dbias[n] = g_grads_write ? acc : dbias[n] + acc;
         }
     }
 }
@@ -384,7 +389,7 @@ static void conv_silu_bwd(void *dxi_, int ldx, void *dw_, void *db_, const void 
         real *acc = pm_malloc(((size_t)K + 1) * CONV_CB * sizeof(real));  // dw taps (K, CONV_CB), then db
         real *dbl = acc + (size_t)K * CONV_CB;
         for (int k = 0; k < K; k++)
-            for (int i = 0; i < cw; i++) acc[k * CONV_CB + i] = dw[(size_t)(c0 + i) * K + k];
+            for (int i = 0; i < cw; i++) acc[k * CONV_CB + i] = g_grads_write ? 0 : dw[(size_t)(c0 + i) * K + k];
         for (int i = 0; i < cw; i++) dbl[i] = 0;
         for (int t = 0; t < M; t++) {
             const real *g = dxc + (size_t)t * C + c0;
@@ -401,7 +406,7 @@ static void conv_silu_bwd(void *dxi_, int ldx, void *dw_, void *db_, const void 
         }
         for (int k = 0; k < K; k++)
             for (int i = 0; i < cw; i++) dw[(size_t)(c0 + i) * K + k] = acc[k * CONV_CB + i];
-        for (int i = 0; i < cw; i++) db[c0 + i] += dbl[i];
+        for (int i = 0; i < cw; i++) db[c0 + i] = g_grads_write ? dbl[i] : db[c0 + i] + dbl[i];
         free(acc);
     }
     free(wT);
@@ -672,13 +677,18 @@ static void scan_bwd(void *du_, void *ddpre_, void *dB_, void *dC_, void *dz_, v
             dC[(size_t)t * ldbc + n] = c;
         }
 #pragma omp parallel for
-    for (int c = 0; c < Cd; c++)
+    for (int c = 0; c < Cd; c++) {
+        if (g_grads_write) {  // written, not added: start from zero
+            for (int n = 0; n < N; n++) dA_log[(size_t)c * N + n] = 0;
+            ddt_bias[c] = dD[c] = 0;
+        }
         for (int r = 0; r < nrows; r++) {
             const real *p = pp + ((size_t)r * Cd + c) * P;
             for (int n = 0; n < N; n++) dA_log[(size_t)c * N + n] += p[n];
             ddt_bias[c] += p[N];
             dD[c] += p[N + 1];
         }
+    }
 }
 
 // ----------------------------------------------------------------------------------------------------------
@@ -715,7 +725,8 @@ static void classifier(void *loss_, void *dx_, void *dwte_, float *logits_out, c
             }
         }
         if (dx) {  // dwte first: it still reads this chunk of x, so dx may even overwrite x in place
-            gemm(1, 0, Vp, C, mc, 1, lg, Vp, x + (size_t)m0 * C, C, 1, dwte, C);  // dlogits^T @ x
+            const int add = !(g_grads_write && m0 == 0);  // (grads_write: the first chunk writes dwte)
+            gemm(1, 0, Vp, C, mc, 1, lg, Vp, x + (size_t)m0 * C, C, add, dwte, C);  // dlogits^T @ x
             gemm(0, 0, mc, C, Vp, 1, lg, Vp, wte, C, 0, dx + (size_t)m0 * C, C);  // dlogits @ wte
         }
     }
@@ -797,6 +808,7 @@ const Backend *backend_cpu(void) {
         .classifier = classifier,
         .sumsq = sumsq,
         .adamw = adamw,
+        .grads_write = grads_write,
     };
     return &b;
 }

@@ -87,8 +87,15 @@ __device__ T block_sum(T v, T *sh) {
     return t;
 }
 
-// Column sums of partial rows (pm_colsum, cuda_common.h), on the backend's stream.
-static void colsum_final(float *dst, const float *part, int G, int W) { pm_colsum(dst, NULL, W, part, G, W, g_stream); }
+// Backend.grads_write: while set, the ops' parameter gradients are written (=), not added (+=), but for
+// embedding_bwd's and the classifier's dwte after its first chunk. Read when an op is queued.
+static int g_grads_write;
+static void cu_grads_write(int on) { g_grads_write = on; }
+
+// Column sums of partial rows into a parameter gradient (pm_colsum, cuda_common.h), on the backend's stream.
+static void colsum_final(float *dst, const float *part, int G, int W) {
+    pm_colsum(dst, NULL, W, part, G, W, !g_grads_write, g_stream);
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // memory
@@ -842,7 +849,7 @@ static void matmul_bwd(void *dinp, int ldd, int accumulate_dinp, void *dW, void 
         gemm(0, 0, K, M, N, (const bf16 *)W, K, dout_, lddo, dinp, ldd, CUDA_R_16BF, accumulate_dinp, NULL,
              tune);
     // dW^T (K x N, ld K) += inp^T (K x M, ld ldi) @ dout (M x N: dout^T stored N x M, transposed)
-    if (dW) gemm(0, 1, K, N, M, (const bf16 *)inp, ldi, dout_, lddo, dW, K, CUDA_R_32F, 1, NULL, tune);
+    if (dW) gemm(0, 1, K, N, M, (const bf16 *)inp, ldi, dout_, lddo, dW, K, CUDA_R_32F, !g_grads_write, NULL, tune);
     if (dbias) {
         int R = 64, G = (M + R - 1) / R;
         float *part = (float *)scratch_get(&s_colsum_part, (size_t)G * N * sizeof(float));
@@ -875,8 +882,8 @@ static void cu_conv_silu_bwd(void *dxi, int ldx, void *dw, void *db, const void 
                              const void *w, const void *b, const int32_t *pos, int M, int T, int C, int K) {
     if (M == 0) return;
     float *part = (float *)scratch_get(&s_conv_part, cuda_conv_bwd_part_bytes(M, C, K));
-    cuda_conv_silu_bwd((bf16 *)dxi, ldx, (float *)dw, (float *)db, (const bf16 *)du, (const bf16 *)xi,
-                       (const float *)w, (const float *)b, pos, M, T, C, K, part, g_stream);
+    cuda_conv_silu_bwd_ex((bf16 *)dxi, ldx, (float *)dw, (float *)db, (const bf16 *)du, (const bf16 *)xi,
+                          (const float *)w, (const float *)b, pos, M, T, C, K, part, !g_grads_write, g_stream);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -904,7 +911,7 @@ static void scan_bwd_impl(void *du, void *ddpre, void *dB, void *dC, void *dz, v
                      (float *)dA_log, (float *)dD, (const bf16 *)dout, (const bf16 *)u, (const bf16 *)dpre,
                      (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc,
                      (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, (const float *)states, (bf16 *)out,
-                     ws, wsb ? s_big.bytes : 0, det, g_stream);  // (checks its own launches)
+                     ws, wsb ? s_big.bytes : 0, det, g_stream, !g_grads_write);  // (checks its own launches)
 }
 #define SCAN_BWD_ARGS                                                                                       \
     void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log, void *dD,             \
@@ -1249,7 +1256,9 @@ static void classifier(void *loss, void *dx, void *dwte, float *logits_out, cons
             const bf16 *dl = (const bf16 *)logits;  // (mc, Vp) bf16, row stride ldl
             // dwte first: it still reads this chunk of x, so dx may overwrite x in place (as on the CPU).
             // dwte^T (C x Vp, ld C) += x^T (C x mc) @ dlogits (mc x Vp: stored Vp x mc, transposed)
-            if (dwte) gemm(0, 1, C, Vp, mc, xc, C, dl, ldl, dwte, C, CUDA_R_32F, 1, NULL, tune);
+            // (written, not added, by the first chunk under Backend.grads_write)
+            if (dwte)
+                gemm(0, 1, C, Vp, mc, xc, C, dl, ldl, dwte, C, CUDA_R_32F, !(g_grads_write && m0 == 0), NULL, tune);
             // dx^T (C x mc) = wte (C x Vp, ld C) @ dlogits^T (Vp x mc, ld ldl)
             gemm(0, 0, C, mc, Vp, wte_, C, dl, ldl, (bf16 *)dx + (size_t)m0 * C, C, CUDA_R_16BF, 0, NULL, tune);
         }
@@ -1587,6 +1596,7 @@ static int cuda_init(void) {
         b->side_begin = cu_side_begin;
         b->side_end = cu_side_end;
         b->side_wait = cu_side_wait;
+        b->grads_write = cu_grads_write;
         b->event_record = cu_event_record;
         b->event_elapsed_ms = cu_event_elapsed_ms;
         b->event_release = cu_event_release;

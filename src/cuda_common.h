@@ -105,7 +105,8 @@ static inline const PmCudaDevice *pm_cuda_device(void) {
 }
 static inline int pm_cuda_sm_count(void) { return pm_cuda_device()->sms; }
 
-// dst[j] += sum_{g < G} part[g * W + j] for j < W1, dst2[j - W1] += for W1 <= j < W: the second pass of every
+// dst[j] += sum_{g < G} part[g * W + j] for j < W1, dst2[j - W1] += for W1 <= j < W (= instead of += when add is
+// 0: gradients written by their first writer, Backend.grads_write): the second pass of every
 // deterministic column reduction (per-group partial rows in a fixed partition, then this). A block takes 32
 // adjacent columns (coalesced rows) and splits the G rows among PM_COLSUM_Y thread rows: thread row y sums g = y,
 // y + PM_COLSUM_Y, ... in order, then row 0 adds the PM_COLSUM_Y sums in order. The order is fixed by G alone, so
@@ -113,7 +114,7 @@ static inline int pm_cuda_sm_count(void) { return pm_cuda_device()->sms; }
 // all G rows alone. Two gradients that share one partial row (the conv's dw and db) take one launch.
 #define PM_COLSUM_Y 16
 static __global__ void __launch_bounds__(32 * PM_COLSUM_Y)
-    pm_colsum_kernel(float *dst, float *dst2, int W1, const float *part, int G, int W) {
+    pm_colsum_kernel(float *dst, float *dst2, int W1, const float *part, int G, int W, int add) {
     __shared__ float sh[PM_COLSUM_Y][33];
     int j = blockIdx.x * 32 + threadIdx.x, y = threadIdx.y;
     float s = 0.0f;
@@ -124,11 +125,12 @@ static __global__ void __launch_bounds__(32 * PM_COLSUM_Y)
     if (y == 0 && j < W) {
         float t = 0.0f;
         for (int i = 0; i < PM_COLSUM_Y; i++) t += sh[i][threadIdx.x];
-        if (j < W1) dst[j] += t;
-        else dst2[j - W1] += t;
+        float *d = j < W1 ? dst + j : dst2 + (j - W1);
+        *d = add ? *d + t : t;
     }
 }
-static inline void pm_colsum(float *dst, float *dst2, int W1, const float *part, int G, int W, cudaStream_t st) {
-    pm_colsum_kernel<<<pm_ceil_div(W, 32), dim3(32, PM_COLSUM_Y), 0, st>>>(dst, dst2, W1, part, G, W);
+static inline void pm_colsum(float *dst, float *dst2, int W1, const float *part, int G, int W, int add,
+                             cudaStream_t st) {
+    pm_colsum_kernel<<<pm_ceil_div(W, 32), dim3(32, PM_COLSUM_Y), 0, st>>>(dst, dst2, W1, part, G, W, add);
     cudaLaunchCheck();
 }

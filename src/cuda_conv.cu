@@ -597,10 +597,10 @@ static int conv_bwd_v(bf16 *dxi, int ldx, float *part, const bf16 *du, const bf1
     }
 }
 
-// dw (C*K) += and db (C) += the column sums of G partial rows.
-static void conv_bwd_finish(float *dw, float *db, const float *part, int G, int C, int K, cudaStream_t st) {
+// dw (C*K) += and db (C) += the column sums of G partial rows (= when add is 0).
+static void conv_bwd_finish(float *dw, float *db, const float *part, int G, int C, int K, int add, cudaStream_t st) {
     int Wd = C * (K + 1);
-    pm_colsum(dw, db, C * K, part, G, Wd, st);
+    pm_colsum(dw, db, C * K, part, G, Wd, add, st);
 }
 
 }  // namespace
@@ -623,9 +623,9 @@ size_t cuda_conv_bwd_part_bytes(int M, int C, int K) {
     return (size_t)conv_bwd_rows(M, CONV_RUN_MIN) * C * (K + 1) * sizeof(float);
 }
 
-void cuda_conv_silu_bwd(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, const bf16 *xi, const float *w,
-                        const float *b, const int32_t *pos, int M, int T, int C, int K, float *part,
-                        cudaStream_t st) {
+void cuda_conv_silu_bwd_ex(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, const bf16 *xi,
+                           const float *w, const float *b, const int32_t *pos, int M, int T, int C, int K,
+                           float *part, int add, cudaStream_t st) {
     if (!conv_check(M, T, C, K, ldx)) return;
     int G;
     // du (M, C) is contiguous: its rows are aligned when du is and C % V == 0 (checked along with ldx)
@@ -634,5 +634,10 @@ void cuda_conv_silu_bwd(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du
         case 2: G = conv_bwd_v<2>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, K, st); break;
         default: G = conv_bwd_v<1>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, K, st); break;
     }
-    conv_bwd_finish(dw, db, part, G, C, K, st);
+    conv_bwd_finish(dw, db, part, G, C, K, add, st);
+}
+void cuda_conv_silu_bwd(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, const bf16 *xi, const float *w,
+                        const float *b, const int32_t *pos, int M, int T, int C, int K, float *part,
+                        cudaStream_t st) {
+    cuda_conv_silu_bwd_ex(dxi, ldx, dw, db, du, xi, w, b, pos, M, T, C, K, part, 1, st);
 }

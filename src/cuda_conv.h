@@ -21,3 +21,7 @@ size_t cuda_conv_bwd_part_bytes(int M, int C, int K);
 void cuda_conv_silu_bwd(__nv_bfloat16 *dxi, int ldx, float *dw, float *db, const __nv_bfloat16 *du,
                         const __nv_bfloat16 *xi, const float *w, const float *b, const int32_t *pos, int M, int T,
                         int C, int K, float *part, cudaStream_t st);
+// The same, with dw and db written (=) instead of added when add is 0 (Backend.grads_write).
+void cuda_conv_silu_bwd_ex(__nv_bfloat16 *dxi, int ldx, float *dw, float *db, const __nv_bfloat16 *du,
+                           const __nv_bfloat16 *xi, const float *w, const float *b, const int32_t *pos, int M,
+                           int T, int C, int K, float *part, int add, cudaStream_t st);

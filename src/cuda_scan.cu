@@ -360,20 +360,17 @@ __global__ void scan_bc_reduce_kernel(__nv_bfloat16 *dB, __nv_bfloat16 *dC, cons
         dC[m * ldbc + i - SCAN_N] = __float2bfloat16(acc);
 }
 
-// ddt_bias, dD (Cd) and dA_log (Cd, N) += per-row partials summed in row order. One thread per (value, c).
+// ddt_bias, dD (Cd) and dA_log (Cd, N) += per-row partials summed in row order (= when add is 0: gradients
+// written by their first writer, Backend.grads_write). One thread per (value, c).
 __global__ void scan_param_reduce_kernel(float *ddt_bias, float *dA_log, float *dD, const float *par_part, int rows,
-                                         int Cd) {
+                                         int Cd, int add) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (2 + SCAN_N) * Cd) return;
     int j = idx / Cd, c = idx % Cd;
     float acc = 0.f;
     for (int r = 0; r < rows; r++) acc += par_part[((size_t)r * (2 + SCAN_N) + j) * Cd + c];
-    if (j == 0)
-        ddt_bias[c] += acc;
-    else if (j == 1)
-        dD[c] += acc;
-    else
-        dA_log[(size_t)c * SCAN_N + (j - 2)] += acc;
+    float *d = j == 0 ? ddt_bias + c : j == 1 ? dD + c : dA_log + (size_t)c * SCAN_N + (j - 2);
+    *d = add ? *d + acc : acc;
 }
 
 // ---- staged path (the fast one) ----
@@ -1627,7 +1624,7 @@ static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16
                           const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                           const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd,
                           int N, const float *states, __nv_bfloat16 *y_out, void *workspace, size_t workspace_bytes,
-                          int deterministic, cudaStream_t stream) {
+                          int deterministic, cudaStream_t stream, int add_params) {
     (void)deterministic;  // always deterministic: no atomics are used
     scan_check_shape(M, T, Cd, N);
     size_t bc_off, par_off, seg_off, need;
@@ -1688,7 +1685,8 @@ static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16
     scan_bc_reduce_kernel<<<(unsigned)((nbc + 255) / 256), 256, 0, stream>>>(dB, dC, bc_part, ldbc, M, nblk);
     scan_check_launch("scan_bc_reduce_kernel");
     int npar = (2 + N) * Cd;
-    scan_param_reduce_kernel<<<(npar + 255) / 256, 256, 0, stream>>>(ddt_bias, dA_log, dD, par_part, par_rows, Cd);
+    scan_param_reduce_kernel<<<(npar + 255) / 256, 256, 0, stream>>>(ddt_bias, dA_log, dD, par_part, par_rows, Cd,
+                                                                      add_params);
     scan_check_launch("scan_param_reduce_kernel");
 }
 
@@ -1698,7 +1696,7 @@ void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB
                       const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
                       const float *states, __nv_bfloat16 *out, void *workspace, size_t workspace_bytes,
-                      int deterministic, cudaStream_t stream) {
+                      int deterministic, cudaStream_t stream, int add_params) {
     scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                  pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream);
+                  pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream, add_params);
 }

@@ -18,8 +18,8 @@ void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfl
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
                       float *states, cudaStream_t stream);
 
-// The backward: overwrites du, ddpre, dB, dC, dz; accumulates ddt_bias, dA_log, dD; always deterministic (no
-// float atomics). `states`: what cuda_scan_fwd_ex left for the same inputs, or NULL to recompute them. `out`:
+// The backward: overwrites du, ddpre, dB, dC, dz; accumulates ddt_bias, dA_log, dD (writes them when add_params
+// is 0: Backend.grads_write); always deterministic (no float atomics). `states`: what cuda_scan_fwd_ex left for the same inputs, or NULL to recompute them. `out`:
 // NULL, or (M, Cd) where the forward's output is written again (for the out_proj weight gradient).
 void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
                       __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
@@ -27,4 +27,4 @@ void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB
                       const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
                       const float *states, __nv_bfloat16 *out, void *workspace, size_t workspace_bytes,
-                      int deterministic, cudaStream_t stream);
+                      int deterministic, cudaStream_t stream, int add_params = 1);

@@ -125,6 +125,7 @@ typedef struct {
     double *host_losses;  // (M) host copy of the per-token losses
     int64_t n_valid;     // valid targets in the current batch
     int cur_M, cur_T;    // tokens and row length of the last forward's batch (<= B*T, T)
+    int grads_unset;     // model_zero_grad left the buffer as it was: the next backward writes every gradient
 
     // Optional profiling hook: called with begin = 1 before and 0 after each named region of the forward and
     // backward ("fwd.in_proj", "bwd.scan", ...). NULL (the default) costs nothing. See bench.c.
@@ -185,6 +186,9 @@ void model_backward(Model *m, float loss_scale);
 // Forward + backward in one pass (the classifier computes loss and dlogits together, no recomputation): the
 // training path. Returns the mean loss like model_forward; logits as there (NULL for none).
 double model_forward_backward(Model *m, const Batch *b, float loss_scale, float *logits);
+// Gradients to zero, for an optimizer step's first backward. Where the backend has grads_write (and PM_GRADS_WRITE
+// is not 0), the buffer is not touched: that backward writes each gradient instead of adding to it, and anything
+// reading the gradients before it (model_get_grads, model_grad_norm) clears them first.
 void model_zero_grad(Model *m);
 double model_grad_norm(Model *m);  // global L2 norm of m->grads
 

@@ -1216,6 +1216,63 @@ static void test_model_deterministic(void **state) {
     FINISH();
 }
 
+// The tiny preset at width 512 and 3 layers: wide enough, at B4 T512, that the GEMMs take more than a few blocks.
+static ModelConfig wide_model_config(void) {
+    ModelConfig cfg;
+    assert_int_equal(config_preset("tiny", 1000, &cfg), 0);
+    cfg.d_model = 512, cfg.n_layer = 3;
+    config_derive(&cfg);
+    return cfg;
+}
+
+// Backend.grads_write on the GPU (both backends): model_zero_grad leaves the buffer alone and the step's first
+// backward writes every gradient (the weight-gradient GEMMs with beta 0, the column sums and the scan's parameter
+// sums written, the classifier's first chunk written). Against clearing it (PM_GRADS_WRITE=0), with the buffer full
+// of NaN first, two micro-batches: every gradient finite and within the GEMMs' summation-order error (a beta-0
+// GEMM may run another cuBLASLt algorithm), in two memory settings.
+static void test_model_grads_written(void **state) {
+    (void)state;
+    NEED_GPU();
+    const ModelConfig cfg = wide_model_config();
+    const int B = 4, T = 512;
+    Batch bs[2] = {make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size)};
+    assert_non_null(G->grads_write);
+    const Backend *bks[2] = {GD, G};
+    for (int r = 0; r < 4; r++) {  // backend (deterministic, fast) x (default, keep activations)
+        float *g[2];
+        size_t np = 0;
+        for (int w = 0; w < 2; w++) {
+            Model m;
+            model_create(&m, &cfg, bks[r / 2], 5);
+            m.keep_activations = r % 2;
+            model_alloc_activations(&m, B, T);
+            np = m.n_params;
+            float *nan = pm_malloc(np * sizeof(float));
+            for (size_t i = 0; i < np; i++) nan[i] = NAN;
+            m.bk->upload(m.grads, nan, np * sizeof(float));
+            free(nan);
+            setenv("PM_GRADS_WRITE", w ? "1" : "0", 1);
+            model_zero_grad(&m);
+            for (int s = 0; s < 2; s++) model_forward_backward(&m, &bs[s], 1.0f / (float)bs[s].n_valid, NULL);
+            g[w] = pm_malloc(np * sizeof(float));
+            model_get_grads(&m, g[w]);
+            model_destroy(&m);
+        }
+        unsetenv("PM_GRADS_WRITE");
+        size_t nonfinite = 0;
+        for (size_t i = 0; i < np; i++) nonfinite += !isfinite(g[1][i]);
+        char what[96];
+        snprintf(what, sizeof what, "grads written (%s, %s)", r / 2 ? "fast" : "deterministic",
+                 r % 2 ? "keep activations" : "default");
+        printf("    %-34s %zu of %zu not finite%s\n", what, nonfinite, np, nonfinite ? "  <-- FAIL" : "");
+        g_fails += nonfinite != 0;
+        if (!nonfinite) check_rel(what, g[1], g[0], np, 1e-5);
+        free(g[0]), free(g[1]);
+    }
+    for (int s = 0; s < 2; s++) batch_free(&bs[s]);
+    FINISH();
+}
+
 // The backward's weight gradients on the side queue (model.c, backward_body) give the same bits as in order on
 // one queue. PM_SIDE_STREAM=2 holds each piece of side work back ~0.3 ms before it starts, so a hazard the model
 // does not wait for (the main queue rewriting a buffer a side GEMM still has to read) changes the results
@@ -1223,10 +1280,7 @@ static void test_model_deterministic(void **state) {
 static void test_model_side_stream(void **state) {
     (void)state;
     NEED_GPU();
-    ModelConfig cfg;
-    assert_int_equal(config_preset("tiny", 1000, &cfg), 0);
-    cfg.d_model = 512, cfg.n_layer = 3;
-    config_derive(&cfg);
+    const ModelConfig cfg = wide_model_config();
     const int B = 4, T = 512;
     Batch bs[2] = {make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size)};
     const char *mode[6] = {"0", "2", "0", "2", "0", "2"};  // in order / held-back side queue, three settings
@@ -1499,6 +1553,7 @@ int main(void) {
         cmocka_unit_test(test_model_deterministic),
         cmocka_unit_test(test_model_scan_states),
         cmocka_unit_test(test_model_side_stream),
+        cmocka_unit_test(test_model_grads_written),
         cmocka_unit_test(test_model_packing),
         cmocka_unit_test(test_op_timings),
     };

@@ -3,7 +3,8 @@
 //    the model the same parameter gradients, as running each document alone and summing;
 //  - no leakage: changing a token of one document leaves every other document's logits bit-identical, and the
 //    same document's logits before that token too (causality);
-//  - the tiny model overfits one packed batch.
+//  - the tiny model overfits one packed batch;
+//  - gradients written by the step's first backward equal those added into a cleared buffer (grads_write).
 // The packing here is the test's own (simple first fit), independent of batcher.c.
 #include <math.h>
 #include <setjmp.h>
@@ -286,6 +287,68 @@ static void test_keep_activations_same(void **state) {
     batch_free(&b);
 }
 
+// Backend.grads_write: model_zero_grad leaves the gradient buffer alone and the step's first backward writes every
+// gradient. Against clearing it (PM_GRADS_WRITE=0), with the buffer full of NaN first so a gradient left unwritten,
+// or added to, shows: two micro-batches (the second adds) give the same gradients, by value (a zero's sign may
+// differ), in every memory setting; and gradients read right after model_zero_grad are zeros.
+static void test_grads_written_not_cleared(void **state) {
+    (void)state;
+    const int B = 6, T = 32;  // 2 source documents of <= 3T tokens a batch always fit in 6 rows
+    ModelConfig c = small_config();
+    PmRng rng;
+    pm_rng_seed(&rng, 11);
+    Doc docs[2][16];
+    int nd[2];
+    Batch b[2] = {batch_alloc(B, T), batch_alloc(B, T)};
+    for (int i = 0; i < 2; i++) {
+        nd[i] = make_docs(&rng, T, c.vocab_size, 2, docs[i], 16);
+        assert_true(pack_docs(docs[i], nd[i], &b[i]));
+    }
+    assert_non_null(backend_cpu()->grads_write);  // (else this compares the old path with itself)
+    for (int k = 0; k < 3; k++) {  // default, keep_activations, recompute_in_proj
+        float *g[2];
+        size_t np = 0;
+        for (int w = 0; w < 2; w++) {  // w = 0: cleared (reference); 1: written
+            Model m;
+            model_create(&m, &c, backend_cpu(), 9);
+            m.keep_activations = k == 1, m.recompute_in_proj = k == 2;
+            model_alloc_activations(&m, B, T);
+            np = m.n_params;
+            float *nan = pm_malloc(np * sizeof(float));
+            for (size_t i = 0; i < np; i++) nan[i] = NAN;
+            m.bk->upload(m.grads, nan, np * sizeof(float));
+            setenv("PM_GRADS_WRITE", w ? "1" : "0", 1);
+            model_zero_grad(&m);
+            assert_int_equal(m.grads_unset, w);
+            if (w) {  // read before any backward: zeros; then NaN again, and deferred again
+                float *z = pm_malloc(np * sizeof(float));
+                model_get_grads(&m, z);
+                for (size_t i = 0; i < np; i++) assert_true(z[i] == 0.0f);
+                free(z);
+                m.bk->upload(m.grads, nan, np * sizeof(float));
+                model_zero_grad(&m);
+            }
+            free(nan);
+            for (int i = 0; i < 2; i++) model_forward_backward(&m, &b[i], 1.0f / (float)(b[0].n_valid + b[1].n_valid), NULL);
+            assert_int_equal(m.grads_unset, 0);
+            g[w] = pm_malloc(np * sizeof(float));
+            model_get_grads(&m, g[w]);
+            model_destroy(&m);
+        }
+        unsetenv("PM_GRADS_WRITE");
+        size_t differ = 0, nonfinite = 0;
+        for (size_t i = 0; i < np; i++) differ += g[0][i] != g[1][i], nonfinite += !isfinite(g[1][i]);
+        printf("    setting %d: %zu gradients, %zu not finite, %zu differ from the cleared buffer's\n", k, np, nonfinite,
+               differ);
+        assert_int_equal(nonfinite, 0);
+        assert_int_equal(differ, 0);
+        free(g[0]), free(g[1]);
+    }
+    for (int i = 0; i < 2; i++)
+        for (int d = 0; d < nd[i]; d++) free(docs[i][d].tok);
+    batch_free(&b[0]), batch_free(&b[1]);
+}
+
 // model_fit_memory (--memory-budget) against the order it documents, on a backend that keeps scan states and has a
 // workspace (the CPU backend with a states size like the CUDA backend's and a fixed workspace; the CPU scan ignores
 // the states it is given): for a budget equal to each candidate's bytes, the pick is the first candidate of that
@@ -364,6 +427,7 @@ int main(void) {
         cmocka_unit_test(test_no_leakage),
         cmocka_unit_test(test_overfit_one_packed_batch),
         cmocka_unit_test(test_keep_activations_same),
+        cmocka_unit_test(test_grads_written_not_cleared),
         cmocka_unit_test(test_memory_budget_picks_fastest_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

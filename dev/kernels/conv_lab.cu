@@ -56,10 +56,12 @@
 #define cuda_conv_silu_fwd lab_conv_silu_fwd_unused
 #define cuda_conv_bwd_part_bytes lab_conv_bwd_part_bytes_unused
 #define cuda_conv_silu_bwd lab_conv_silu_bwd_unused
+#define cuda_conv_silu_bwd_ex lab_conv_silu_bwd_ex_unused
 #include "cuda_conv.cu"
 #undef cuda_conv_silu_fwd
 #undef cuda_conv_bwd_part_bytes
 #undef cuda_conv_silu_bwd
+#undef cuda_conv_silu_bwd_ex
 // conv v7 candidates (bulk-copy-fed ring; namespace v7), built on the helpers of the copy above.
 #include "conv_v7.cuh"
 
@@ -92,7 +94,7 @@ static Scratch s_conv_part;
 static int is_aligned(const void *p, unsigned bytes) { return (uintptr_t)p % bytes == 0; }
 
 static void colsum_final2(float *dst, float *dst2, int W1, const float *part, int G, int W) {
-    pm_colsum(dst, dst2, W1, part, G, W, g_stream);  // the same kernel as then, now in cuda_common.h
+    pm_colsum(dst, dst2, W1, part, G, W, 1, g_stream);  // the same kernel as then, now in cuda_common.h
 }
 static void colsum_final(float *dst, const float *part, int G, int W) { colsum_final2(dst, NULL, W, part, G, W); }
 
@@ -494,7 +496,7 @@ static void cfg_bwd(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, co
         return;
     }
     int G = conv_bwd_launch<4, V, P, MINB>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, L, st);
-    conv_bwd_finish(dw, db, part, G, C, 4, st);
+    conv_bwd_finish(dw, db, part, G, C, 4, 1, st);
 }
 
 struct FwdVersion {

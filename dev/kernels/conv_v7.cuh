@@ -520,7 +520,7 @@ static void bwd_launch(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du,
     cfg.gridDim = dim3(gx, spans);
     cudaCheck(cudaLaunchKernelEx(&cfg, kernel, dxi, ldx, part, du, xi, w, b, pos, M, T, C, LB, dw, db,
                                  FUSE ? tickets() : (unsigned *)NULL));
-    if (!FUSE) pm_colsum(dw, db, C * K, part, G, C * (K + 1), st);
+    if (!FUSE) pm_colsum(dw, db, C * K, part, G, C * (K + 1), 1, st);
 }
 
 template <int K, int V, int NW, int R, int S, int MINB, bool WA>
