@@ -19,8 +19,9 @@ void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfl
                       float *states, cudaStream_t stream);
 
 // The backward: overwrites du, ddpre, dB, dC, dz; accumulates ddt_bias, dA_log, dD (writes them when add_params
-// is 0: Backend.grads_write); always deterministic (no float atomics). `states`: what cuda_scan_fwd_ex left for the same inputs, or NULL to recompute them. `out`:
-// NULL, or (M, Cd) where the forward's output is written again (for the out_proj weight gradient).
+// is 0: Backend.grads_write; the default keeps the lab's calls as they were); always deterministic (no float
+// atomics). `states`: what cuda_scan_fwd_ex left for the same inputs, or NULL to recompute them. `out`: NULL, or
+// (M, Cd) where the forward's output is written again (for the out_proj weight gradient).
 void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
                       __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
                       const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,

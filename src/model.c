@@ -237,8 +237,8 @@ static void grads_settle(Model *m) {
     if (m->grads_unset) m->bk->memzero(m->grads, m->n_params * m->bk->f32_bytes), m->grads_unset = 0;
 }
 
-void model_get_grads(const Model *m, float *host) {
-    grads_settle((Model *)m);  // (the only change to m: the zeros model_zero_grad promised)
+void model_get_grads(Model *m, float *host) {
+    grads_settle(m);
     download_f32(m, host, m->grads, m->n_params);
 }
 
@@ -605,6 +605,7 @@ static void backward_body(Model *m) {
 // gradient has one writer in a backward (embedding_bwd adds into wte's last).
 static void classifier_and_backward(Model *m, float loss_scale, float *logits) {
     const ModelConfig *c = &m->cfg;
+    if (m->cur_M == 0) grads_settle(m);  // (the backends' ops return at once on no tokens: nothing would write)
     const int write = m->grads_unset;
     if (write) m->bk->grads_write(1);
     REGION(m, "fwdbwd.classifier",
@@ -625,10 +626,8 @@ void model_backward(Model *m, float loss_scale) { classifier_and_backward(m, los
 // (PM_GRADS_WRITE=0 clears the buffer every time: A/B runs, and the tests' reference)
 void model_zero_grad(Model *m) {
     const char *e = getenv("PM_GRADS_WRITE");
-    if (m->bk->grads_write && !(e && e[0] == '0'))
-        m->grads_unset = 1;
-    else
-        m->bk->memzero(m->grads, m->n_params * m->bk->f32_bytes), m->grads_unset = 0;
+    m->grads_unset = 1;
+    if (!m->bk->grads_write || (e && e[0] == '0')) grads_settle(m);
 }
 
 double model_grad_norm(Model *m) {

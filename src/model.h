@@ -170,7 +170,7 @@ void model_destroy(Model *m);
 // Upload host F32 parameters (n_params floats) into the model (and refresh the compute copy); download them.
 void model_set_params(Model *m, const float *host);
 void model_get_params(const Model *m, float *host);
-void model_get_grads(const Model *m, float *host);
+void model_get_grads(Model *m, float *host);  // (clears them first after a deferred model_zero_grad)
 void model_sync_compute_weights(Model *m);
 
 // Forward over one batch (B, T must match the allocated activations). Returns the mean loss over valid

@@ -1253,6 +1253,7 @@ static void test_model_grads_written(void **state) {
             free(nan);
             setenv("PM_GRADS_WRITE", w ? "1" : "0", 1);
             model_zero_grad(&m);
+            assert_int_equal(m.grads_unset, w);  // (else both runs clear the buffer)
             for (int s = 0; s < 2; s++) model_forward_backward(&m, &bs[s], 1.0f / (float)bs[s].n_valid, NULL);
             g[w] = pm_malloc(np * sizeof(float));
             model_get_grads(&m, g[w]);
