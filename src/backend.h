@@ -156,6 +156,12 @@ typedef struct Backend {
     // gradient is written once (and wte's first by the classifier), so the buffer needs no clearing. NULL: always add.
     void (*grads_write)(int on);
 
+    // ---- optional: defer_reductions(1): until defer_reductions(0), the backend may hold back the small column
+    // reductions that end rmsnorm_bwd, conv_silu_bwd and scan_bwd (their parameter gradients) and run several as
+    // one launch; defer_reductions(0) runs what is held back, after which every gradient is complete. The model
+    // brackets a backward without a hook with it. Same results either way. NULL: every op completes its outputs.
+    void (*defer_reductions)(int on);
+
     // ---- optional, for `packmamba bench` (NULL where a backend does not provide them) ----
     // GPU-side timing without a synchronize per op: event_record enqueues a timestamp on the compute stream and
     // returns a handle from a pool the backend owns; event_elapsed_ms gives milliseconds from a to b (waits for
@@ -182,5 +188,7 @@ const Backend *backend_cuda(int deterministic);
 int backend_cuda_gemm_tunings(void);
 // Tickets the CUDA backend's side queue has handed out (side_end) so far: 0 when it was never used. For tests.
 int backend_cuda_side_tickets(void);
+// Launches of held-back reductions (Backend.defer_reductions) the CUDA backend has made so far. For tests.
+int backend_cuda_reduction_launches(void);
 // By name: "cpu" or "cuda"; dies with a clear message when unavailable.
 const Backend *backend_get(const char *name, int deterministic);

@@ -98,6 +98,68 @@ static void colsum_final(float *dst, const float *part, int G, int W) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// the reduction queue (Backend.defer_reductions)
+//
+// Why: the norm, conv and scan backwards each end in a small column reduction of partial rows into parameter
+// gradients (24 to 864 blocks, 1.5-6 MB): three launches a layer, ~13 us of a 130m layer on the critical path
+// (ninth session's ncu table: 6 + 3.5 + 3.3 us) for ~2 us of bytes. Their partial rows go to slices of one ring
+// buffer and their reductions to a batch (PmColsumBatch, cuda_common.h). Deferring (the model's backward
+// without a hook), the batch runs as one launch when the ring or the batch is full and when deferral ends;
+// otherwise each reduction runs at once, a batch of one. Either way the same kernel adds the same rows in the
+// same order: the same bits. Everything here is on the main stream, so a slice is reused only after the launch
+// that read it; an op queued on the side stream reduces at once from its own scratch instead.
+// The ring holds RED_RING_FACTOR times the largest request (the conv's partial rows): ~5 layers at 130m B8
+// (31 MB), 4 at 1.4b B4 (42 MB).
+#define RED_RING_FACTOR 8
+static Scratch s_red_ring;
+static size_t g_red_used;       // bytes of the ring handed out since the last launch
+static int g_red_defer;         // Backend.defer_reductions
+static PmColsumBatch g_red;     // the queued jobs
+static int g_red_launches;      // for tests: launches of queued jobs
+
+// Jobs a launch takes: PM_COLSUM_MAXJOBS, or fewer with PM_REDUCTION_BATCH (tests: launches in the middle of a
+// backward, and slices reused after them)
+static int red_batch_max(void) {
+    const char *e = getenv("PM_REDUCTION_BATCH");
+    const int n = e ? atoi(e) : 0;
+    return n >= 1 && n < PM_COLSUM_MAXJOBS ? n : PM_COLSUM_MAXJOBS;
+}
+static size_t red_align(size_t b) { return (b + 255) & ~(size_t)255; }
+static size_t red_ring_bytes(size_t largest) { return RED_RING_FACTOR * red_align(largest); }
+
+static void red_flush(void) {
+    if (g_red.njobs) g_red_launches++;
+    pm_colsum_batch(&g_red, g_main);
+    g_red_used = 0;
+}
+// Where an op's partial rows of `bytes` go: a slice of the ring (main stream), else *own (side stream).
+static float *red_part(size_t bytes, Scratch *own) {
+    if (g_stream != g_main) return (float *)scratch_get(own, bytes);
+    const size_t b = red_align(bytes);
+    if (red_ring_bytes(b) > s_red_ring.bytes) {
+        red_flush();  // (the jobs queued so far read the old ring; growing frees it)
+        if (s_red_ring.p) cudaCheck(cudaFree(s_red_ring.p));
+        s_red_ring.bytes = red_ring_bytes(b);
+        cudaCheck(cudaMalloc(&s_red_ring.p, s_red_ring.bytes));
+    }
+    if (g_red_used + b > s_red_ring.bytes || g_red.njobs >= red_batch_max()) red_flush();
+    float *p = (float *)((char *)s_red_ring.p + g_red_used);
+    g_red_used += b;
+    return p;
+}
+// The reduction of partial rows red_part gave: queued while deferring, else run now.
+static void red_job(const PmColsumJob &jb) {
+    if (g_stream != g_main) return pm_colsum_job(jb, g_stream);
+    pm_colsum_add(&g_red, jb);
+    if (!g_red_defer) red_flush();
+}
+static void cu_defer_reductions(int on) {
+    g_red_defer = on;
+    if (!on) red_flush();
+}
+extern "C" int backend_cuda_reduction_launches(void) { return g_red_launches; }
+
+// ---------------------------------------------------------------------------------------------------------
 // memory
 
 static void *cu_alloc(size_t bytes) {
@@ -526,13 +588,13 @@ static void cu_rmsnorm_bwd(void *dres, void *dres_act, void *dw, const void *dxn
     if (nv && pm_is_aligned(dres, 16) && pm_is_aligned(res, 16) && pm_is_aligned(w, 16) &&
         pm_is_aligned(dxn, 8) && pm_is_aligned(dres_act, 8)) {
         int G = norm_bwd_groups(M, 1);
-        float *part = (float *)scratch_get(&s_norm_part, (size_t)G * C * sizeof(float));
+        float *part = red_part((size_t)G * C * sizeof(float), &s_norm_part);
         size_t smem = (size_t)NORM_BWD_WARPS * C * sizeof(float);  // <= 32 KB (C <= 2048): no opt-in needed
         NORM_NV_DISPATCH(nv, rmsnorm_bwd4_kernel, G, NORM_BWD_WARPS * 32, smem, (float4 *)dres, (uint2 *)dres_act,
                          (float4 *)part, (const uint2 *)dxn, (const float4 *)res, (const float4 *)w,
                          (const float *)rstd, M, C / 4);
         cudaLaunchCheck();
-        colsum_final((float *)dw, part, G, C);
+        red_job(PmColsumJob{(float *)dw, NULL, NULL, part, G, C, C, 0, !g_grads_write, PM_COLSUM_SPLIT});
         return;
     }
     rmsnorm_bwd_kernel<<<pm_ceil_div(M, NORM_WARPS), NORM_WARPS * 32, 0, g_stream>>>(
@@ -540,12 +602,12 @@ static void cu_rmsnorm_bwd(void *dres, void *dres_act, void *dw, const void *dxn
         (const float *)rstd, M, C);
     cudaLaunchCheck();
     int G = norm_bwd_groups(M, 0);
-    float *part = (float *)scratch_get(&s_norm_part, (size_t)G * C * sizeof(float));
+    float *part = red_part((size_t)G * C * sizeof(float), &s_norm_part);
     dim3 grid(pm_ceil_div(C, 256), G);
     rmsnorm_dw_partial_kernel<<<grid, 256, 0, g_stream>>>(part, (const bf16 *)dxn, (const float *)res,
                                                           (const float *)rstd, M, C, NORM_DW_R);
     cudaLaunchCheck();
-    colsum_final((float *)dw, part, G, C);
+    red_job(PmColsumJob{(float *)dw, NULL, NULL, part, G, C, C, 0, !g_grads_write, PM_COLSUM_SPLIT});
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -881,9 +943,10 @@ static void cu_conv_silu_fwd(void *u, const void *xi, int ldx, const void *w, co
 static void cu_conv_silu_bwd(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi,
                              const void *w, const void *b, const int32_t *pos, int M, int T, int C, int K) {
     if (M == 0) return;
-    float *part = (float *)scratch_get(&s_conv_part, cuda_conv_bwd_part_bytes(M, C, K));
-    cuda_conv_silu_bwd_ex((bf16 *)dxi, ldx, (float *)dw, (float *)db, (const bf16 *)du, (const bf16 *)xi,
-                          (const float *)w, (const float *)b, pos, M, T, C, K, part, !g_grads_write, g_stream);
+    float *part = red_part(cuda_conv_bwd_part_bytes(M, C, K), &s_conv_part);
+    int G = cuda_conv_silu_bwd_part((bf16 *)dxi, ldx, part, (const bf16 *)du, (const bf16 *)xi, (const float *)w,
+                                    (const float *)b, pos, M, T, C, K, g_stream);
+    red_job(cuda_conv_bwd_job((float *)dw, (float *)db, part, G, C, K, !g_grads_write));
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -907,11 +970,17 @@ static void scan_bwd_impl(void *du, void *ddpre, void *dB, void *dC, void *dz, v
     if (M == 0) return;
     size_t wsb = cuda_scan_workspace_bytes(M, T, Cd, N);
     void *ws = wsb ? scratch_get(&s_big, wsb) : NULL;
-    cuda_scan_bwd_ex((bf16 *)du, (bf16 *)ddpre, (bf16 *)dB, (bf16 *)dC, (bf16 *)dz, (float *)ddt_bias,
-                     (float *)dA_log, (float *)dD, (const bf16 *)dout, (const bf16 *)u, (const bf16 *)dpre,
-                     (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc,
-                     (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, (const float *)states, (bf16 *)out,
-                     ws, wsb ? s_big.bytes : 0, det, g_stream, !g_grads_write);  // (checks its own launches)
+    // the parameter gradients' partial rows: to the reduction queue (on the side stream, the scan's workspace)
+    float *par = g_stream == g_main ? red_part(cuda_scan_param_part_bytes(M, T, Cd, N), NULL) : NULL;
+    int rows = cuda_scan_bwd_ex((bf16 *)du, (bf16 *)ddpre, (bf16 *)dB, (bf16 *)dC, (bf16 *)dz, (float *)ddt_bias,
+                                (float *)dA_log, (float *)dD, (const bf16 *)dout, (const bf16 *)u, (const bf16 *)dpre,
+                                (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc,
+                                (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, (const float *)states,
+                                (bf16 *)out, ws, wsb ? s_big.bytes : 0, det, g_stream, !g_grads_write,
+                                par);  // (checks its own launches)
+    if (par)
+        red_job(cuda_scan_param_job((float *)ddt_bias, (float *)dA_log, (float *)dD, par, rows, Cd, N,
+                                    !g_grads_write));
 }
 #define SCAN_BWD_ARGS                                                                                       \
     void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log, void *dD,             \
@@ -1282,10 +1351,10 @@ static size_t cu_workspace_bytes(int M, int T, int C, int Cd, int N, int K, int 
     size_t chunk = (size_t)classifier_chunk(M) * Vp * sizeof(float);
     size_t scan = cuda_scan_workspace_bytes(M, T, Cd, N);
     int g4 = norm_bwd_groups(M, 1), g1 = norm_bwd_groups(M, 0);
-    size_t norm = (size_t)(g4 > g1 ? g4 : g1) * C * sizeof(float);
-    return scratch_grown(chunk > scan ? chunk : scan) + scratch_grown(norm) +
-           scratch_grown(cuda_conv_bwd_part_bytes(M, Cd, K)) + LT_WS_BYTES * (side_enabled() ? 2 : 1) +
-           ((size_t)64 << 20);
+    size_t norm = (size_t)(g4 > g1 ? g4 : g1) * C * sizeof(float), conv = cuda_conv_bwd_part_bytes(M, Cd, K),
+           par = cuda_scan_param_part_bytes(M, T, Cd, N), part = norm > conv ? norm : conv;
+    return scratch_grown(chunk > scan ? chunk : scan) + red_ring_bytes(part > par ? part : par) +
+           LT_WS_BYTES * (side_enabled() ? 2 : 1) + ((size_t)64 << 20);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1597,6 +1666,7 @@ static int cuda_init(void) {
         b->side_end = cu_side_end;
         b->side_wait = cu_side_wait;
         b->grads_write = cu_grads_write;
+        b->defer_reductions = cu_defer_reductions;
         b->event_record = cu_event_record;
         b->event_elapsed_ms = cu_event_elapsed_ms;
         b->event_release = cu_event_release;

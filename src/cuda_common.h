@@ -113,24 +113,75 @@ static inline int pm_cuda_sm_count(void) { return pm_cuda_device()->sms; }
 // results repeat bit for bit; the split keeps many loads in flight where a single thread per column would walk
 // all G rows alone. Two gradients that share one partial row (the conv's dw and db) take one launch.
 #define PM_COLSUM_Y 16
-static __global__ void __launch_bounds__(32 * PM_COLSUM_Y)
-    pm_colsum_kernel(float *dst, float *dst2, int W1, const float *part, int G, int W, int add) {
+
+// One such reduction as a job, so that several can run in one launch (pm_colsum_batch; the CUDA backend's
+// reduction queue, Backend.defer_reductions). kind PM_COLSUM_SPLIT: column j goes to dst[j] (j < W1) or
+// dst2[j - W1]. kind PM_COLSUM_SCAN: the scan's parameter rows (2 + n, W1 = Cd channels): row 0 to ddt_bias
+// (dst[c]), row 1 to dD (dst2[c]), row 2 + i to dA_log (dst3[c * n + i]).
+enum { PM_COLSUM_SPLIT = 0, PM_COLSUM_SCAN = 1 };
+typedef struct {
+    float *dst, *dst2, *dst3;
+    const float *part;  // (G, W) f32
+    int G, W, W1, n, add, kind;
+} PmColsumJob;
+#define PM_COLSUM_MAXJOBS 48  // per launch: the jobs travel as a kernel parameter (< 4 KB)
+typedef struct {
+    PmColsumJob job[PM_COLSUM_MAXJOBS];
+    int block0[PM_COLSUM_MAXJOBS + 1];  // job i takes blocks block0[i] .. block0[i + 1] - 1
+    int njobs;
+} PmColsumBatch;
+
+// Block `b` (32 columns) of job `jb`: the sum described above, then the store into the job's destination.
+static __device__ __forceinline__ void pm_colsum_block(const PmColsumJob &jb, int b) {
     __shared__ float sh[PM_COLSUM_Y][33];
-    int j = blockIdx.x * 32 + threadIdx.x, y = threadIdx.y;
+    const int j = b * 32 + threadIdx.x, y = threadIdx.y, W = jb.W, G = jb.G;
     float s = 0.0f;
     if (j < W)
-        for (int g = y; g < G; g += PM_COLSUM_Y) s += part[(size_t)g * W + j];
+        for (int g = y; g < G; g += PM_COLSUM_Y) s += jb.part[(size_t)g * W + j];
     sh[y][threadIdx.x] = s;
     __syncthreads();
     if (y == 0 && j < W) {
         float t = 0.0f;
         for (int i = 0; i < PM_COLSUM_Y; i++) t += sh[i][threadIdx.x];
-        float *d = j < W1 ? dst + j : dst2 + (j - W1);
-        *d = add ? *d + t : t;
+        float *d;
+        if (jb.kind == PM_COLSUM_SPLIT) {
+            d = j < jb.W1 ? jb.dst + j : jb.dst2 + (j - jb.W1);
+        } else {
+            const int r = j / jb.W1, c = j - r * jb.W1;
+            d = r == 0 ? jb.dst + c : r == 1 ? jb.dst2 + c : jb.dst3 + (size_t)c * jb.n + (r - 2);
+        }
+        *d = jb.add ? *d + t : t;
     }
+}
+static __global__ void __launch_bounds__(32 * PM_COLSUM_Y) pm_colsum_batch_kernel(const __grid_constant__ PmColsumBatch b) {
+    int i = 0;
+    while (i + 1 < b.njobs && (int)blockIdx.x >= b.block0[i + 1]) i++;
+    pm_colsum_block(b.job[i], (int)blockIdx.x - b.block0[i]);
+}
+static inline int pm_colsum_blocks(const PmColsumJob &jb) { return (jb.W + 31) / 32; }
+// Adds job to batch *b (b->njobs < PM_COLSUM_MAXJOBS).
+static inline void pm_colsum_add(PmColsumBatch *b, const PmColsumJob &jb) {
+    if (b->njobs == 0) b->block0[0] = 0;
+    b->job[b->njobs] = jb;
+    b->block0[b->njobs + 1] = b->block0[b->njobs] + pm_colsum_blocks(jb);
+    b->njobs++;
+}
+// Runs the batch's jobs (one launch) and empties it.
+static inline void pm_colsum_batch(PmColsumBatch *b, cudaStream_t st) {
+    if (b->njobs == 0) return;
+    pm_colsum_batch_kernel<<<b->block0[b->njobs], dim3(32, PM_COLSUM_Y), 0, st>>>(*b);
+    cudaLaunchCheck();
+    b->njobs = 0;
+}
+// One job at once.
+static inline void pm_colsum_job(const PmColsumJob &jb, cudaStream_t st) {
+    PmColsumBatch b;
+    b.njobs = 0;
+    pm_colsum_add(&b, jb);
+    pm_colsum_batch(&b, st);
 }
 static inline void pm_colsum(float *dst, float *dst2, int W1, const float *part, int G, int W, int add,
                              cudaStream_t st) {
-    pm_colsum_kernel<<<pm_ceil_div(W, 32), dim3(32, PM_COLSUM_Y), 0, st>>>(dst, dst2, W1, part, G, W, add);
-    cudaLaunchCheck();
+    PmColsumJob jb = {dst, dst2, NULL, part, G, W, W1, 0, add, PM_COLSUM_SPLIT};
+    pm_colsum_job(jb, st);
 }

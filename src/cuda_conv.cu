@@ -597,12 +597,6 @@ static int conv_bwd_v(bf16 *dxi, int ldx, float *part, const bf16 *du, const bf1
     }
 }
 
-// dw (C*K) += and db (C) += the column sums of G partial rows (= when add is 0).
-static void conv_bwd_finish(float *dw, float *db, const float *part, int G, int C, int K, int add, cudaStream_t st) {
-    int Wd = C * (K + 1);
-    pm_colsum(dw, db, C * K, part, G, Wd, add, st);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------------
@@ -623,18 +617,25 @@ size_t cuda_conv_bwd_part_bytes(int M, int C, int K) {
     return (size_t)conv_bwd_rows(M, CONV_RUN_MIN) * C * (K + 1) * sizeof(float);
 }
 
+int cuda_conv_silu_bwd_part(bf16 *dxi, int ldx, float *part, const bf16 *du, const bf16 *xi, const float *w,
+                            const float *b, const int32_t *pos, int M, int T, int C, int K, cudaStream_t st) {
+    if (!conv_check(M, T, C, K, ldx)) return 0;
+    // du (M, C) is contiguous: its rows are aligned when du is and C % V == 0 (checked along with ldx)
+    switch (conv_vec(C, ldx, dxi, xi, du)) {
+        case 4: return conv_bwd_v<4>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, K, st);
+        case 2: return conv_bwd_v<2>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, K, st);
+        default: return conv_bwd_v<1>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, K, st);
+    }
+}
+PmColsumJob cuda_conv_bwd_job(float *dw, float *db, const float *part, int G, int C, int K, int add) {
+    return PmColsumJob{dw, db, NULL, part, G, C * (K + 1), C * K, 0, add, PM_COLSUM_SPLIT};
+}
+
 void cuda_conv_silu_bwd_ex(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, const bf16 *xi,
                            const float *w, const float *b, const int32_t *pos, int M, int T, int C, int K,
                            float *part, int add, cudaStream_t st) {
-    if (!conv_check(M, T, C, K, ldx)) return;
-    int G;
-    // du (M, C) is contiguous: its rows are aligned when du is and C % V == 0 (checked along with ldx)
-    switch (conv_vec(C, ldx, dxi, xi, du)) {
-        case 4: G = conv_bwd_v<4>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, K, st); break;
-        case 2: G = conv_bwd_v<2>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, K, st); break;
-        default: G = conv_bwd_v<1>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, K, st); break;
-    }
-    conv_bwd_finish(dw, db, part, G, C, K, add, st);
+    int G = cuda_conv_silu_bwd_part(dxi, ldx, part, du, xi, w, b, pos, M, T, C, K, st);
+    if (G > 0) pm_colsum_job(cuda_conv_bwd_job(dw, db, part, G, C, K, add), st);
 }
 void cuda_conv_silu_bwd(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, const bf16 *xi, const float *w,
                         const float *b, const int32_t *pos, int M, int T, int C, int K, float *part,

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuda_common.h"  // PmColsumJob
+
 // u (M, C) contiguous = silu(b + causal depthwise conv of xi (M, C) with row stride ldx); w (C, K), b (C).
 void cuda_conv_silu_fwd(__nv_bfloat16 *u, const __nv_bfloat16 *xi, int ldx, const float *w, const float *b,
                         const int32_t *pos, int M, int T, int C, int K, cudaStream_t st);
@@ -25,3 +27,9 @@ void cuda_conv_silu_bwd(__nv_bfloat16 *dxi, int ldx, float *dw, float *db, const
 void cuda_conv_silu_bwd_ex(__nv_bfloat16 *dxi, int ldx, float *dw, float *db, const __nv_bfloat16 *du,
                            const __nv_bfloat16 *xi, const float *w, const float *b, const int32_t *pos, int M,
                            int T, int C, int K, float *part, int add, cudaStream_t st);
+// The backward in two: dxi and the G partial rows of dw | db in part (returns G; 0 when M is 0), then their
+// reduction as a job (pm_colsum_job, or the backend's reduction queue): cuda_conv_silu_bwd_ex is the two at once.
+int cuda_conv_silu_bwd_part(__nv_bfloat16 *dxi, int ldx, float *part, const __nv_bfloat16 *du,
+                            const __nv_bfloat16 *xi, const float *w, const float *b, const int32_t *pos, int M, int T,
+                            int C, int K, cudaStream_t st);
+PmColsumJob cuda_conv_bwd_job(float *dw, float *db, const float *part, int G, int C, int K, int add);

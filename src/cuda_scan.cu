@@ -360,19 +360,6 @@ __global__ void scan_bc_reduce_kernel(__nv_bfloat16 *dB, __nv_bfloat16 *dC, cons
         dC[m * ldbc + i - SCAN_N] = __float2bfloat16(acc);
 }
 
-// ddt_bias, dD (Cd) and dA_log (Cd, N) += per-row partials summed in row order (= when add is 0: gradients
-// written by their first writer, Backend.grads_write). One thread per (value, c).
-__global__ void scan_param_reduce_kernel(float *ddt_bias, float *dA_log, float *dD, const float *par_part, int rows,
-                                         int Cd, int add) {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (2 + SCAN_N) * Cd) return;
-    int j = idx / Cd, c = idx % Cd;
-    float acc = 0.f;
-    for (int r = 0; r < rows; r++) acc += par_part[((size_t)r * (2 + SCAN_N) + j) * Cd + c];
-    float *d = j == 0 ? ddt_bias + c : j == 1 ? dD + c : dA_log + (size_t)c * SCAN_N + (j - 2);
-    *d = add ? *d + acc : acc;
-}
-
 // ---- staged path (the fast one) ----
 // Tiles of u/dpre/z/dout (128 channels wide) arrive in shared memory by cp.async one chunk ahead; B_t/C_t
 // (strided, any alignment) are prefetched into registers one chunk ahead and kept in shared memory as fp32.
@@ -1618,13 +1605,13 @@ void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfl
     scan_fwd_impl(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, states, stream);
 }
 
-static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+static int scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
                           __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
                           const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                           const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                           const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd,
                           int N, const float *states, __nv_bfloat16 *y_out, void *workspace, size_t workspace_bytes,
-                          int deterministic, cudaStream_t stream, int add_params) {
+                          int deterministic, cudaStream_t stream, int add_params, float *par_out) {
     (void)deterministic;  // always deterministic: no atomics are used
     scan_check_shape(M, T, Cd, N);
     size_t bc_off, par_off, seg_off, need;
@@ -1633,7 +1620,7 @@ static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16
     int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk, par_rows = rows;
     float *ckpt = (float *)workspace;
     float *bc_part = (float *)((char *)workspace + bc_off);
-    float *par_part = (float *)((char *)workspace + par_off);
+    float *par_part = par_out ? par_out : (float *)((char *)workspace + par_off);
     float *summ = (float *)((char *)workspace + seg_off);
 
     if (scan_staged_ok(u, dpre, z, ldz, dout, Cd, du, ddpre, dz) && (y_out == NULL || pm_is_aligned(y_out, 16))) {
@@ -1684,19 +1671,29 @@ static void scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16
     size_t nbc = (size_t)M * 2 * N;
     scan_bc_reduce_kernel<<<(unsigned)((nbc + 255) / 256), 256, 0, stream>>>(dB, dC, bc_part, ldbc, M, nblk);
     scan_check_launch("scan_bc_reduce_kernel");
-    int npar = (2 + N) * Cd;
-    scan_param_reduce_kernel<<<(npar + 255) / 256, 256, 0, stream>>>(ddt_bias, dA_log, dD, par_part, par_rows, Cd,
-                                                                      add_params);
-    scan_check_launch("scan_param_reduce_kernel");
+    if (par_out) return par_rows;  // the caller reduces them (cuda_scan_param_job)
+    pm_colsum_job(cuda_scan_param_job(ddt_bias, dA_log, dD, par_part, par_rows, Cd, N, add_params), stream);
+    return par_rows;
 }
 
-void cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
+// ddt_bias, dD (Cd) and dA_log (Cd, N) += the parameter partials' rows summed (= when add is 0): par_part is
+// (rows, 2 + N, Cd) f32, row r's entry (j, c) the partial of ddt_bias (j = 0), dD (1) or dA_log[c, j - 2].
+PmColsumJob cuda_scan_param_job(float *ddt_bias, float *dA_log, float *dD, const float *par_part, int rows, int Cd,
+                                int N, int add) {
+    return PmColsumJob{ddt_bias, dD, dA_log, par_part, rows, (2 + N) * Cd, Cd, N, add, PM_COLSUM_SCAN};
+}
+size_t cuda_scan_param_part_bytes(int M, int T, int Cd, int N) {
+    return (size_t)(M / T) * scan_bwd_plan(M / T, Cd, T).nseg * (2 + N) * Cd * sizeof(float);
+}
+
+int cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
                       __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
                       const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
                       const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
                       const float *states, __nv_bfloat16 *out, void *workspace, size_t workspace_bytes,
-                      int deterministic, cudaStream_t stream, int add_params) {
-    scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                  pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream, add_params);
+                      int deterministic, cudaStream_t stream, int add_params, float *par_out) {
+    return scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                  pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream, add_params,
+                         par_out);
 }

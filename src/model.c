@@ -538,6 +538,11 @@ static void backward_body(Model *m) {
     const int M = m->cur_M, T = m->cur_T;
     const int side = bk->side_begin && !m->hook;
     int t_out = 0, t_layer = 0;  // tickets: this layer's out_proj dW; all the side work of the layer above
+    // the parameter gradients' small reductions held back and run a few layers' at once (a hook expects each
+    // region's outputs complete when it ends); PM_DEFER_REDUCTIONS=0 runs each at once (A/B runs, tests)
+    const char *dr = getenv("PM_DEFER_REDUCTIONS");
+    const int defer = bk->defer_reductions && !m->hook && !(dr && dr[0] == '0');
+    if (defer) bk->defer_reductions(1);
     bk->memzero(m->dres, (size_t)M * d * bk->f32_bytes);
     REGION(m, "bwd.norm",
            bk->rmsnorm_bwd(m->dres, m->dh, PF32(m->grads, -1, 1), m->dxn, m->res_f, PF32(m->params, -1, 1), m->rstd_f,
@@ -597,6 +602,7 @@ static void backward_body(Model *m) {
                                PF32(m->params, l, P_NORM), L->rstd, M, d));
     }
     REGION(m, "bwd.embedding", bk->embedding_bwd(PF32(m->grads, -1, 0), m->dres, m->tokens, M, d, c->vocab_pad));
+    if (defer) bk->defer_reductions(0);
     if (side) bk->side_wait(t_layer);
 }
 

@@ -1225,6 +1225,14 @@ static ModelConfig wide_model_config(void) {
     return cfg;
 }
 
+// The gradient buffer full of NaN: a gradient that is neither written nor cleared before it is added to shows.
+static void fill_grads_nan(Model *m) {
+    float *nan = pm_malloc(m->n_params * sizeof(float));
+    for (size_t i = 0; i < m->n_params; i++) nan[i] = NAN;
+    m->bk->upload(m->grads, nan, m->n_params * sizeof(float));
+    free(nan);
+}
+
 // Backend.grads_write on the GPU (both backends): model_zero_grad leaves the buffer alone and the step's first
 // backward writes every gradient (the weight-gradient GEMMs with beta 0, the column sums and the scan's parameter
 // sums written, the classifier's first chunk written). Against clearing it (PM_GRADS_WRITE=0), with the buffer full
@@ -1247,10 +1255,7 @@ static void test_model_grads_written(void **state) {
             m.keep_activations = r % 2;
             model_alloc_activations(&m, B, T);
             np = m.n_params;
-            float *nan = pm_malloc(np * sizeof(float));
-            for (size_t i = 0; i < np; i++) nan[i] = NAN;
-            m.bk->upload(m.grads, nan, np * sizeof(float));
-            free(nan);
+            fill_grads_nan(&m);
             setenv("PM_GRADS_WRITE", w ? "1" : "0", 1);
             model_zero_grad(&m);
             assert_int_equal(m.grads_unset, w);  // (else both runs clear the buffer)
@@ -1269,6 +1274,62 @@ static void test_model_grads_written(void **state) {
         g_fails += nonfinite != 0;
         if (!nonfinite) check_rel(what, g[1], g[0], np, 1e-5);
         free(g[0]), free(g[1]);
+    }
+    for (int s = 0; s < 2; s++) batch_free(&bs[s]);
+    FINISH();
+}
+
+// Backend.defer_reductions: the norm, conv and scan backwards' parameter-gradient reductions held back and run
+// a few at a time give the same bits as each run at once (PM_DEFER_REDUCTIONS=0), with the step's first backward
+// writing into a NaN-filled buffer and the second adding; PM_REDUCTION_BATCH=2 launches every two jobs, so ring
+// slices are reused in the middle of a backward. The launch counts show which path ran: 3 reductions a layer and
+// the final norm's, each its own launch at once, one launch a backward held back.
+static void test_model_deferred_reductions(void **state) {
+    (void)state;
+    NEED_GPU();
+    assert_non_null(GD->defer_reductions);
+    const ModelConfig cfg = wide_model_config();
+    const int B = 4, T = 512, jobs = 3 * cfg.n_layer + 1;
+    Batch bs[2] = {make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size)};
+    const char *defer[3] = {"0", "1", "1"}, *batch[3] = {NULL, NULL, "2"};
+    const int launches_want[3] = {2 * jobs, 2, 2 * ((jobs + 1) / 2)};
+    for (int keep = 0; keep < 2; keep++) {
+        float *g[3];
+        size_t np = 0;
+        for (int r = 0; r < 3; r++) {
+            setenv("PM_DEFER_REDUCTIONS", defer[r], 1);
+            if (batch[r]) setenv("PM_REDUCTION_BATCH", batch[r], 1);
+            Model m;
+            model_create(&m, &cfg, GD, 5);
+            m.keep_activations = keep;
+            model_alloc_activations(&m, B, T);
+            np = m.n_params;
+            fill_grads_nan(&m);
+            model_zero_grad(&m);
+            const int l0 = backend_cuda_reduction_launches();
+            for (int s = 0; s < 2; s++) model_forward_backward(&m, &bs[s], 1.0f / (float)bs[s].n_valid, NULL);
+            const int launches = backend_cuda_reduction_launches() - l0;
+            g[r] = pm_malloc(np * sizeof(float));
+            model_get_grads(&m, g[r]);
+            model_destroy(&m);
+            unsetenv("PM_DEFER_REDUCTIONS"), unsetenv("PM_REDUCTION_BATCH");
+            printf("    reductions %-22s %s: %d launches (want %d)%s\n",
+                   r == 0 ? "each at once" : r == 1 ? "held back" : "held back, 2 a launch",
+                   keep ? "keep activations" : "default", launches, launches_want[r],
+                   launches != launches_want[r] ? "  <-- FAIL" : "");
+            g_fails += launches != launches_want[r];
+        }
+        for (int r = 1; r < 3; r++) {
+            size_t diff = 0;
+            for (size_t i = 0; i < np; i++) diff += memcmp(&g[r][i], &g[0][i], sizeof(float)) != 0;
+            printf("    gradients, run %d against each at once: %zu of %zu differ%s\n", r, diff, np,
+                   diff ? "  <-- FAIL" : "");
+            g_fails += diff != 0;
+        }
+        size_t nonfinite = 0;
+        for (size_t i = 0; i < np; i++) nonfinite += !isfinite(g[0][i]);
+        g_fails += nonfinite != 0;
+        for (int r = 0; r < 3; r++) free(g[r]);
     }
     for (int s = 0; s < 2; s++) batch_free(&bs[s]);
     FINISH();
@@ -1555,6 +1616,7 @@ int main(void) {
         cmocka_unit_test(test_model_scan_states),
         cmocka_unit_test(test_model_side_stream),
         cmocka_unit_test(test_model_grads_written),
+        cmocka_unit_test(test_model_deferred_reductions),
         cmocka_unit_test(test_model_packing),
         cmocka_unit_test(test_op_timings),
     };

@@ -57,11 +57,14 @@
 #define cuda_conv_bwd_part_bytes lab_conv_bwd_part_bytes_unused
 #define cuda_conv_silu_bwd lab_conv_silu_bwd_unused
 #define cuda_conv_silu_bwd_ex lab_conv_silu_bwd_ex_unused
+#define cuda_conv_silu_bwd_part lab_conv_silu_bwd_part_unused
+#define cuda_conv_bwd_job lab_conv_bwd_job
 #include "cuda_conv.cu"
 #undef cuda_conv_silu_fwd
 #undef cuda_conv_bwd_part_bytes
 #undef cuda_conv_silu_bwd
 #undef cuda_conv_silu_bwd_ex
+#undef cuda_conv_silu_bwd_part
 // conv v7 candidates (bulk-copy-fed ring; namespace v7), built on the helpers of the copy above.
 #include "conv_v7.cuh"
 
@@ -496,7 +499,7 @@ static void cfg_bwd(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, co
         return;
     }
     int G = conv_bwd_launch<4, V, P, MINB>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, L, st);
-    conv_bwd_finish(dw, db, part, G, C, 4, 1, st);
+    pm_colsum_job(lab_conv_bwd_job(dw, db, part, G, C, 4, 1), st);
 }
 
 struct FwdVersion {
