@@ -67,6 +67,8 @@
 #undef cuda_conv_silu_bwd_part
 // conv v7 candidates (bulk-copy-fed ring; namespace v7), built on the helpers of the copy above.
 #include "conv_v7.cuh"
+// conv v8 candidates (short register tiles, every load of a tile at once; namespace v8).
+#include "conv_v8.cuh"
 
 // ---------------------------------------------------------------- the old kernels
 // backend_cuda.cu's conv section as it was before cuda_conv.cu (verbatim from "#define CONV_L" to the end of
@@ -552,6 +554,14 @@ static const FwdVersion FWD_TIMED[] = {
     // v7 with the first v7's slot release (lane 0 of each consumer warp arrives after __syncwarp, instead of
     // every lane): what the per-lane arrivals cost, if anything. Same bits as v7.
     {"v7.wa", v7cfg::fwd_wa, (const void *)v7::fwd_kernel<4, 4, 4, 8, 4, 4, true>},
+    // v8 (dev/kernels/conv_v8.cuh): V channels x R tokens a thread, the tile's R + 3 rows loaded at once, 4 warps a
+    // block on consecutive runs. Prediction: 130m 0.027-0.029, 370m 0.036-0.038 (~85% of the copy rate: 6144
+    // blocks of independent tiles, ~90 KB in flight per SM, halo re-reads from the L2). Measured (call74): 130m
+    // 0.046-0.048 (V8 0.076), 370m 0.057-0.062 against production's 0.038 / 0.049: slower.
+    {"v8", v8::fwd<4, 8>, (const void *)v8::fwd_kernel<4, 4, 8>},
+    {"v8.r16", v8::fwd<4, 16>, (const void *)v8::fwd_kernel<4, 4, 16>},
+    {"v8.v8", v8::fwd<8, 8>, (const void *)v8::fwd_kernel<4, 8, 8>},
+    {"v8.v2", v8::fwd<2, 8>, (const void *)v8::fwd_kernel<4, 2, 8>},
 };
 static const BwdVersion BWD_TIMED[] = {
     {"old", old_bwd, (const void *)old_::conv_silu_bwd2_kernel<4>},
@@ -593,6 +603,18 @@ static const BwdVersion BWD_TIMED[] = {
     {"v7.s4", v7::bwd4<4, 4, 8, 4, 4, 3, false>, (const void *)v7::bwd_kernel<4, 4, 4, 8, 4, 4, 3, false, false>},
     // v7 with the first v7's slot release (one arrival per warp after __syncwarp): the per-lane arrivals' cost.
     {"v7.wa", v7cfg::bwd_wa, (const void *)v7::bwd_kernel<4, 4, 4, 8, 3, 4, 3, false, true>},
+    // v8: V4 x R8 tiles (14 xi rows and 11 du rows loaded at once, ~120 registers: 4 blocks of 4 warps per SM),
+    // 4 runs a warp (G = 128 partial rows at 130m, as production's scratch). Prediction: 130m 0.045-0.050, 370m
+    // 0.060-0.066 (the per-element math of v6, but the loads of a tile all in flight and no per-step waits).
+    // (3 blocks per SM: 154 registers, no spills.) Measured (call74), every configuration: 130m 0.089-0.099,
+    // 370m 0.113-0.126 against production's 0.065 / 0.077: slower
+    {"v8", v8::bwd<4, 8, 4, 3>, (const void *)v8::bwd_kernel<4, 4, 8, 4, 3>},
+    // 4 blocks per SM (128 registers: ptxas spills 80 bytes)
+    {"v8.m4", v8::bwd<4, 8, 4, 4>, (const void *)v8::bwd_kernel<4, 4, 8, 4, 4>},
+    // V2: half the registers a thread, twice the threads (6 blocks per SM)
+    {"v8.v2", v8::bwd<2, 8, 4, 6>, (const void *)v8::bwd_kernel<4, 2, 8, 4, 6>},
+    // 4-token tiles, 8 runs a warp (more halo re-reads, fewer registers: 4 blocks per SM)
+    {"v8.r4", v8::bwd<4, 4, 8, 4>, (const void *)v8::bwd_kernel<4, 4, 4, 8, 4>},
 };
 
 // ---------------------------------------------------------------- host data
@@ -892,6 +914,7 @@ static const PairVersion SMALL_EXTRA[] = {
     // the first v7's slot release (lane 0 arrives after __syncwarp): the same bits as v7 expected; under
     // racecheck it shows the hazards that release_slot (conv_v7.cuh) explains, which v7 and v7f must not
     {"v7w", v7cfg::fwd_wa, v7cfg::bwd_wa, false},
+    {"v8", v8::fwd<4, 8>, v8::bwd<4, 8, 4, 3>, true},
 };
 
 // ---------------------------------------------------------------- small and odd shapes
