@@ -157,8 +157,8 @@ typedef struct Backend {
     void (*grads_write)(int on);
 
     // ---- optional: defer_reductions(1): until defer_reductions(0), the backend may hold back the small column
-    // reductions that end rmsnorm_bwd, conv_silu_bwd and scan_bwd (their parameter gradients) and run several as
-    // one launch; defer_reductions(0) runs what is held back, after which every gradient is complete. The model
+    // reductions that end rmsnorm_bwd, conv_silu_bwd, scan_bwd and matmul_bwd's dbias (their parameter gradients)
+    // and run several as one launch; defer_reductions(0) runs what is held back, after which every gradient is complete. The model
     // brackets a backward without a hook with it. Same results either way. NULL: every op completes its outputs.
     void (*defer_reductions)(int on);
 

@@ -92,11 +92,6 @@ __device__ T block_sum(T v, T *sh) {
 static int g_grads_write;
 static void cu_grads_write(int on) { g_grads_write = on; }
 
-// Column sums of partial rows into a parameter gradient (pm_colsum, cuda_common.h), on the backend's stream.
-static void colsum_final(float *dst, const float *part, int G, int W) {
-    pm_colsum(dst, NULL, W, part, G, W, !g_grads_write, g_stream);
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // the reduction queue (Backend.defer_reductions)
 //
@@ -108,8 +103,8 @@ static void colsum_final(float *dst, const float *part, int G, int W) {
 // otherwise each reduction runs at once, a batch of one. Either way the same kernel adds the same rows in the
 // same order: the same bits. Everything here is on the main stream, so a slice is reused only after the launch
 // that read it; an op queued on the side stream reduces at once from its own scratch instead.
-// The ring holds RED_RING_FACTOR times the largest request (the conv's partial rows): ~5 layers at 130m B8
-// (31 MB), 4 at 1.4b B4 (42 MB).
+// The ring holds RED_RING_FACTOR times the largest request (the conv's partial rows): 31 MB at 130m B8, 42 MB
+// at 370m B8 and 1.4b B4, 4-5 layers' reductions (6 launches a 130m step instead of 73, 11 at 370m and 1.4b).
 #define RED_RING_FACTOR 8
 static Scratch s_red_ring;
 static size_t g_red_used;       // bytes of the ring handed out since the last launch
@@ -132,9 +127,10 @@ static void red_flush(void) {
     pm_colsum_batch(&g_red, g_main);
     g_red_used = 0;
 }
-// Where an op's partial rows of `bytes` go: a slice of the ring (main stream), else *own (side stream).
+// Where an op's partial rows of `bytes` go: a slice of the ring (main stream), else *own (side stream; NULL: the
+// op's own workspace, where it reduces them itself).
 static float *red_part(size_t bytes, Scratch *own) {
-    if (g_stream != g_main) return (float *)scratch_get(own, bytes);
+    if (g_stream != g_main) return own ? (float *)scratch_get(own, bytes) : NULL;
     const size_t b = red_align(bytes);
     if (red_ring_bytes(b) > s_red_ring.bytes) {
         red_flush();  // (the jobs queued so far read the old ring; growing frees it)
@@ -152,6 +148,10 @@ static void red_job(const PmColsumJob &jb) {
     if (g_stream != g_main) return pm_colsum_job(jb, g_stream);
     pm_colsum_add(&g_red, jb);
     if (!g_red_defer) red_flush();
+}
+// Column sums of G partial rows (red_part) into one parameter gradient of W values.
+static void colsum_final(float *dst, const float *part, int G, int W) {
+    red_job(PmColsumJob{dst, NULL, NULL, part, G, W, W, 0, !g_grads_write, PM_COLSUM_SPLIT});
 }
 static void cu_defer_reductions(int on) {
     g_red_defer = on;
@@ -594,7 +594,7 @@ static void cu_rmsnorm_bwd(void *dres, void *dres_act, void *dw, const void *dxn
                          (float4 *)part, (const uint2 *)dxn, (const float4 *)res, (const float4 *)w,
                          (const float *)rstd, M, C / 4);
         cudaLaunchCheck();
-        red_job(PmColsumJob{(float *)dw, NULL, NULL, part, G, C, C, 0, !g_grads_write, PM_COLSUM_SPLIT});
+        colsum_final((float *)dw, part, G, C);
         return;
     }
     rmsnorm_bwd_kernel<<<pm_ceil_div(M, NORM_WARPS), NORM_WARPS * 32, 0, g_stream>>>(
@@ -607,7 +607,7 @@ static void cu_rmsnorm_bwd(void *dres, void *dres_act, void *dw, const void *dxn
     rmsnorm_dw_partial_kernel<<<grid, 256, 0, g_stream>>>(part, (const bf16 *)dxn, (const float *)res,
                                                           (const float *)rstd, M, C, NORM_DW_R);
     cudaLaunchCheck();
-    red_job(PmColsumJob{(float *)dw, NULL, NULL, part, G, C, C, 0, !g_grads_write, PM_COLSUM_SPLIT});
+    colsum_final((float *)dw, part, G, C);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -914,7 +914,7 @@ static void matmul_bwd(void *dinp, int ldd, int accumulate_dinp, void *dW, void 
     if (dW) gemm(0, 1, K, N, M, (const bf16 *)inp, ldi, dout_, lddo, dW, K, CUDA_R_32F, !g_grads_write, NULL, tune);
     if (dbias) {
         int R = 64, G = (M + R - 1) / R;
-        float *part = (float *)scratch_get(&s_colsum_part, (size_t)G * N * sizeof(float));
+        float *part = red_part((size_t)G * N * sizeof(float), &s_colsum_part);
         dim3 grid(pm_ceil_div(N, 256), G);
         colsum_partial_bf16_kernel<<<grid, 256, 0, g_stream>>>(part, dout_, lddo, M, N, R);
         cudaLaunchCheck();
@@ -971,7 +971,7 @@ static void scan_bwd_impl(void *du, void *ddpre, void *dB, void *dC, void *dz, v
     size_t wsb = cuda_scan_workspace_bytes(M, T, Cd, N);
     void *ws = wsb ? scratch_get(&s_big, wsb) : NULL;
     // the parameter gradients' partial rows: to the reduction queue (on the side stream, the scan's workspace)
-    float *par = g_stream == g_main ? red_part(cuda_scan_param_part_bytes(M, T, Cd, N), NULL) : NULL;
+    float *par = red_part(cuda_scan_param_part_bytes(M, T, Cd, N), NULL);
     int rows = cuda_scan_bwd_ex((bf16 *)du, (bf16 *)ddpre, (bf16 *)dB, (bf16 *)dC, (bf16 *)dz, (float *)ddt_bias,
                                 (float *)dA_log, (float *)dD, (const bf16 *)dout, (const bf16 *)u, (const bf16 *)dpre,
                                 (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc,

@@ -342,6 +342,49 @@ __global__ void __launch_bounds__(32 * W)
 // in the order j = 0, 1, .., K-1, the order of the old kernels' per-token gather, and the validity test needs
 // only lim(t) (no window of past limits).
 
+// The block's partial row of dw | db: row blockIdx.x of part (G, C*(K+1)) = [dw (C, K) | db (C)] for the
+// block's 32 V channels (column block blockIdx.y), from each thread's sums over its tokens. sh: W * 32 * VS floats of
+// shared memory (VS = V*(K+1)+1: odd, so lanes hit distinct banks); the block's threads all call it (barriers).
+// Each lane puts its V*K dw then V db at sh[wp][lane][.], then each block column is summed over the warps in warp
+// order by thread j of the block for output column j (contiguous stores).
+template <int K, int V, int W>
+__device__ __forceinline__ void conv_bwd_partial_row(float *sh, const float (&dwv)[V][K], const float (&dbv)[V],
+                                                     float *__restrict__ part, int C) {
+    constexpr int NT = 32 * W, VS = V * (K + 1) + 1;
+    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+    {
+        float *my = sh + (wp * 32 + lane) * VS;
+#pragma unroll
+        for (int s = 0; s < V; s++) {
+#pragma unroll
+            for (int k = 0; k < K; k++) my[s * K + k] = dwv[s][k];
+            my[V * K + s] = dbv[s];
+        }
+    }
+    __syncthreads();
+    const int CB = 32 * V, cbase = blockIdx.y * CB;  // the block's channels
+    float *prow = part + (size_t)blockIdx.x * C * (K + 1);
+    // dw: column j of the block's slice is channel cbase + j / K, tap j % K, at lane (j/K)/V, index
+    // ((j/K) % V) * K + j % K = j - lane * V * K, i.e. flat lane * VS + that = j + lane * (V + 1)
+    for (int j = threadIdx.x; j < CB * K; j += NT) {
+        int cc = j / K;
+        if (cbase + cc >= C) break;
+        int f = j + (cc / V) * (V + 1);
+        float a = sh[f];
+#pragma unroll
+        for (int q = 1; q < W; q++) a += sh[q * 32 * VS + f];
+        prow[(size_t)cbase * K + j] = a;
+    }
+    for (int j = threadIdx.x; j < CB; j += NT) {
+        if (cbase + j >= C) break;
+        int f = (j / V) * VS + V * K + j % V;
+        float a = sh[f];
+#pragma unroll
+        for (int q = 1; q < W; q++) a += sh[q * 32 * VS + f];
+        prow[(size_t)C * K + cbase + j] = a;
+    }
+}
+
 template <int K, int V, int P, int W, int MINB>
 __global__ void __launch_bounds__(32 * W, MINB)
     conv_bwd_kernel(bf16 *__restrict__ dxi, int ldx, float *__restrict__ part, const bf16 *__restrict__ du,
@@ -464,40 +507,7 @@ __global__ void __launch_bounds__(32 * W, MINB)
     }
     __syncthreads();
 
-    // partials: this lane's V*K dw then V db at sh[wp][lane][.], then each block column summed over the warps
-    // in warp order by thread j of the block for output column j (contiguous stores)
-    float *sh = reinterpret_cast<float *>(smem);
-    {
-        float *my = sh + (wp * 32 + lane) * VS;
-#pragma unroll
-        for (int s = 0; s < V; s++) {
-#pragma unroll
-            for (int k = 0; k < K; k++) my[s * K + k] = dwv[s][k];
-            my[V * K + s] = dbv[s];
-        }
-    }
-    __syncthreads();
-    const int CB = 32 * V, cbase = blockIdx.y * CB;  // the block's channels
-    float *prow = part + (size_t)blockIdx.x * C * (K + 1);
-    // dw: column j of the block's slice is channel cbase + j / K, tap j % K, at lane (j/K)/V, index
-    // ((j/K) % V) * K + j % K = j - lane * V * K, i.e. flat lane * VS + that = j + lane * (V + 1)
-    for (int j = threadIdx.x; j < CB * K; j += NT) {
-        int cc = j / K;
-        if (cbase + cc >= C) break;
-        int f = j + (cc / V) * (V + 1);
-        float a = sh[f];
-#pragma unroll
-        for (int q = 1; q < W; q++) a += sh[q * 32 * VS + f];
-        prow[(size_t)cbase * K + j] = a;
-    }
-    for (int j = threadIdx.x; j < CB; j += NT) {
-        if (cbase + j >= C) break;
-        int f = (j / V) * VS + V * K + j % V;
-        float a = sh[f];
-#pragma unroll
-        for (int q = 1; q < W; q++) a += sh[q * 32 * VS + f];
-        prow[(size_t)C * K + cbase + j] = a;
-    }
+    conv_bwd_partial_row<K, V, W>(reinterpret_cast<float *>(smem), dwv, dbv, part, C);
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1461,10 +1461,9 @@ static void scan_ws_layout(int M, int T, int Cd, int N, size_t *bc_off, size_t *
                            size_t *total) {
     const BwdPlan bp = scan_bwd_plan(M / T, Cd, T);
     int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk_max = (Cd + bp.ch - 1) / bp.ch;
-    int nsegb = bp.nseg;
     *bc_off = align256((size_t)rows * nchunk * N * Cd * 4);
     *par_off = *bc_off + align256((size_t)M * nblk_max * 2 * N * 4);
-    *seg_off = *par_off + align256((size_t)rows * nsegb * (2 + N) * Cd * 4);
+    *seg_off = *par_off + align256(cuda_scan_param_part_bytes(M, T, Cd, N));
     *total = *seg_off + align256((size_t)rows * (SCAN_SEG_MAX - 1) * 2 * Cd * N * 4);
 }
 size_t cuda_scan_workspace_bytes(int M, int T, int Cd, int N) {
@@ -1693,7 +1692,7 @@ int cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
                       const float *states, __nv_bfloat16 *out, void *workspace, size_t workspace_bytes,
                       int deterministic, cudaStream_t stream, int add_params, float *par_out) {
-    return scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                  pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream, add_params,
-                         par_out);
+    return scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D,
+                         z, ldz, pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream,
+                         add_params, par_out);
 }

@@ -29,6 +29,16 @@ __device__ __forceinline__ int tap_lim(const int32_t *__restrict__ pos, int t, i
     return p < m ? p : m;
 }
 
+// rows t0 .. t0 + n - 1 of V channels at p (row stride ld), zeros outside [0, M): all n loads issued at once
+template <int V, int n>
+__device__ __forceinline__ void load_rows(Pack<V> (&r)[n], const bf16 *__restrict__ p, int ld, int t0, int M) {
+#pragma unroll
+    for (int i = 0; i < n; i++) {
+        const int t = t0 + i;
+        r[i] = t >= 0 && t < M ? ld_pack<V>(p + (size_t)t * ld) : zero_pack<V>();
+    }
+}
+
 // ------------------------------------------------------------------------------------------------- forward
 // Grid (ceil(M / (W R)), channel groups / 32), 32 W threads: warp wp of block x takes tokens
 // t0 = (x W + wp) R .. t0 + R - 1 of channels c .. c + V - 1 (lane = channel group).
@@ -45,11 +55,7 @@ __global__ void __launch_bounds__(32 * W)
     const bf16 *xc = xi + c;
     // every load of the tile first: rows t0 - (K-1) .. t0 + R - 1 (zeros outside [0, M): never read as taps)
     Pack<V> xp[R + K - 1];
-#pragma unroll
-    for (int i = 0; i < R + K - 1; i++) {
-        const int t = t0 - (K - 1) + i;
-        xp[i] = t >= 0 && t < M ? ld_pack<V>(xc + (size_t)t * ldx) : zero_pack<V>();
-    }
+    load_rows<V>(xp, xc, ldx, t0 - (K - 1), M);
     int lim[R];
 #pragma unroll
     for (int i = 0; i < R; i++) lim[i] = tap_lim(pos, t0 + i, M, T);
@@ -82,7 +88,7 @@ __global__ void __launch_bounds__(32 * W, MINB)
                const bf16 *__restrict__ xi, const float *__restrict__ w, const float *__restrict__ b,
                const int32_t *__restrict__ pos, int M, int T, int C) {
     constexpr int NX = R + 2 * (K - 1), NU = R + K - 1, VS = V * (K + 1) + 1;
-    __shared__ float sh[W * 32 * VS];
+    __shared__ float sh[W * 32 * VS];  // conv_bwd_partial_row's
     const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
     const int NG = C / V, gi = blockIdx.y * 32 + lane;
     const bool active = gi < NG;
@@ -100,16 +106,8 @@ __global__ void __launch_bounds__(32 * W, MINB)
         const int t0 = ((blockIdx.x * W + wp) * NR + r) * R;
         if (t0 >= M) break;  // (uniform across the warp)
         Pack<V> xp[NX], gp[NU];
-#pragma unroll
-        for (int i = 0; i < NX; i++) {
-            const int t = t0 - (K - 1) + i;
-            xp[i] = t >= 0 && t < M ? ld_pack<V>(xc + (size_t)t * ldx) : zero_pack<V>();
-        }
-#pragma unroll
-        for (int i = 0; i < NU; i++) {
-            const int t = t0 + i;
-            gp[i] = t < M ? ld_pack<V>(gc + (size_t)t * C) : zero_pack<V>();
-        }
+        load_rows<V>(xp, xc, ldx, t0 - (K - 1), M);
+        load_rows<V>(gp, gc, C, t0, M);
         int lim[NU];
 #pragma unroll
         for (int i = 0; i < NU; i++) lim[i] = tap_lim(pos, t0 + i, M, T);
@@ -146,37 +144,7 @@ __global__ void __launch_bounds__(32 * W, MINB)
             if (active && i >= K - 1 && tp < M) st_pack<V>(dxi + (size_t)tp * ldx + c, o);
         }
     }
-    // the block's partial row: this lane's V*K dw then V db at sh[wp][lane][.], summed over the warps in order
-    {
-        float *my = sh + (wp * 32 + lane) * VS;
-#pragma unroll
-        for (int s = 0; s < V; s++) {
-#pragma unroll
-            for (int k = 0; k < K; k++) my[s * K + k] = dwv[s][k];
-            my[V * K + s] = dbv[s];
-        }
-    }
-    __syncthreads();
-    constexpr int NT = 32 * W;
-    const int CB = 32 * V, cbase = blockIdx.y * CB;
-    float *prow = part + (size_t)blockIdx.x * C * (K + 1);
-    for (int j = threadIdx.x; j < CB * K; j += NT) {
-        const int cc = j / K;
-        if (cbase + cc >= C) break;
-        const int f = j + (cc / V) * (V + 1);
-        float a = sh[f];
-#pragma unroll
-        for (int q = 1; q < W; q++) a += sh[q * 32 * VS + f];
-        prow[(size_t)cbase * K + j] = a;
-    }
-    for (int j = threadIdx.x; j < CB; j += NT) {
-        if (cbase + j >= C) break;
-        const int f = (j / V) * VS + V * K + j % V;
-        float a = sh[f];
-#pragma unroll
-        for (int q = 1; q < W; q++) a += sh[q * 32 * VS + f];
-        prow[(size_t)C * K + cbase + j] = a;
-    }
+    conv_bwd_partial_row<K, V, W>(sh, dwv, dbv, part, C);
 }
 
 // ------------------------------------------------------------------------------------------------- host
