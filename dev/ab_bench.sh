@@ -4,6 +4,8 @@
 # the environment variable VAR set to it; prints one line per run (tok/s, median step ms, the profiled step's scan and
 # classifier ms, peak GiB), then per argument set and value the mean tok/s, its range over the runs, and the change
 # of each value's mean against the first value's.
+# VAR=BIN alternates builds instead: each value is a build folder of dev/gpu.sh pack relative to the root (".gpu",
+# ".gpu/old": PM_GPU_DIR), whose bin/packmamba runs with its own lib/ first on the library path.
 # The common arguments are fixed (T=2048, 10 timed steps after 3 warm-ups, fixed-length rows); PM_AB_TIMEOUT
 # bounds each run (s). Logs of the last run go to ${OUT:-/tmp}/ab_last.log.
 set -u
@@ -15,7 +17,9 @@ runs=$(mktemp)  # "value<TAB>args<TAB>tok/s" of every run, for the summary
 for a in "$@"; do
     for v in $vals; do
         rm -rf /tmp/pm_ab
-        env "$var=$v" timeout "${PM_AB_TIMEOUT:-150}" "$root/.gpu/bin/packmamba" bench $common $a --out /tmp/pm_ab \
+        if [ "$var" = BIN ]; then bin="$root/$v/bin/packmamba" envset="LD_LIBRARY_PATH=$root/$v/lib:$LD_LIBRARY_PATH"
+        else bin="$root/.gpu/bin/packmamba" envset="$var=$v"; fi
+        env "$envset" timeout "${PM_AB_TIMEOUT:-150}" "$bin" bench $common $a --out /tmp/pm_ab \
             >"${OUT:-/tmp}/ab_last.log" 2>&1 || { echo "$var=$v $a: bench failed ($(tail -1 "${OUT:-/tmp}/ab_last.log"))"; continue; }
         python3 - "$var=$v" "$a" "$runs" <<'PY'
 import csv, sys

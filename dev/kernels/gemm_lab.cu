@@ -2,6 +2,7 @@
 //
 //   nvcc -O3 -arch=sm_90 dev/kernels/gemm_lab.cu -lcublasLt -o .gpu/gemm/gemm_lab
 //   .gpu/gemm/gemm_lab [130m|370m|all]
+//   .gpu/gemm/gemm_lab dw    # the weight-gradient shapes alone and as strided batches of 2 and 4 layers
 //
 // The backend (backend_cuda.cu, gemm / gemm_tune) asks cuBLASLt's heuristic (BEST_FIT) for up to 8 candidates
 // per shape and keeps the fastest. Here, per shape of a training step (the model's GEMMs in the backend's
@@ -46,6 +47,7 @@ struct Shape {
     const char *name;
     int ta, tb, m, n, k, lda, ldb, ldd;
     bool f32_out, beta1;
+    int batch;  // 0 or 1: one GEMM; more: that many at once (strided batch: each operand its own copy)
 };
 
 static cublasLtHandle_t g_lt;
@@ -166,8 +168,20 @@ static void run_shape(const Shape &s) {
     LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.ta ? s.k : s.m, s.ta ? s.m : s.k, s.lda));
     LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, s.tb ? s.n : s.k, s.tb ? s.k : s.n, s.ldb));
     LT(cublasLtMatrixLayoutCreate(&ld, dt, s.m, s.n, s.ldd));
-    size_t na = (size_t)s.lda * (s.ta ? s.m : s.k), nb = (size_t)s.ldb * (s.tb ? s.k : s.n);
-    size_t nd = (size_t)s.ldd * s.n, esz = s.f32_out ? 4 : 2;
+    const int nbat = s.batch > 1 ? s.batch : 1;
+    size_t na1 = (size_t)s.lda * (s.ta ? s.m : s.k), nb1 = (size_t)s.ldb * (s.tb ? s.k : s.n), nd1 = (size_t)s.ldd * s.n;
+    if (nbat > 1) {
+        int32_t bc = nbat;
+        int64_t sa = (int64_t)na1, sb = (int64_t)nb1, sd = (int64_t)nd1;
+        LT(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
+        LT(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
+        LT(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
+        LT(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sa, sizeof sa));
+        LT(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sb, sizeof sb));
+        LT(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sd, sizeof sd));
+    }
+    size_t na = na1 * nbat, nb = nb1 * nbat;
+    size_t nd = nd1 * nbat, esz = s.f32_out ? 4 : 2;
     __nv_bfloat16 *A, *B;
     void *D, *Dref, *D0;
     CK(cudaMalloc(&A, na * 2));
@@ -199,8 +213,9 @@ static void run_shape(const Shape &s) {
     float alpha = 1.0f;
     CK(cudaMemcpy(Dref, D0, nd * esz, cudaMemcpyDeviceToDevice));
     LT(cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, Dref, ld, Dref, ld, &cands[0].algo, g_ws, WS, 0));
-    double flop = 2.0 * s.m * s.n * (double)s.k;
+    double flop = 2.0 * s.m * s.n * (double)s.k * nbat;
     // every candidate: correct (from zeros) and then 5 timed runs; the 3 fastest and the first 8 again with 20
+    // (and, apart, the fastest without split-K: one configuration a single GEMM and a batch could share)
     std::vector<std::pair<float, int>> t5;
     int nbad = 0;
     for (size_t i = 0; i < cands.size() && i < 600; i++) {
@@ -222,8 +237,18 @@ static void run_shape(const Shape &s) {
         if (ms > 0) t5.push_back({ms, (int)i});
     }
     std::sort(t5.begin(), t5.end());
-    float first = -1, best8 = 1e30f, best = 1e30f;
-    int ibest = -1;
+    float first = -1, best8 = 1e30f, best = 1e30f, best_nosk = 1e30f;
+    int ibest = -1, inosk = -1;
+    for (size_t r = 0; r < t5.size(); r++) {
+        int sk = -1;
+        size_t w;
+        cublasLtMatmulAlgoConfigGetAttribute(&cands[t5[r].second].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk, sizeof sk, &w);
+        if (sk <= 1) {
+            inosk = t5[r].second;
+            best_nosk = time_algo(desc, la, lb, ld, &cands[inosk].algo, A, B, D, beta, 20);
+            break;
+        }
+    }
     for (size_t r = 0; r < t5.size(); r++) {
         const int i = t5[r].second;
         const bool in8 = !strcmp(cands[i].src, "heur8");
@@ -242,6 +267,11 @@ static void run_shape(const Shape &s) {
            "  [%d timed, %d wrong]\n    first: %s\n    best:  %s\n",
            s.name, s.m, s.n, s.k, first, best8, best, ibest >= 0 ? cands[ibest].src : "-", flop / best / 1e9,
            100.0 * (1.0 - best / best8), ntimed, nbad, cfg8, cfg);
+    if (inosk >= 0) {
+        describe(cands[inosk].algo, cfg, sizeof cfg);
+        printf("    batch %d: per GEMM best-of-8 %.4f best %.4f ms; best without split-K %.4f ms (%s)\n", nbat, best8 / nbat,
+               best / nbat, best_nosk / nbat, cfg);
+    }
     fflush(stdout);
     cudaFree(A), cudaFree(B), cudaFree(D), cudaFree(Dref), cudaFree(D0);
     cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb), cublasLtMatrixLayoutDestroy(ld);
@@ -304,6 +334,18 @@ int main(int argc, char **argv) {
     if (!strcmp(which, "370m") || !strcmp(which, "all")) {
         auto v = model_shapes("370m", 16384, 1024, 2048, 64);
         shapes.insert(shapes.end(), v.begin(), v.end());
+    }
+    if (!strcmp(which, "dw")) {  // the weight gradients, alone and batched over 2 and 4 layers
+        for (int w = 0; w < 2; w++) {
+            auto v = w ? model_shapes("370m", 16384, 1024, 2048, 64) : model_shapes("130m", 16384, 768, 1536, 48);
+            for (const Shape &x : v)
+                if (strstr(x.name, " dW"))
+                    for (int b = 1; b <= 4; b *= 2) {
+                        Shape y = x;
+                        y.batch = b;
+                        shapes.push_back(y);
+                    }
+        }
     }
     for (const Shape &s : shapes) run_shape(s);
     return 0;
