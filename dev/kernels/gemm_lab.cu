@@ -3,6 +3,7 @@
 //   nvcc -O3 -arch=sm_90 dev/kernels/gemm_lab.cu -lcublasLt -o .gpu/gemm/gemm_lab
 //   .gpu/gemm/gemm_lab [130m|370m|all]
 //   .gpu/gemm/gemm_lab dw    # the weight-gradient shapes alone and as strided batches of 2 and 4 layers
+//   .gpu/gemm/gemm_lab dwk   # the weight-gradient shapes with K cut in 2-4 by hand (one batched GEMM + a reduce)
 //
 // The backend (backend_cuda.cu, gemm / gemm_tune) asks cuBLASLt's heuristic (BEST_FIT) for up to 8 candidates
 // per shape and keeps the fastest. Here, per shape of a training step (the model's GEMMs in the backend's
@@ -109,21 +110,14 @@ static int heuristic(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la, cubla
     return n;
 }
 
-static float time_algo(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
-                       cublasLtMatrixLayout_t ld, const cublasLtMatmulAlgo_t *algo, const void *A, const void *B,
-                       void *D, float beta, int REPS) {
-    float alpha = 1.0f;
-    if (cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, algo, g_ws, WS, 0) !=
-        CUBLAS_STATUS_SUCCESS) {
-        cudaGetLastError();
-        return -1.0f;
-    }
+// mean ms of REPS calls of step() between CUDA events; -1 if anything failed
+template <class F>
+static float event_ms(int REPS, F step) {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     CK(cudaEventRecord(e0));
-    for (int r = 0; r < REPS; r++)
-        cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, algo, g_ws, WS, 0);
+    for (int r = 0; r < REPS; r++) step();
     CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1));
     float ms = 0;
@@ -132,6 +126,18 @@ static float time_algo(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la, cub
     CK(cudaEventDestroy(e1));
     if (cudaGetLastError() != cudaSuccess) return -1.0f;
     return ms / REPS;
+}
+
+static float time_algo(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                       cublasLtMatrixLayout_t ld, const cublasLtMatmulAlgo_t *algo, const void *A, const void *B,
+                       void *D, float beta, int REPS) {
+    float alpha = 1.0f;
+    auto mm = [&] { return cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, algo, g_ws, WS, 0); };
+    if (mm() != CUBLAS_STATUS_SUCCESS) {
+        cudaGetLastError();
+        return -1.0f;
+    }
+    return event_ms(REPS, mm);
 }
 
 // max |a - b| and max |b| over n outputs (bf16 or f32), on the device (the outputs are up to 400 MB)
@@ -157,6 +163,18 @@ static double compare(const void *a, const void *b, size_t n, bool f32) {
     return bm > 0 ? dm / bm : dm;
 }
 
+// make la, lb, ld strided batches of `count`, operand i at offset i * (sa, sb, sd) elements
+static void set_batch(cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t ld, int count,
+                      int64_t sa, int64_t sb, int64_t sd) {
+    const int32_t bc = count;
+    const cublasLtMatrixLayout_t l[3] = {la, lb, ld};
+    const int64_t st[3] = {sa, sb, sd};
+    for (int i = 0; i < 3; i++) {
+        LT(cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
+        LT(cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st[i], sizeof st[i]));
+    }
+}
+
 static void run_shape(const Shape &s) {
     cublasLtMatmulDesc_t desc;
     LT(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -170,16 +188,7 @@ static void run_shape(const Shape &s) {
     LT(cublasLtMatrixLayoutCreate(&ld, dt, s.m, s.n, s.ldd));
     const int nbat = s.batch > 1 ? s.batch : 1;
     size_t na1 = (size_t)s.lda * (s.ta ? s.m : s.k), nb1 = (size_t)s.ldb * (s.tb ? s.k : s.n), nd1 = (size_t)s.ldd * s.n;
-    if (nbat > 1) {
-        int32_t bc = nbat;
-        int64_t sa = (int64_t)na1, sb = (int64_t)nb1, sd = (int64_t)nd1;
-        LT(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
-        LT(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
-        LT(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
-        LT(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sa, sizeof sa));
-        LT(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sb, sizeof sb));
-        LT(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sd, sizeof sd));
-    }
+    if (nbat > 1) set_batch(la, lb, ld, nbat, (int64_t)na1, (int64_t)nb1, (int64_t)nd1);
     size_t na = na1 * nbat, nb = nb1 * nbat;
     size_t nd = nd1 * nbat, esz = s.f32_out ? 4 : 2;
     __nv_bfloat16 *A, *B;
@@ -278,6 +287,116 @@ static void run_shape(const Shape &s) {
     cublasLtMatmulDescDestroy(desc);
 }
 
+// out[i] = sum of S partials (each n values, `stride` apart), fp32: the reduce of a split-K done by hand
+__global__ void ksum_kernel(float *out, const float *part, size_t n, size_t stride, int S) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float a = part[i];
+        for (int s = 1; s < S; s++) a += part[s * stride + i];
+        out[i] = a;
+    }
+}
+
+// A weight-gradient shape (f32 out, ldd = m) with K cut into S pieces by hand: one strided-batched GEMM of S
+// (each piece's partial (m x n) f32 to its own slot) and a reduce kernel summing the S partials. Prints the best
+// over every configuration cuBLASLt offers for the batch (GEMM + reduce, timed together), against the shape's
+// single GEMM (run_shape).
+static void run_ksplit(const Shape &s, int S) {
+    const int kp = s.k / S;
+    cublasLtMatmulDesc_t desc;
+    LT(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t opa = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    cublasLtMatrixLayout_t la, lb, ld;
+    LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.ta ? kp : s.m, s.ta ? s.m : kp, s.lda));
+    LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, s.tb ? s.n : kp, s.tb ? kp : s.n, s.ldb));
+    LT(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, s.m, s.n, s.ldd));
+    // the k index runs along A's columns (not transposed) or rows (transposed), B's rows or columns
+    set_batch(la, lb, ld, S, s.ta ? kp : (int64_t)kp * s.lda, s.tb ? (int64_t)kp * s.ldb : kp, (int64_t)s.ldd * s.n);
+    size_t na = (size_t)s.lda * (s.ta ? s.m : s.k), nb = (size_t)s.ldb * (s.tb ? s.k : s.n), nd = (size_t)s.ldd * s.n;
+    __nv_bfloat16 *A, *B;
+    float *P, *D, *Dref;
+    CK(cudaMalloc(&A, na * 2));
+    CK(cudaMalloc(&B, nb * 2));
+    CK(cudaMalloc(&P, nd * 4 * S));
+    CK(cudaMalloc(&D, nd * 4));
+    CK(cudaMalloc(&Dref, nd * 4));
+    fill_kernel<<<(unsigned)((na + 255) / 256), 256>>>(A, na, 1);
+    fill_kernel<<<(unsigned)((nb + 255) / 256), 256>>>(B, nb, 2);
+    // reference: the whole GEMM, the heuristic's first choice
+    {
+        cublasLtMatmulDesc_t d1;
+        LT(cublasLtMatmulDescCreate(&d1, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        LT(cublasLtMatmulDescSetAttribute(d1, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+        LT(cublasLtMatmulDescSetAttribute(d1, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+        cublasLtMatrixLayout_t a1, b1, o1;
+        LT(cublasLtMatrixLayoutCreate(&a1, CUDA_R_16BF, s.ta ? s.k : s.m, s.ta ? s.m : s.k, s.lda));
+        LT(cublasLtMatrixLayoutCreate(&b1, CUDA_R_16BF, s.tb ? s.n : s.k, s.tb ? s.k : s.n, s.ldb));
+        LT(cublasLtMatrixLayoutCreate(&o1, CUDA_R_32F, s.m, s.n, s.ldd));
+        cublasLtMatmulHeuristicResult_t r[1];
+        if (heuristic(d1, a1, b1, o1, CUDA_R_32F, 1, -1, r) < 1) exit(1);
+        float alpha = 1.f, beta = 0.f;
+        LT(cublasLtMatmul(g_lt, d1, &alpha, A, a1, B, b1, &beta, Dref, o1, Dref, o1, &r[0].algo, g_ws, WS, 0));
+        cublasLtMatrixLayoutDestroy(a1), cublasLtMatrixLayoutDestroy(b1), cublasLtMatrixLayoutDestroy(o1);
+        cublasLtMatmulDescDestroy(d1);
+    }
+    std::vector<cublasLtMatmulHeuristicResult_t> res(64);
+    std::vector<cublasLtMatmulAlgo_t> cands;
+    int n0 = heuristic(desc, la, lb, ld, CUDA_R_32F, 64, -1, res.data());
+    for (int i = 0; i < n0; i++) cands.push_back(res[i].algo);
+    int ids[256], nids = 0;
+    LT(cublasLtMatmulAlgoGetIds(g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUDA_R_32F,
+                                256, ids, &nids));
+    for (int j = 0; j < nids; j++) {
+        int n = heuristic(desc, la, lb, ld, CUDA_R_32F, 16, ids[j], res.data());
+        for (int i = 0; i < n; i++) cands.push_back(res[i].algo);
+    }
+    float alpha = 1.f, beta = 0.f;
+    auto run = [&](const cublasLtMatmulAlgo_t *al) {
+        if (cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, P, ld, P, ld, al, g_ws, WS, 0) !=
+            CUBLAS_STATUS_SUCCESS)
+            return false;
+        ksum_kernel<<<1024, 256>>>(D, P, nd, nd, S);
+        return true;
+    };
+    auto timed = [&](const cublasLtMatmulAlgo_t *al, int reps) {
+        if (!run(al)) {
+            cudaGetLastError();
+            return -1.f;
+        }
+        return event_ms(reps, [&] { run(al); });
+    };
+    std::vector<std::pair<float, int>> t5;
+    int nbad = 0;
+    for (size_t i = 0; i < cands.size() && i < 600; i++) {
+        if (!run(&cands[i]) || cudaDeviceSynchronize() != cudaSuccess) {
+            cudaGetLastError();
+            continue;
+        }
+        if (compare(D, Dref, nd, true) > 2e-2) {
+            nbad++;
+            continue;
+        }
+        float ms = timed(&cands[i], 5);
+        if (ms > 0) t5.push_back({ms, (int)i});
+    }
+    std::sort(t5.begin(), t5.end());
+    float best = 1e30f;
+    int ib = -1;
+    for (size_t r = 0; r < t5.size() && r < 4; r++) {
+        float ms = timed(&cands[t5[r].second], 20);
+        if (ms > 0 && ms < best) best = ms, ib = t5[r].second;
+    }
+    char cfg[200] = "-";
+    if (ib >= 0) describe(cands[ib], cfg, sizeof cfg);
+    printf("%-22s K cut in %d by hand: GEMM + reduce best %.4f ms (%.0f TF/s)  [%d timed, %d wrong]\n    best: %s\n",
+           s.name, S, best, 2.0 * s.m * s.n * (double)s.k / best / 1e9, (int)t5.size(), nbad, cfg);
+    fflush(stdout);
+    cudaFree(A), cudaFree(B), cudaFree(P), cudaFree(D), cudaFree(Dref);
+    cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb), cublasLtMatrixLayoutDestroy(ld);
+    cublasLtMatmulDescDestroy(desc);
+}
+
 // The model's GEMMs as the backend issues them (backend_cuda.cu: matmul_fwd, matmul_bwd, classifier) for
 // M tokens, width d, d_inner di, x_proj width nx = R + 2N, dt_rank R; the classifier per 4096-token chunk.
 static std::vector<Shape> model_shapes(const char *tag, int M, int d, int di, int R) {
@@ -346,6 +465,17 @@ int main(int argc, char **argv) {
                         shapes.push_back(y);
                     }
         }
+    }
+    if (!strcmp(which, "dwk")) {  // the weight gradients, with K cut in 2, 3, 4 by hand (batch + reduce)
+        for (int w = 0; w < 2; w++) {
+            auto v = w ? model_shapes("370m", 16384, 1024, 2048, 64) : model_shapes("130m", 16384, 768, 1536, 48);
+            for (const Shape &x : v)
+                if (strstr(x.name, " dW")) {
+                    run_shape(x);
+                    for (int S = 2; S <= 4; S++) run_ksplit(x, S);
+                }
+        }
+        return 0;
     }
     for (const Shape &s : shapes) run_shape(s);
     return 0;
