@@ -82,6 +82,13 @@ typedef struct Backend {
     // dbias (N) F32 += column sums of dout. Any of dinp, dW, dbias may be NULL. dout (M, N) ACT (lddo).
     void (*matmul_bwd)(void *dinp, int ldd, int accumulate_dinp, void *dW, void *dbias, const void *dout,
                        int lddo, const void *inp, int ldi, const void *W, int M, int N, int K);
+    // The weight gradients of `count` such calls at once (the same shapes in several layers): for i < count,
+    // dW_i (N, K) F32 += dout_i^T @ inp_i, operand i lying i * sW (F32), i * sdout, i * sinp (ACT) elements past
+    // operand 0 (each a distinct buffer). The same as count matmul_bwd calls with only dW set, up to summation
+    // order (a GPU may run one batched GEMM with its own kernel). The model uses it for pairs of layers
+    // (model.c, backward_body); a backend may leave it NULL.
+    void (*matmul_dw_batch)(void *dW, size_t sW, const void *dout, int lddo, size_t sdout, const void *inp, int ldi,
+                            size_t sinp, int count, int M, int N, int K);
 
     // Depthwise causal conv1d with document resets, then SiLU:
     // u[t, c] = silu(b[c] + sum_{k<K} w[c, k] * xi[t-K+1+k, c])   (taps before the document start read 0)

@@ -300,6 +300,14 @@ static void matmul_bwd(void *dinp_, int ldd, int accumulate_dinp, void *dW_, voi
     }
 }
 
+// one matmul_bwd per layer, in order: the same bits as the model's own calls
+static void matmul_dw_batch(void *dW, size_t sW, const void *dout, int lddo, size_t sdout, const void *inp, int ldi,
+                            size_t sinp, int count, int M, int N, int K) {
+    for (int i = 0; i < count; i++)
+        matmul_bwd(NULL, 0, 0, (real *)dW + i * sW, NULL, (const real *)dout + i * sdout, lddo,
+                   (const real *)inp + i * sinp, ldi, NULL, M, N, K);
+}
+
 // ----------------------------------------------------------------------------------------------------------
 // depthwise causal conv1d with document resets, then SiLU. Loops run over channels innermost (contiguous in
 // the token-major layout, so they vectorize); the taps are added in the same order (bias, then k = 0..K-1)
@@ -801,6 +809,7 @@ const Backend *backend_cpu(void) {
         .rmsnorm_bwd = rmsnorm_bwd,
         .matmul_fwd = matmul_fwd,
         .matmul_bwd = matmul_bwd,
+        .matmul_dw_batch = matmul_dw_batch,
         .conv_silu_fwd = conv_silu_fwd,
         .conv_silu_bwd = conv_silu_bwd,
         .scan_fwd = scan_fwd,

@@ -630,6 +630,8 @@ static long g_plans_made;  // GEMM plans made so far (distinct shapes, and re-ma
 #define GEMM_TUNE_SHAPES 48
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldd, dtype, beta1, bias, align;
+    int batch;                        // > 1: a strided batch of that many GEMMs, operands sa, sb, sd elements apart
+    long long sa, sb, sd;
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, ld;
     cublasLtMatmulAlgo_t algo;        // the heuristic's first choice: what the deterministic backend runs
@@ -705,12 +707,12 @@ static cublasStatus_t plan_try(GemmPlan *p, int with_bias) {
 }
 
 static GemmPlan *gemm_plan(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldd, cudaDataType_t dtype,
-                           int beta1, int bias, int align) {
+                           int beta1, int bias, int align, int batch, long long sa, long long sb, long long sd) {
     for (int i = 0; i < g_nplans; i++) {
         GemmPlan *p = &g_plans[i];
         if (p->ta == ta && p->tb == tb && p->m == m && p->n == n && p->k == k && p->lda == lda &&
             p->ldb == ldb && p->ldd == ldd && p->dtype == (int)dtype && p->beta1 == beta1 && p->bias == bias &&
-            p->align == align)
+            p->align == align && p->batch == batch && p->sa == sa && p->sb == sb && p->sd == sd)
             return p;
     }
     // A full cache (the single and pad policies give a new M at every step) recycles its slots round robin; the
@@ -730,17 +732,28 @@ static GemmPlan *gemm_plan(int ta, int tb, int m, int n, int k, int lda, int ldb
     memset(p, 0, sizeof *p);
     p->ta = ta, p->tb = tb, p->m = m, p->n = n, p->k = k, p->lda = lda, p->ldb = ldb, p->ldd = ldd;
     p->dtype = (int)dtype, p->beta1 = beta1, p->bias = bias, p->align = align;
+    p->batch = batch, p->sa = sa, p->sb = sb, p->sd = sd;
     p->born = g_steps;
     g_plans_made++;
     // stored shapes (column-major): A is m x k (or k x m when transposed), B is k x n (or n x k)
     cublasCheck(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, ta ? k : m, ta ? m : k, lda));
     cublasCheck(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, tb ? n : k, tb ? k : n, ldb));
     cublasCheck(cublasLtMatrixLayoutCreate(&p->ld, dtype, m, n, ldd));
-    cublasStatus_t sb = bias ? plan_try(p, 1) : CUBLAS_STATUS_NOT_SUPPORTED;
-    p->bias_ok = bias && sb == CUBLAS_STATUS_SUCCESS;
+    if (batch > 1) {
+        const int32_t bc = batch;
+        const cublasLtMatrixLayout_t l[3] = {p->la, p->lb, p->ld};
+        const int64_t st[3] = {sa, sb, sd};
+        for (int i = 0; i < 3; i++) {
+            cublasCheck(cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
+            cublasCheck(cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st[i],
+                                                         sizeof st[i]));
+        }
+    }
+    cublasStatus_t sbias = bias ? plan_try(p, 1) : CUBLAS_STATUS_NOT_SUPPORTED;
+    p->bias_ok = bias && sbias == CUBLAS_STATUS_SUCCESS;
     if (bias && !p->bias_ok && getenv("PM_CUDA_VERBOSE"))
         fprintf(stderr, "packmamba: note: no cuBLASLt bias epilogue for m=%d n=%d k=%d (status %d): separate kernel\n",
-                m, n, k, (int)sb);
+                m, n, k, (int)sbias);
     if (!p->bias_ok) {
         cublasStatus_t s0 = plan_try(p, 0);
         if (s0 != CUBLAS_STATUS_SUCCESS) {
@@ -786,10 +799,10 @@ static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
     // work on the other stream (the backward's weight gradients) could run beside the candidates and skew their
     // times, whichever stream this shape is tuned on
     if (g_side) cudaCheck(cudaDeviceSynchronize());
-    size_t esz = p->dtype == CUDA_R_32F ? 4 : 2;
-    size_t dbytes = ((size_t)p->ldd * (p->n - 1) + p->m) * esz;
-    size_t abytes = ((size_t)p->lda * ((p->ta ? p->m : p->k) - 1) + (p->ta ? p->k : p->m)) * 2;
-    size_t bbytes = ((size_t)p->ldb * ((p->tb ? p->k : p->n) - 1) + (p->tb ? p->n : p->k)) * 2;
+    size_t esz = p->dtype == CUDA_R_32F ? 4 : 2, nb = p->batch > 1 ? (size_t)p->batch - 1 : 0;
+    size_t dbytes = ((size_t)p->ldd * (p->n - 1) + p->m + nb * p->sd) * esz;
+    size_t abytes = ((size_t)p->lda * ((p->ta ? p->m : p->k) - 1) + (p->ta ? p->k : p->m) + nb * p->sa) * 2;
+    size_t bbytes = ((size_t)p->ldb * ((p->tb ? p->k : p->n) - 1) + (p->tb ? p->n : p->k) + nb * p->sb) * 2;
     void *Dt = D, *tmp = NULL;
     if (p->beta1 || ranges_overlap(D, dbytes, A, abytes) || ranges_overlap(D, dbytes, B, bbytes)) {
         if (cudaMalloc(&tmp, dbytes) != cudaSuccess) {
@@ -826,9 +839,9 @@ static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
     if (tmp) cudaCheck(cudaFree(tmp));
     if (best > 0 && first_ms > 0.0f && best_ms < 0.98f * first_ms) p->algo_fast = cand[best];
     if (getenv("PM_CUDA_VERBOSE"))
-        fprintf(stderr, "packmamba: GEMM m=%d n=%d k=%d ta=%d tb=%d %s: %d candidates, first %.4f ms, best #%d %.4f ms\n",
-                p->m, p->n, p->k, p->ta, p->tb, p->dtype == CUDA_R_32F ? "f32-out" : "bf16-out", ncand,
-                first_ms, best, best_ms);
+        fprintf(stderr, "packmamba: GEMM m=%d n=%d k=%d ta=%d tb=%d %s batch %d: %d candidates, first %.4f ms, "
+                "best #%d %.4f ms\n", p->m, p->n, p->k, p->ta, p->tb, p->dtype == CUDA_R_32F ? "f32-out" : "bf16-out",
+                p->batch > 1 ? p->batch : 1, ncand, first_ms, best, best_ms);
 }
 
 static int gemm_tune_enabled(void) {
@@ -840,26 +853,34 @@ static int gemm_tune_enabled(void) {
     return on;
 }
 
-// Column-major D (m x n, ldd) = op(A) op(B) + beta * D (+ bias[row] broadcast over columns, bf16 D only).
+// Column-major D (m x n, ldd) = op(A) op(B) + beta * D (+ bias[row] broadcast over columns, bf16 D only); with
+// batch > 1, that many such GEMMs, operand i sa, sb, sd elements past operand 0's (no bias).
 // tune: the fast backend's calls (may run a timed candidate, see gemm_tune); 0 for the deterministic backend.
-static void gemm(int ta, int tb, int m, int n, int k, const bf16 *A, int lda, const bf16 *B, int ldb, void *D,
-                 int ldd, cudaDataType_t dtype, int beta1, const float *bias, int tune) {
-    if (m == 0 || n == 0) return;
+static void gemm_batch(int ta, int tb, int m, int n, int k, const bf16 *A, int lda, long long sa, const bf16 *B,
+                       int ldb, long long sb, void *D, int ldd, long long sd, cudaDataType_t dtype, int beta1,
+                       const float *bias, int tune, int batch) {
+    if (m == 0 || n == 0 || batch <= 0) return;
     if (k == 0) {
         if (!beta1) pm_die("gemm with k = 0 and overwrite is not supported");
         return;
     }
+    if (batch == 1) sa = sb = sd = 0;
+    if (batch > 1 && bias) pm_die("gemm: a batch with a bias is not supported");
+    const size_t esz = dtype == CUDA_R_32F ? 4 : 2;
+    // every operand of the batch must have the alignment the plan promises cuBLASLt
     int align = ptr_align(A);
-    int a2 = ptr_align(B), a3 = ptr_align(D);
-    if (a2 < align) align = a2;
-    if (a3 < align) align = a3;
-    GemmPlan *p = gemm_plan(ta, tb, m, n, k, lda, ldb, ldd, dtype, beta1, bias != NULL, align);
+    const int al[5] = {ptr_align(B), ptr_align(D), ptr_align((const void *)(uintptr_t)(sa * 2)),
+                       ptr_align((const void *)(uintptr_t)(sb * 2)), ptr_align((const void *)(uintptr_t)(sd * esz))};
+    for (int i = 0; i < 5; i++)
+        if (al[i] < align) align = al[i];
+    GemmPlan *p = gemm_plan(ta, tb, m, n, k, lda, ldb, ldd, dtype, beta1, bias != NULL, align, batch, sa, sb, sd);
     float alpha = 1.0f, beta = beta1 ? 1.0f : 0.0f;
     if (p->gemm_ex) {
         cublas_to_current_stream();
-        cublasCheck(cublasGemmEx(g_cublas, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k,
-                                 &alpha, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb, &beta, D, dtype, ldd,
-                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        cublasCheck(cublasGemmStridedBatchedEx(g_cublas, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                               m, n, k, &alpha, A, CUDA_R_16BF, lda, sa, B, CUDA_R_16BF, ldb, sb,
+                                               &beta, D, dtype, ldd, sd, batch, CUBLAS_COMPUTE_32F,
+                                               CUBLAS_GEMM_DEFAULT));
     } else {
         if (p->bias_ok)
             cublasCheck(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
@@ -875,6 +896,10 @@ static void gemm(int ta, int tb, int m, int n, int k, const bf16 *A, int lda, co
         add_bias_kernel<<<grid, 256, 0, g_stream>>>((bf16 *)D, ldd, bias, n, m);
         cudaLaunchCheck();
     }
+}
+static void gemm(int ta, int tb, int m, int n, int k, const bf16 *A, int lda, const bf16 *B, int ldb, void *D,
+                 int ldd, cudaDataType_t dtype, int beta1, const float *bias, int tune) {
+    gemm_batch(ta, tb, m, n, k, A, lda, 0, B, ldb, 0, D, ldd, 0, dtype, beta1, bias, tune, 1);
 }
 
 static void matmul_fwd(void *out, int ldo, const void *inp, int ldi, const void *W, const void *bias, int M, int N,
@@ -928,6 +953,21 @@ static void cu_matmul_bwd(void *dinp, int ldd, int accumulate_dinp, void *dW, vo
 static void cu_matmul_bwd_det(void *dinp, int ldd, int accumulate_dinp, void *dW, void *dbias, const void *dout,
                               int lddo, const void *inp, int ldi, const void *W, int M, int N, int K) {
     matmul_bwd(dinp, ldd, accumulate_dinp, dW, dbias, dout, lddo, inp, ldi, W, M, N, K, 0);
+}
+// Backend.matmul_dw_batch: matmul_bwd's dW GEMM for `count` layers as one strided batch
+static void matmul_dw_batch(void *dW, size_t sW, const void *dout, int lddo, size_t sdout, const void *inp, int ldi,
+                            size_t sinp, int count, int M, int N, int K, int tune) {
+    if (M == 0) return;
+    gemm_batch(0, 1, K, N, M, (const bf16 *)inp, ldi, (long long)sinp, (const bf16 *)dout, lddo, (long long)sdout,
+               dW, K, (long long)sW, CUDA_R_32F, !g_grads_write, NULL, tune, count);
+}
+static void cu_matmul_dw_batch(void *dW, size_t sW, const void *dout, int lddo, size_t sdout, const void *inp, int ldi,
+                               size_t sinp, int count, int M, int N, int K) {
+    matmul_dw_batch(dW, sW, dout, lddo, sdout, inp, ldi, sinp, count, M, N, K, 1);
+}
+static void cu_matmul_dw_batch_det(void *dW, size_t sW, const void *dout, int lddo, size_t sdout, const void *inp,
+                                   int ldi, size_t sinp, int count, int M, int N, int K) {
+    matmul_dw_batch(dW, sW, dout, lddo, sdout, inp, ldi, sinp, count, M, N, K, 0);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1654,6 +1694,7 @@ static int cuda_init(void) {
         b->rmsnorm_bwd = cu_rmsnorm_bwd;
         b->matmul_fwd = d ? cu_matmul_fwd_det : cu_matmul_fwd;
         b->matmul_bwd = d ? cu_matmul_bwd_det : cu_matmul_bwd;
+        b->matmul_dw_batch = d ? cu_matmul_dw_batch_det : cu_matmul_dw_batch;
         b->conv_silu_fwd = cu_conv_silu_fwd;
         b->conv_silu_bwd = cu_conv_silu_bwd;
         b->scan_fwd = cu_scan_fwd;

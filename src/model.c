@@ -259,7 +259,9 @@ static void *carve(Carver *cv, size_t n) {
     return cv->base ? p : NULL;
 }
 
-static void layout_activations(const ModelConfig *c, Model *m, int B, int T, Carver *a, Carver *f) {
+// pair: Model.pair_dw (the copies of what a pair's weight-gradient GEMMs read, each carved right after its shared
+// buffer so that the upper layer's copy lies above: the batches' strides are positive)
+static void layout_activations(const ModelConfig *c, Model *m, int B, int T, int pair, Carver *a, Carver *f) {
     const size_t M = (size_t)B * T, d = c->d_model, di = c->d_inner, nx = c->dt_rank + 2 * c->d_state;
     for (int l = 0; l < c->n_layer; l++) {
         struct LayerActs *L = &m->layers[l];
@@ -277,13 +279,15 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, Car
     if (!m->keep_activations) {  // one buffer each, shared by the layers (refilled by the backward's recompute)
         m->xn = carve(a, M * d);
         m->u = carve(a, M * di);
+        m->u1 = pair ? carve(a, M * di) : NULL;
         m->dpre = carve(a, M * di);
     } else {
-        m->xn = m->u = m->dpre = NULL;
+        m->xn = m->u = m->u1 = m->dpre = NULL;
     }
     m->xz = m->recompute_in_proj ? carve(a, M * 2 * di) : NULL;  // shared: refilled by the backward's recompute
     m->h = carve(a, M * d);
-    if (!m->keep_activations) m->y = carve(a, M * di);
+    m->y = m->y1 = NULL;
+    if (!m->keep_activations) m->y = carve(a, M * di), m->y1 = pair ? carve(a, M * di) : NULL;
     m->res_f = carve(f, M * d);
     m->rstd_f = carve(f, M);
     m->losses = carve(f, M);
@@ -296,6 +300,14 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, Car
     m->ddpre = carve(a, M * di);
     m->dxdbl = carve(a, M * nx);
     m->dy = carve(a, M * di);
+    m->dh1 = pair ? carve(a, M * d) : NULL;  // (after m->dh, m->ddpre, m->dxdbl: above them)
+    m->ddpre1 = pair ? carve(a, M * di) : NULL;
+    m->dxdbl1 = pair ? carve(a, M * nx) : NULL;
+}
+
+int model_pairs_dw(const ModelConfig *c, const Backend *bk) {
+    const char *e = getenv("PM_DW_PAIR");
+    return bk->matmul_dw_batch && c->d_inner <= 2048 && !(e && e[0] == '0');
 }
 
 // Bytes of one layer's scan states at (B, T), 256-aligned; 0 when not kept.
@@ -335,7 +347,7 @@ size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, in
     tmp.recompute_in_proj = recompute_in_proj;
     tmp.layers = pm_calloc(c->n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
-    layout_activations(c, &tmp, B, T, &a, &f);
+    layout_activations(c, &tmp, B, T, model_pairs_dw(c, bk), &a, &f);
     free(tmp.layers);
     return a.bytes + f.bytes + 3 * (size_t)B * T * sizeof(int32_t) +
            model_scan_states_bytes(c, bk, B, T, keep_scan_states);
@@ -384,12 +396,13 @@ void model_alloc_activations(Model *m, int B, int T) {
     m->B = B, m->T = T;
     m->layers = pm_calloc(m->cfg.n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
-    layout_activations(&m->cfg, m, B, T, &a, &f);  // first pass: sizes only
+    m->pair_dw = model_pairs_dw(&m->cfg, bk);
+    layout_activations(&m->cfg, m, B, T, m->pair_dw, &a, &f);  // first pass: sizes only
     a.base = bk->alloc(a.bytes);
     f.base = bk->alloc(f.bytes);
     m->arena_act = a.base, m->arena_f32 = f.base;
     a.bytes = f.bytes = 0;
-    layout_activations(&m->cfg, m, B, T, &a, &f);  // second pass: pointers
+    layout_activations(&m->cfg, m, B, T, m->pair_dw, &a, &f);  // second pass: pointers
     size_t M = (size_t)B * T;
     m->tokens = bk->alloc(M * sizeof(int32_t));
     m->pos = bk->alloc(M * sizeof(int32_t));
@@ -512,12 +525,21 @@ void model_forward_hidden(Model *m, const Batch *b) { forward_body(m, b, 0); }
 // each op there; dist's overlap hook reduces a layer's gradients after its last region). Nothing below a layer
 // reads them, so they run beside the chain's next kernels. Each buffer a side GEMM reads stays untouched until a
 // side_wait on its ticket:
-//   out_proj dW reads m->dh and y       -> waited for before this layer's norm backward rewrites m->dh;
+//   out_proj dW reads dh and y          -> waited for before the norm backward that rewrites that dh buffer;
 //   dt_proj, x_proj, in_proj dW read ddpre, dxdbl, dxz, u, xn (and out_proj's y)
 //                                       -> waited for before the next layer's recompute and scan backward;
 //   all of it                           -> waited for before returning (the optimizer reads the gradients, the
 //                                          next forward rewrites the activations).
 // The same ops on the same inputs in either case: the same bits (test_cuda_ops: test_model_side_stream).
+//
+// Pairs (Model.pair_dw, no hook): the out_proj, dt_proj and x_proj weight gradients of layers l + 1 and l (the
+// layers from the top two at a time; with an odd count layer 0 is alone) are one batched GEMM each
+// (Backend.matmul_dw_batch), queued after layer l's x_proj: alone, those GEMMs are too small to fill the GPU (130m:
+// -19 µs a layer in the lab, docs/perf.md). The upper layer keeps what they read in copies (dh1, ddpre1, dxdbl1;
+// u1, y1 where the activations are recomputed) while the lower layer fills the shared buffers; the waits above
+// still order everything: the pair's out_proj dW is waited for before layer l's norm backward writes dh1 (for
+// layer l - 1), and FIFO order puts the pair ahead of layer l's in_proj dW, waited for before layer l - 1 writes
+// anything the pair read. Every memory setting pairs the same layers, so they keep giving the same bits.
 //
 // matmul_bwd in two: the input gradient (if dinp) on the main queue, the weight gradient on the side queue where
 // side is set (*ticket: that side work's).
@@ -525,8 +547,24 @@ static void matmul_bwd_split(const Backend *bk, int side, int *ticket, void *din
                              void *dW, const void *dout, int lddo, const void *inp, int ldi, const void *W, int M,
                              int N, int K) {
     if (dinp) bk->matmul_bwd(dinp, ldd, accumulate_dinp, NULL, NULL, dout, lddo, NULL, ldi, W, M, N, K);
+    if (!dW) return;
     if (side) bk->side_begin();
     bk->matmul_bwd(NULL, ldd, 0, dW, NULL, dout, lddo, inp, ldi, W, M, N, K);
+    if (side) *ticket = bk->side_end();
+}
+
+// One weight gradient of a pair: operands of the lower layer (dW, dout, inp) and of the upper (dW1, dout1, inp1),
+// each upper one above its lower one (layout_activations, the parameter layout), as one batch on the side queue.
+static void dw_pair(const Model *m, int side, int *ticket, void *dW, void *dW1, const void *dout, const void *dout1,
+                    int lddo, const void *inp, const void *inp1, int ldi, int M, int N, int K) {
+    const Backend *bk = m->bk;
+    const size_t f = bk->f32_bytes, e = bk->act_bytes;
+    const ptrdiff_t sW = (char *)dW1 - (char *)dW, so = (const char *)dout1 - (const char *)dout,
+                    si = (const char *)inp1 - (const char *)inp;
+    if (sW <= 0 || so <= 0 || si <= 0 || sW % f || so % e || si % e)
+        pm_die("model: a layer pair's operands are not laid out upwards (%td, %td, %td bytes)", sW, so, si);
+    if (side) bk->side_begin();
+    bk->matmul_dw_batch(dW, (size_t)sW / f, dout, lddo, (size_t)so / e, inp, ldi, (size_t)si / e, 2, M, N, K);
     if (side) *ticket = bk->side_end();
 }
 
@@ -537,26 +575,38 @@ static void backward_body(Model *m) {
     const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
     const int M = m->cur_M, T = m->cur_T;
     const int side = bk->side_begin && !m->hook;
-    int t_out = 0, t_layer = 0;  // tickets: this layer's out_proj dW; all the side work of the layer above
+    const int pair = m->pair_dw && !m->hook;
+    int t_out = 0, t_layer = 0;  // tickets: the last out_proj dW queued; all the side work of the layer above
     // the parameter gradients' small reductions held back and run a few layers' at once (a hook expects each
     // region's outputs complete when it ends); PM_DEFER_REDUCTIONS=0 runs each at once (A/B runs, tests)
     const char *dr = getenv("PM_DEFER_REDUCTIONS");
     const int defer = bk->defer_reductions && !m->hook && !(dr && dr[0] == '0');
     if (defer) bk->defer_reductions(1);
     bk->memzero(m->dres, (size_t)M * d * bk->f32_bytes);
+    // the top layer's dh: its own copy when it is the upper layer of a pair
+    const int top_up = pair && c->n_layer > 1;
     REGION(m, "bwd.norm",
-           bk->rmsnorm_bwd(m->dres, m->dh, PF32(m->grads, -1, 1), m->dxn, m->res_f, PF32(m->params, -1, 1), m->rstd_f,
-                           M, d));
+           bk->rmsnorm_bwd(m->dres, top_up ? m->dh1 : m->dh, PF32(m->grads, -1, 1), m->dxn, m->res_f,
+                           PF32(m->params, -1, 1), m->rstd_f, M, d));
+    void *y_up = NULL, *u_up = NULL;  // the upper layer's y and u, for the pair's GEMMs
     for (int l = c->n_layer - 1; l >= 0; l--) {
         struct LayerActs *L = &m->layers[l];
-        // m->dh holds d(h_l), the gradient of this layer's mixer output.
+        // up: the upper layer of a pair (its three GEMMs wait for the lower one); low: the lower (queues them)
+        // (layers counted from the top: 0, 1 are a pair, 2, 3 the next, ...; with an odd count layer 0 is alone)
+        const int up = pair && (c->n_layer - 1 - l) % 2 == 0 && l > 0, low = pair && (c->n_layer - 1 - l) % 2 == 1;
+        // m->dh holds d(h_l), the gradient of this layer's mixer output (m->dh1 for an upper layer).
         void *xz, *xn, *u, *dpre, *y;
         layer_mixer_buffers(m, L, &xz, &xn, &u, &dpre, &y);
+        if (up && !L->u) u = m->u1;
+        if (up && !L->y) y = m->y1;
+        void *dh = up ? m->dh1 : m->dh, *ddpre = up ? m->ddpre1 : m->ddpre, *dxdbl = up ? m->dxdbl1 : m->dxdbl;
+        // the gradient this layer's norm backward writes: the layer below's dh, its copy when that is an upper one
+        void *dh_below = low && l > 1 ? m->dh1 : m->dh;
         // out_proj: d(y) now (it needs nothing recomputed); its weight gradient after the scan's backward, which
         // writes this layer's y (the gated scan output) into m->y again from the states it recomputes anyway, bit
         // for bit (unless the layer kept its own: keep_activations).
         REGION(m, "bwd.out_proj",
-               bk->matmul_bwd(m->dy, di, 0, NULL, NULL, m->dh, d, NULL, di, PACT(l, P_OUT_PROJ), M, d, di));
+               bk->matmul_bwd(m->dy, di, 0, NULL, NULL, dh, d, NULL, di, PACT(l, P_OUT_PROJ), M, d, di));
         if (side) bk->side_wait(t_layer);  // the layer above's weight gradients read what is rewritten below
         // Recompute what the forward did not keep: xn (norm), xz (in_proj, with recompute_in_proj), u (conv +
         // SiLU), dpre (dt_proj). The same ops on the same inputs as the forward's: the same bits.
@@ -573,32 +623,44 @@ static void backward_body(Model *m) {
                 }
             });
         REGION(m, "bwd.scan",
-               bk->scan_bwd(m->du, m->ddpre, act_at(m, m->dxdbl, R), act_at(m, m->dxdbl, R + N), act_at(m, m->dxz, di),
+               bk->scan_bwd(m->du, ddpre, act_at(m, dxdbl, R), act_at(m, dxdbl, R + N), act_at(m, m->dxz, di),
                             PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, u,
                             dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
                             act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, xz, di), 2 * di,
                             m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL,
                             L->y ? NULL : y /* written again where not kept */));
+        // weight gradients: alone, or held for the pair (up), or the pair's (low: after x_proj's input gradient)
+        const int own_dw = !up && !low;
         REGION(m, "bwd.out_proj",
-               matmul_bwd_split(bk, side, &t_out, NULL, di, 0, PF32(m->grads, l, P_OUT_PROJ), m->dh, d, y, di,
-                                PACT(l, P_OUT_PROJ), M, d, di));
+               matmul_bwd_split(bk, side, &t_out, NULL, di, 0, own_dw ? PF32(m->grads, l, P_OUT_PROJ) : NULL, dh, d,
+                                y, di, PACT(l, P_OUT_PROJ), M, d, di));
         REGION(m, "bwd.dt_proj",
-               matmul_bwd_split(bk, side, &t_layer, m->dxdbl, nx, 0, PF32(m->grads, l, P_DT_W), m->ddpre, di, L->xdbl,
-                                nx, PACT(l, P_DT_W), M, di, R));
+               matmul_bwd_split(bk, side, &t_layer, dxdbl, nx, 0, own_dw ? PF32(m->grads, l, P_DT_W) : NULL, ddpre,
+                                di, L->xdbl, nx, PACT(l, P_DT_W), M, di, R));
         REGION(m, "bwd.x_proj",
-               matmul_bwd_split(bk, side, &t_layer, m->du, di, 1, PF32(m->grads, l, P_X_PROJ), m->dxdbl, nx, u, di,
-                                PACT(l, P_X_PROJ), M, nx, di));
+               matmul_bwd_split(bk, side, &t_layer, m->du, di, 1, own_dw ? PF32(m->grads, l, P_X_PROJ) : NULL, dxdbl,
+                                nx, u, di, PACT(l, P_X_PROJ), M, nx, di));
+        if (up) y_up = y, u_up = u;
+        if (low) {
+            const struct LayerActs *U = &m->layers[l + 1];
+            dw_pair(m, side, &t_out, PF32(m->grads, l, P_OUT_PROJ), PF32(m->grads, l + 1, P_OUT_PROJ), dh, m->dh1,
+                    d, y, y_up, di, M, d, di);
+            dw_pair(m, side, &t_layer, PF32(m->grads, l, P_DT_W), PF32(m->grads, l + 1, P_DT_W), ddpre, m->ddpre1,
+                    di, L->xdbl, U->xdbl, nx, M, di, R);
+            dw_pair(m, side, &t_layer, PF32(m->grads, l, P_X_PROJ), PF32(m->grads, l + 1, P_X_PROJ), dxdbl,
+                    m->dxdbl1, nx, u, u_up, di, M, nx, di);
+        }
         REGION(m, "bwd.conv",
                bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,
                                  PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K));
         REGION(m, "bwd.in_proj",
                matmul_bwd_split(bk, side, &t_layer, m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), m->dxz, 2 * di, xn, d,
                                 PACT(l, P_IN_PROJ), M, 2 * di, d));
-        if (side) bk->side_wait(t_out);  // the norm's backward rewrites m->dh, which out_proj's dW reads
+        if (side) bk->side_wait(t_out);  // the norm's backward rewrites a dh buffer that an out_proj dW reads
         // res_l feeds this norm and (through the residual) everything above: dres accumulates; the updated dres is
         // d(h_{l-1}) for the layer below.
         REGION(m, "bwd.norm",
-               bk->rmsnorm_bwd(m->dres, l > 0 ? m->dh : NULL, PF32(m->grads, l, P_NORM), m->dxn, L->res,
+               bk->rmsnorm_bwd(m->dres, l > 0 ? dh_below : NULL, PF32(m->grads, l, P_NORM), m->dxn, L->res,
                                PF32(m->params, l, P_NORM), L->rstd, M, d));
     }
     REGION(m, "bwd.embedding", bk->embedding_bwd(PF32(m->grads, -1, 0), m->dres, m->tokens, M, d, c->vocab_pad));

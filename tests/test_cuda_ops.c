@@ -489,6 +489,48 @@ static void matmul_bwd_case(int M, int N, int K, int lddo, int ldi, int ldd, int
     G->free(gdo), G->free(gi), G->free(gW);
 }
 
+// Backend.matmul_dw_batch: `count` weight gradients dW_i (N, K) += dout_i^T inp_i, operand i `gap` elements past
+// the end of operand i - 1 (the model's layer pairs lie apart like that), against the CPU's matmul_bwd per operand;
+// the gaps must stay untouched, and the deterministic backend must repeat its bits.
+static void matmul_dw_batch_case(int M, int N, int K, int lddo, int ldi, int count, int gap) {
+    printf("  matmul_dw_batch M=%d N=%d K=%d lddo=%d ldi=%d count=%d gap=%d\n", M, N, K, lddo, ldi, count, gap);
+    const size_t so = (size_t)M * lddo + gap, si = (size_t)M * ldi + gap, sW = (size_t)N * K + gap;
+    float *dout = rnd_bf(so * count, -1, 1), *inp = rnd_bf(si * count, -1, 1), *dW0 = rnd(sW * count, -0.1f, 0.1f);
+    float *ref = dup(dW0, sW * count);
+    for (int i = 0; i < count; i++) {
+        void *cdo = c_put(dout + i * so, (size_t)M * lddo), *ci = c_put(inp + i * si, (size_t)M * ldi);
+        void *cdW = c_put(dW0 + i * sW, (size_t)N * K);
+        CPU->matmul_bwd(NULL, K, 0, cdW, NULL, cdo, lddo, ci, ldi, NULL, M, N, K);
+        float *r = c_get(cdW, (size_t)N * K);
+        memcpy(ref + i * sW, r, (size_t)N * K * sizeof(float));
+        free(r), CPU->free(cdo), CPU->free(ci), CPU->free(cdW);
+    }
+    void *gdo = g_act(dout, so * count), *gi = g_act(inp, si * count);
+    float *bits = NULL;
+    const Backend *modes[3] = {G, GD, GD};
+    for (int k = 0; k < 3; k++) {
+        void *gdW = g_f32(dW0, sW * count);
+        modes[k]->matmul_dw_batch(gdW, sW, gdo, lddo, so, gi, ldi, si, count, M, N, K);
+        float *dW = g_get_f32(gdW, sW * count);
+        if (k == 0) {  // every operand's slice within the GEMM tolerance, every gap as it was
+            check_rel("matmul_dw_batch dW (all slices and gaps)", dW, ref, sW * count, 1e-4);
+            size_t moved = 0;
+            for (int i = 0; i < count; i++)
+                for (int j = 0; j < gap; j++) moved += dW[i * sW + (size_t)N * K + j] != dW0[i * sW + (size_t)N * K + j];
+            printf("    %-34s %zu values changed%s\n", "matmul_dw_batch gaps", moved, moved ? "  <-- FAIL" : "");
+            g_fails += moved != 0;
+        } else if (k == 1) {
+            bits = dup(dW, sW * count);
+        } else {
+            check_same_bits("matmul_dw_batch dW", bits, dW, sW * count * 4);
+        }
+        free(dW);
+        G->free(gdW);
+    }
+    free(bits), free(dout), free(inp), free(dW0), free(ref);
+    G->free(gdo), G->free(gi);
+}
+
 static void test_matmul(void **state) {
     (void)state;
     NEED_GPU();
@@ -502,6 +544,9 @@ static void test_matmul(void **state) {
     matmul_bwd_case(300, 40, 128, 40, 128, 128, 1, 1, 1, 0);
     matmul_bwd_case(64, 32, 48, 32, 48, 48, 0, 0, 0, 1);    // dbias only
     matmul_bwd_case(2000, 64, 32, 64, 32, 32, 0, 1, 1, 1);  // long K for dW
+    matmul_dw_batch_case(1024, 96, 80, 104, 80, 2, 0);       // the model's x_proj pair shape, adjacent operands
+    matmul_dw_batch_case(2000, 72, 48, 72, 56, 2, 40);       // strided rows, operands apart
+    matmul_dw_batch_case(300, 40, 128, 40, 128, 3, 8);       // three, unaligned strides
     FINISH();
 }
 
@@ -1366,8 +1411,12 @@ static void test_model_side_stream(void **state) {
             model_optimizer_step(&m, &o, 1e-3f);
         }
         const int used = backend_cuda_side_tickets() - tickets0;
-        // 4 weight-gradient GEMMs a layer and step, each its own ticket, or none in order
-        if (used != (r % 2 ? 2 * 4 * cfg.n_layer : 0)) {
+        // 4 weight-gradient GEMMs a layer and step, each its own ticket, or none in order; with the layers in
+        // pairs (Model.pair_dw: 3 layers here, so one pair and the bottom layer alone), in_proj's a layer and the
+        // other three a pair or a lone layer
+        assert_int_equal(m.pair_dw, 1);  // (the held-back side queue then also checks the pairs' waits)
+        const int per_step = m.pair_dw ? cfg.n_layer + 3 * ((cfg.n_layer + 1) / 2) : 4 * cfg.n_layer;
+        if (used != (r % 2 ? 2 * per_step : 0)) {
             printf("    run %d (PM_SIDE_STREAM=%s): %d side tickets\n", r, mode[r], used);
             g_fails++;
         }

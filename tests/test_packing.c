@@ -287,6 +287,77 @@ static void test_keep_activations_same(void **state) {
     batch_free(&b);
 }
 
+// Two packed batches of B rows of T, each from 2 random source documents (<= 3T tokens: they always fit in 6 rows).
+typedef struct {
+    Doc docs[2][16];
+    int nd[2];
+    Batch b[2];
+} TwoBatches;
+static void two_batches(TwoBatches *t, PmRng *rng, const ModelConfig *c, int B, int T) {
+    for (int i = 0; i < 2; i++) {
+        t->b[i] = batch_alloc(B, T);
+        t->nd[i] = make_docs(rng, T, c->vocab_size, 2, t->docs[i], 16);
+        assert_true(pack_docs(t->docs[i], t->nd[i], &t->b[i]));
+    }
+}
+static void two_batches_free(TwoBatches *t) {
+    for (int i = 0; i < 2; i++) {
+        for (int d = 0; d < t->nd[i]; d++) free(t->docs[i][d].tok);
+        batch_free(&t->b[i]);
+    }
+}
+
+// Model.pair_dw: the backward's out_proj, dt_proj and x_proj weight gradients of pairs of layers in one call each
+// (Backend.matmul_dw_batch; the upper layer reading its own copies of dh, ddpre, dxdbl, u and y). On the CPU, whose
+// batch is the per-layer calls in order, the gradients must be the unpaired model's bit for bit, in every memory
+// setting, with an even layer count (all in pairs) and an odd one (the bottom layer alone), over two micro-batches.
+static void test_weight_gradient_pairs_same(void **state) {
+    (void)state;
+    const int B = 6, T = 32;
+    PmRng rng;
+    pm_rng_seed(&rng, 13);
+    for (int nl = 3; nl <= 4; nl++) {
+        ModelConfig c = small_config();
+        c.n_layer = nl;
+        config_derive(&c);
+        TwoBatches tb;
+        two_batches(&tb, &rng, &c, B, T);
+        const Batch *b = tb.b;
+        for (int k = 0; k < 3; k++) {  // default, keep_activations, recompute_in_proj
+            float *g[2];
+            double loss[2];
+            size_t np = 0;
+            for (int w = 0; w < 2; w++) {  // w = 0: every layer alone (PM_DW_PAIR=0); 1: in pairs
+                setenv("PM_DW_PAIR", w ? "1" : "0", 1);
+                Model m;
+                model_create(&m, &c, backend_cpu(), 9);
+                m.keep_activations = k == 1, m.recompute_in_proj = k == 2;
+                model_alloc_activations(&m, B, T);
+                unsetenv("PM_DW_PAIR");
+                assert_int_equal(m.pair_dw, w);  // else the comparison would be vacuous
+                assert_true(w ? m.dh1 && m.ddpre1 && m.dxdbl1 : !m.dh1 && !m.ddpre1 && !m.dxdbl1);
+                assert_true(w && k != 1 ? m.u1 && m.y1 : !m.u1 && !m.y1);  // kept activations are per layer
+                np = m.n_params;
+                model_zero_grad(&m);
+                loss[w] = 0;
+                for (int i = 0; i < 2; i++)
+                    loss[w] += model_forward_backward(&m, &b[i], 1.0f / (float)(b[0].n_valid + b[1].n_valid), NULL);
+                g[w] = pm_malloc(np * sizeof(float));
+                model_get_grads(&m, g[w]);
+                model_destroy(&m);
+            }
+            size_t differ = 0;
+            for (size_t i = 0; i < np; i++) differ += memcmp(&g[0][i], &g[1][i], sizeof(float)) != 0;
+            printf("    %d layers, setting %d: %zu of %zu gradients differ between pairs and single layers\n", nl, k,
+                   differ, np);
+            assert_int_equal(differ, 0);
+            assert_true(loss[0] == loss[1]);
+            free(g[0]), free(g[1]);
+        }
+        two_batches_free(&tb);
+    }
+}
+
 // Backend.grads_write: model_zero_grad leaves the gradient buffer alone and the step's first backward writes every
 // gradient. Against clearing it (PM_GRADS_WRITE=0), with the buffer full of NaN first so a gradient left unwritten,
 // or added to, shows: two micro-batches (the second adds) give the same gradients, by value (a zero's sign may
@@ -297,13 +368,9 @@ static void test_grads_written_not_cleared(void **state) {
     ModelConfig c = small_config();
     PmRng rng;
     pm_rng_seed(&rng, 11);
-    Doc docs[2][16];
-    int nd[2];
-    Batch b[2] = {batch_alloc(B, T), batch_alloc(B, T)};
-    for (int i = 0; i < 2; i++) {
-        nd[i] = make_docs(&rng, T, c.vocab_size, 2, docs[i], 16);
-        assert_true(pack_docs(docs[i], nd[i], &b[i]));
-    }
+    TwoBatches tb;
+    two_batches(&tb, &rng, &c, B, T);
+    const Batch *b = tb.b;
     assert_non_null(backend_cpu()->grads_write);  // (else this compares the old path with itself)
     for (int k = 0; k < 3; k++) {  // default, keep_activations, recompute_in_proj
         float *g[2];
@@ -344,9 +411,7 @@ static void test_grads_written_not_cleared(void **state) {
         assert_int_equal(differ, 0);
         free(g[0]), free(g[1]);
     }
-    for (int i = 0; i < 2; i++)
-        for (int d = 0; d < nd[i]; d++) free(docs[i][d].tok);
-    batch_free(&b[0]), batch_free(&b[1]);
+    two_batches_free(&tb);
 }
 
 // model_fit_memory (--memory-budget) against the order it documents, on a backend that keeps scan states and has a
@@ -403,8 +468,11 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
     assert_true(xz % 256 == 0 && states % 256 == 0 && keep % 256 == 0 && M * c.d_model * a % 256 == 0);
     assert_int_equal(bytes[1] - bytes[n - 1], (size_t)L * states + (size_t)(L - 1) * xz);  // default vs leanest
     assert_int_equal(bytes[1] - bytes[L + 1], (size_t)L * states);  // the default vs no states kept
-    // keep activations: xn, u, dpre, y per layer instead of one shared each
-    assert_int_equal(bytes[0] - bytes[1], (size_t)(L - 1) * (keep + M * c.d_inner * a));
+    // keep activations: xn, u, dpre, y per layer instead of one shared each (and, where the weight gradients go in
+    // pairs of layers, instead of the shared u and y's second copies: Model.pair_dw)
+    const size_t pair_copies = model_pairs_dw(&c, &bk) ? 2 * M * c.d_inner * a : 0;
+    assert_true(pair_copies > 0);  // (the CPU backend pairs: the copies are counted)
+    assert_int_equal(bytes[0] - bytes[1], (size_t)(L - 1) * (keep + M * c.d_inner * a) - pair_copies);
     // and the whole: without the workspace, model_train_bytes is what a model with those settings really allocates
     // (parameters, gradients, Adam moments, activations, scan states), counted through the backend's allocator
     bk.workspace_bytes = NULL;
@@ -427,6 +495,7 @@ int main(void) {
         cmocka_unit_test(test_no_leakage),
         cmocka_unit_test(test_overfit_one_packed_batch),
         cmocka_unit_test(test_keep_activations_same),
+        cmocka_unit_test(test_weight_gradient_pairs_same),
         cmocka_unit_test(test_grads_written_not_cleared),
         cmocka_unit_test(test_memory_budget_picks_fastest_fit),
     };
