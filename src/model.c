@@ -532,14 +532,16 @@ void model_forward_hidden(Model *m, const Batch *b) { forward_body(m, b, 0); }
 //                                          next forward rewrites the activations).
 // The same ops on the same inputs in either case: the same bits (test_cuda_ops: test_model_side_stream).
 //
-// Pairs (Model.pair_dw, no hook): the out_proj, dt_proj and x_proj weight gradients of layers l + 1 and l (the
-// layers from the top two at a time; with an odd count layer 0 is alone) are one batched GEMM each
-// (Backend.matmul_dw_batch), queued after layer l's x_proj: alone, those GEMMs are too small to fill the GPU (130m:
-// -19 µs a layer in the lab, docs/perf.md). The upper layer keeps what they read in copies (dh1, ddpre1, dxdbl1;
-// u1, y1 where the activations are recomputed) while the lower layer fills the shared buffers; the waits above
-// still order everything: the pair's out_proj dW is waited for before layer l's norm backward writes dh1 (for
-// layer l - 1), and FIFO order puts the pair ahead of layer l's in_proj dW, waited for before layer l - 1 writes
-// anything the pair read. Every memory setting pairs the same layers, so they keep giving the same bits.
+// Pairs (Model.pair_dw; dist_attach turns it off for its per-layer reductions, the bench's profiling keeps it): the
+// out_proj, dt_proj and x_proj weight gradients of layers l + 1 and l (the layers from the top two at a time; with
+// an odd count layer 0 is alone) are one batched GEMM each (Backend.matmul_dw_batch), queued by layer l where its
+// own would be (in the same regions, so a profile counts the same regions either way): alone, those GEMMs are too
+// small to fill the GPU (130m: -19 µs a layer in the lab, docs/perf.md). The upper layer keeps what they read in
+// copies (dh1, ddpre1, dxdbl1; u1, y1 where the activations are recomputed) while the lower layer fills the shared
+// buffers; the waits above still order everything: the pair's out_proj dW is waited for before layer l's norm
+// backward writes dh1 (for layer l - 1), and FIFO order puts the pair ahead of layer l's in_proj dW, waited for
+// before layer l - 1 writes anything the pair read. Every memory setting pairs the same layers, so they keep
+// giving the same bits.
 //
 // matmul_bwd in two: the input gradient (if dinp) on the main queue, the weight gradient on the side queue where
 // side is set (*ticket: that side work's).
@@ -575,7 +577,7 @@ static void backward_body(Model *m) {
     const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
     const int M = m->cur_M, T = m->cur_T;
     const int side = bk->side_begin && !m->hook;
-    const int pair = m->pair_dw && !m->hook;
+    const int pair = m->pair_dw;
     int t_out = 0, t_layer = 0;  // tickets: the last out_proj dW queued; all the side work of the layer above
     // the parameter gradients' small reductions held back and run a few layers' at once (a hook expects each
     // region's outputs complete when it ends); PM_DEFER_REDUCTIONS=0 runs each at once (A/B runs, tests)
@@ -629,27 +631,32 @@ static void backward_body(Model *m) {
                             act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, xz, di), 2 * di,
                             m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL,
                             L->y ? NULL : y /* written again where not kept */));
-        // weight gradients: alone, or held for the pair (up), or the pair's (low: after x_proj's input gradient)
+        // weight gradients: alone, or held for the pair (up), or the pair's (low: each in the region of its op, after
+        // the input gradient there, so a profile counts the same regions either way)
         const int own_dw = !up && !low;
-        REGION(m, "bwd.out_proj",
-               matmul_bwd_split(bk, side, &t_out, NULL, di, 0, own_dw ? PF32(m->grads, l, P_OUT_PROJ) : NULL, dh, d,
-                                y, di, PACT(l, P_OUT_PROJ), M, d, di));
-        REGION(m, "bwd.dt_proj",
-               matmul_bwd_split(bk, side, &t_layer, dxdbl, nx, 0, own_dw ? PF32(m->grads, l, P_DT_W) : NULL, ddpre,
-                                di, L->xdbl, nx, PACT(l, P_DT_W), M, di, R));
-        REGION(m, "bwd.x_proj",
-               matmul_bwd_split(bk, side, &t_layer, m->du, di, 1, own_dw ? PF32(m->grads, l, P_X_PROJ) : NULL, dxdbl,
-                                nx, u, di, PACT(l, P_X_PROJ), M, nx, di));
         if (up) y_up = y, u_up = u;
-        if (low) {
-            const struct LayerActs *U = &m->layers[l + 1];
-            dw_pair(m, side, &t_out, PF32(m->grads, l, P_OUT_PROJ), PF32(m->grads, l + 1, P_OUT_PROJ), dh, m->dh1,
-                    d, y, y_up, di, M, d, di);
-            dw_pair(m, side, &t_layer, PF32(m->grads, l, P_DT_W), PF32(m->grads, l + 1, P_DT_W), ddpre, m->ddpre1,
-                    di, L->xdbl, U->xdbl, nx, M, di, R);
-            dw_pair(m, side, &t_layer, PF32(m->grads, l, P_X_PROJ), PF32(m->grads, l + 1, P_X_PROJ), dxdbl,
-                    m->dxdbl1, nx, u, u_up, di, M, nx, di);
-        }
+        const struct LayerActs *U = low ? &m->layers[l + 1] : NULL;
+        REGION(m, "bwd.out_proj", {
+            matmul_bwd_split(bk, side, &t_out, NULL, di, 0, own_dw ? PF32(m->grads, l, P_OUT_PROJ) : NULL, dh, d, y,
+                             di, PACT(l, P_OUT_PROJ), M, d, di);
+            if (low)
+                dw_pair(m, side, &t_out, PF32(m->grads, l, P_OUT_PROJ), PF32(m->grads, l + 1, P_OUT_PROJ), dh, m->dh1,
+                        d, y, y_up, di, M, d, di);
+        });
+        REGION(m, "bwd.dt_proj", {
+            matmul_bwd_split(bk, side, &t_layer, dxdbl, nx, 0, own_dw ? PF32(m->grads, l, P_DT_W) : NULL, ddpre, di,
+                             L->xdbl, nx, PACT(l, P_DT_W), M, di, R);
+            if (low)
+                dw_pair(m, side, &t_layer, PF32(m->grads, l, P_DT_W), PF32(m->grads, l + 1, P_DT_W), ddpre, m->ddpre1,
+                        di, L->xdbl, U->xdbl, nx, M, di, R);
+        });
+        REGION(m, "bwd.x_proj", {
+            matmul_bwd_split(bk, side, &t_layer, m->du, di, 1, own_dw ? PF32(m->grads, l, P_X_PROJ) : NULL, dxdbl, nx,
+                             u, di, PACT(l, P_X_PROJ), M, nx, di);
+            if (low)
+                dw_pair(m, side, &t_layer, PF32(m->grads, l, P_X_PROJ), PF32(m->grads, l + 1, P_X_PROJ), dxdbl,
+                        m->dxdbl1, nx, u, u_up, di, M, nx, di);
+        });
         REGION(m, "bwd.conv",
                bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,
                                  PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K));

@@ -126,6 +126,7 @@ typedef struct {
     // weight gradients of two layers at once (Backend.matmul_dw_batch, one batched GEMM each; model.c,
     // backward_body). The upper layer of a pair then keeps what those GEMMs read in copies of its own, each
     // above the shared buffer in memory: dh1, ddpre1, dxdbl1, and without keep_activations u1, y1 (else NULL).
+    // Set to 0 after model_alloc_activations to compute each layer's alone (dist_attach does).
     int pair_dw;
     void *dh1, *ddpre1, *dxdbl1, *u1, *y1;
     double *host_losses;  // (M) host copy of the per-token losses
