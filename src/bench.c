@@ -675,16 +675,19 @@ static void add_trace(Bench *bn, int ci, const char *label, const Model *m, doub
     json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i}", "name", "step", "cat", "step", "ph", "X",
                                         "ts", 0.0, "dur", step_s * 1e6, "pid", pid, "tid", 1));
     const int L = m->cfg.n_layer;
+    int bwd_norms = 0;  // backward norm regions so far: each layer's backward ends with its norm's
     for (int i = 0; i < bn->prof.n_ev; i++) {
         const ProfEvent *e = &bn->prof.ev[i];
         const char *cat = op_category(e->name), *dir = op_direction(e->name);
-        // which layer: forward ops run layers 0..L-1 (the norm's last call is the final norm), backward ops
-        // run them in reverse (the backward norm's first call is the final norm's)
+        // which layer: forward ops run layers 0..L-1 (the norm's last call is the final norm); the backward runs
+        // them in reverse, starting with the final norm, each layer's regions ending with its norm's (counting by
+        // norms, not by calls of a name: out_proj's backward is two regions a layer)
         int layer = -1;
         int per_layer = strcmp(cat, "norm") && strcmp(cat, "classifier") && strcmp(cat, "embedding") &&
                         strcmp(cat, "optimizer");
         if (!strcmp(dir, "fwd")) layer = per_layer || (!strcmp(cat, "norm") && e->call < L) ? e->call : -1;
-        else if (!strcmp(dir, "bwd")) layer = per_layer ? L - 1 - e->call : !strcmp(cat, "norm") && e->call > 0 ? L - e->call : -1;
+        else if (!strcmp(dir, "bwd") && !strcmp(cat, "norm")) layer = ++bwd_norms > 1 ? L - bwd_norms + 1 : -1;
+        else if (!strcmp(dir, "bwd") && per_layer) layer = L - bwd_norms;
         json_t *args = json_pack("{s:i, s:s}", "call", e->call, "direction", dir);
         if (layer >= 0) json_object_set_new(args, "layer", json_integer(layer));
         json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name", e->name, "cat", cat, "ph",

@@ -230,7 +230,8 @@ static void test_trace_is_a_chrome_trace(void **state) {
     json_t *t = load_json("trace.json");
     json_t *ev = json_object_get(t, "traceEvents");
     assert_true(json_is_array(ev));
-    int per_pid[8] = {0}, names = 0, scan_fwd = 0, scan_bwd = 0;
+    int per_pid[8] = {0}, names = 0, scan_fwd = 0, scan_bwd = 0, bwd_layer[8] = {0}, out_proj_bwd[8][N_LAYER];
+    memset(out_proj_bwd, 0, sizeof out_proj_bwd);
     double step_dur[8] = {0};
     size_t i;
     json_t *e;
@@ -250,7 +251,25 @@ static void test_trace_is_a_chrome_trace(void **state) {
         else per_pid[pid]++;
         scan_fwd += !strcmp(n, "fwd.scan");
         scan_bwd += !strcmp(n, "bwd.scan");
+        // each backward region of a layer is labelled with that layer: out_proj's two regions a layer (d(y), then
+        // its weight gradient) both with the layer of the bwd.scan between them
+        json_t *lay = json_object_get(json_object_get(e, "args"), "layer");
+        if (!strcmp(n, "bwd.scan")) {
+            assert_true(json_is_integer(lay));
+            bwd_layer[pid] = (int)json_integer_value(lay);
+            assert_true(bwd_layer[pid] >= 0 && bwd_layer[pid] < N_LAYER);
+        }
+        if (!strcmp(n, "bwd.out_proj")) {
+            assert_true(json_is_integer(lay));
+            const int l = (int)json_integer_value(lay);
+            assert_true(l >= 0 && l < N_LAYER);
+            out_proj_bwd[pid][l]++;
+            // the second one of a layer follows that layer's scan
+            if (out_proj_bwd[pid][l] == 2) assert_int_equal(l, bwd_layer[pid]);
+        }
     }
+    for (int p = 1; p <= 4; p++)
+        for (int l = 0; l < N_LAYER; l++) assert_int_equal(out_proj_bwd[p][l], 2);
     assert_int_equal(names, 4);
     for (int p = 1; p <= 4; p++) {
         // one step: 8 forward ops per layer... every region call of the step, as counted from the model
