@@ -526,9 +526,9 @@ void dist_attach(Model *m, int grad_accum) {
     }
     g_ov.prev = m->hook, g_ov.prev_ctx = m->hook_ctx;
     m->hook = overlap_hook, m->hook_ctx = NULL;
-    // a layer's gradients must be complete when its last region ends: no weight gradients of two layers at once
-    // (Model.pair_dw; its copies stay allocated, unused)
-    m->pair_dw = 0;
+    // a layer's gradients must be complete when its last region ends: no weight gradients of several layers at
+    // once (Model.dw_group; its copies stay allocated, unused)
+    m->dw_group = 1;
     g_ov.on = 1;
 }
 

@@ -259,9 +259,17 @@ static void *carve(Carver *cv, size_t n) {
     return cv->base ? p : NULL;
 }
 
-// pair: Model.pair_dw (the copies of what a pair's weight-gradient GEMMs read, each carved right after its shared
-// buffer so that the upper layer's copy lies above: the batches' strides are positive)
-static void layout_activations(const ModelConfig *c, Model *m, int B, int T, int pair, Carver *a, Carver *f) {
+// n elements, then `copies - 1` more of the same right after it (Model.dw_group's copies, each *cs bytes above the
+// one before: the strides of a group's batches)
+static void *carve_copies(Carver *cv, size_t n, int copies, size_t *cs) {
+    void *p = carve(cv, n);
+    *cs = (n * cv->elem + 255) / 256 * 256;
+    for (int j = 1; j < copies; j++) carve(cv, n);
+    return p;
+}
+
+// group: Model.dw_group
+static void layout_activations(const ModelConfig *c, Model *m, int B, int T, int group, Carver *a, Carver *f) {
     const size_t M = (size_t)B * T, d = c->d_model, di = c->d_inner, nx = c->dt_rank + 2 * c->d_state;
     for (int l = 0; l < c->n_layer; l++) {
         struct LayerActs *L = &m->layers[l];
@@ -278,36 +286,37 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, int
     }
     if (!m->keep_activations) {  // one buffer each, shared by the layers (refilled by the backward's recompute)
         m->xn = carve(a, M * d);
-        m->u = carve(a, M * di);
-        m->u1 = pair ? carve(a, M * di) : NULL;
+        m->u = carve_copies(a, M * di, group, &m->u_cs);
         m->dpre = carve(a, M * di);
     } else {
-        m->xn = m->u = m->u1 = m->dpre = NULL;
+        m->xn = m->u = m->dpre = NULL, m->u_cs = 0;
     }
     m->xz = m->recompute_in_proj ? carve(a, M * 2 * di) : NULL;  // shared: refilled by the backward's recompute
     m->h = carve(a, M * d);
-    m->y = m->y1 = NULL;
-    if (!m->keep_activations) m->y = carve(a, M * di), m->y1 = pair ? carve(a, M * di) : NULL;
+    m->y = NULL, m->y_cs = 0;
+    if (!m->keep_activations) m->y = carve_copies(a, M * di, group, &m->y_cs);
     m->res_f = carve(f, M * d);
     m->rstd_f = carve(f, M);
     m->losses = carve(f, M);
     m->dres = carve(f, M * d);
     m->xf = carve(a, M * d);
-    m->dh = carve(a, M * d);
+    m->dh = carve_copies(a, M * d, group, &m->dh_cs);
     m->dxn = carve(a, M * d);
     m->dxz = carve(a, M * 2 * di);
     m->du = carve(a, M * di);
-    m->ddpre = carve(a, M * di);
-    m->dxdbl = carve(a, M * nx);
+    m->ddpre = carve_copies(a, M * di, group, &m->ddpre_cs);
+    m->dxdbl = carve_copies(a, M * nx, group, &m->dxdbl_cs);
     m->dy = carve(a, M * di);
-    m->dh1 = pair ? carve(a, M * d) : NULL;  // (after m->dh, m->ddpre, m->dxdbl: above them)
-    m->ddpre1 = pair ? carve(a, M * di) : NULL;
-    m->dxdbl1 = pair ? carve(a, M * nx) : NULL;
 }
 
-int model_pairs_dw(const ModelConfig *c, const Backend *bk) {
-    const char *e = getenv("PM_DW_PAIR");
-    return bk->matmul_dw_batch && c->d_inner <= 2048 && !(e && e[0] == '0');
+int model_dw_group(const ModelConfig *c, const Backend *bk) {
+    const char *e = getenv("PM_DW_GROUP");
+    if (!bk->matmul_dw_batch) return 1;
+    if (e && *e) {
+        int g = atoi(e);
+        return g < 1 ? 1 : g > 8 ? 8 : g;
+    }
+    return c->d_inner <= 2048 ? 2 : 1;
 }
 
 // Bytes of one layer's scan states at (B, T), 256-aligned; 0 when not kept.
@@ -347,7 +356,7 @@ size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, in
     tmp.recompute_in_proj = recompute_in_proj;
     tmp.layers = pm_calloc(c->n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
-    layout_activations(c, &tmp, B, T, model_pairs_dw(c, bk), &a, &f);
+    layout_activations(c, &tmp, B, T, model_dw_group(c, bk), &a, &f);
     free(tmp.layers);
     return a.bytes + f.bytes + 3 * (size_t)B * T * sizeof(int32_t) +
            model_scan_states_bytes(c, bk, B, T, keep_scan_states);
@@ -396,13 +405,13 @@ void model_alloc_activations(Model *m, int B, int T) {
     m->B = B, m->T = T;
     m->layers = pm_calloc(m->cfg.n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
-    m->pair_dw = model_pairs_dw(&m->cfg, bk);
-    layout_activations(&m->cfg, m, B, T, m->pair_dw, &a, &f);  // first pass: sizes only
+    m->dw_group = model_dw_group(&m->cfg, bk);
+    layout_activations(&m->cfg, m, B, T, m->dw_group, &a, &f);  // first pass: sizes only
     a.base = bk->alloc(a.bytes);
     f.base = bk->alloc(f.bytes);
     m->arena_act = a.base, m->arena_f32 = f.base;
     a.bytes = f.bytes = 0;
-    layout_activations(&m->cfg, m, B, T, m->pair_dw, &a, &f);  // second pass: pointers
+    layout_activations(&m->cfg, m, B, T, m->dw_group, &a, &f);  // second pass: pointers
     size_t M = (size_t)B * T;
     m->tokens = bk->alloc(M * sizeof(int32_t));
     m->pos = bk->alloc(M * sizeof(int32_t));
@@ -532,16 +541,17 @@ void model_forward_hidden(Model *m, const Batch *b) { forward_body(m, b, 0); }
 //                                          next forward rewrites the activations).
 // The same ops on the same inputs in either case: the same bits (test_cuda_ops: test_model_side_stream).
 //
-// Pairs (Model.pair_dw; dist_attach turns it off for its per-layer reductions, the bench's profiling keeps it): the
-// out_proj, dt_proj and x_proj weight gradients of layers l + 1 and l (the layers from the top two at a time; with
-// an odd count layer 0 is alone) are one batched GEMM each (Backend.matmul_dw_batch), queued by layer l where its
-// own would be (in the same regions, so a profile counts the same regions either way): alone, those GEMMs are too
-// small to fill the GPU (130m: -19 µs a layer in the lab, docs/perf.md). The upper layer keeps what they read in
-// copies (dh1, ddpre1, dxdbl1; u1, y1 where the activations are recomputed) while the lower layer fills the shared
-// buffers; the waits above still order everything: the pair's out_proj dW is waited for before layer l's norm
-// backward writes dh1 (for layer l - 1), and FIFO order puts the pair ahead of layer l's in_proj dW, waited for
-// before layer l - 1 writes anything the pair read. Every memory setting pairs the same layers, so they keep
-// giving the same bits.
+// Groups (Model.dw_group > 1; dist_attach turns them off for its per-layer reductions, the bench's profiling keeps
+// them): the out_proj, dt_proj and x_proj weight gradients of dw_group layers at once (the layers from the top,
+// dw_group at a time; the bottom group may have fewer) are one batched GEMM each (Backend.matmul_dw_batch), queued
+// by the group's bottom layer where its own would be (in the same regions, so a profile counts the same regions
+// either way): alone, those GEMMs are too small to fill the GPU (130m: -19 µs a layer in pairs in the lab,
+// docs/perf.md; groups of 4 measured no faster in the step). Layer j of a group (j = 0 its bottom) keeps what they
+// read in copy j (dh, ddpre, dxdbl; u, y where the activations are recomputed; copy 0 is the shared buffer); the
+// waits above still order everything: the group's out_proj dW is waited for before its bottom layer's norm
+// backward writes the next group's top dh, and FIFO order puts the group ahead of its bottom layer's in_proj dW,
+// waited for before the next layer writes anything the group read. Every memory setting groups the same layers,
+// so they keep giving the same bits.
 //
 // matmul_bwd in two: the input gradient (if dinp) on the main queue, the weight gradient on the side queue where
 // side is set (*ticket: that side work's).
@@ -555,20 +565,33 @@ static void matmul_bwd_split(const Backend *bk, int side, int *ticket, void *din
     if (side) *ticket = bk->side_end();
 }
 
-// One weight gradient of a pair: operands of the lower layer (dW, dout, inp) and of the upper (dW1, dout1, inp1),
-// each upper one above its lower one (layout_activations, the parameter layout), as one batch on the side queue.
-static void dw_pair(const Model *m, int side, int *ticket, void *dW, void *dW1, const void *dout, const void *dout1,
-                    int lddo, const void *inp, const void *inp1, int ldi, int M, int N, int K) {
+// One weight gradient of a group of `count` layers, as one batch on the side queue: member j's operands at dW[j],
+// dout[j], inp[j], each the same distance above the one before (layout_activations, the parameter layout).
+static void dw_group(const Model *m, int side, int *ticket, void *const *dW, void *const *dout, int lddo,
+                     void *const *inp, int ldi, int count, int M, int N, int K) {
     const Backend *bk = m->bk;
     const size_t f = bk->f32_bytes, e = bk->act_bytes;
-    const ptrdiff_t sW = (char *)dW1 - (char *)dW, so = (const char *)dout1 - (const char *)dout,
-                    si = (const char *)inp1 - (const char *)inp;
-    if (sW <= 0 || so <= 0 || si <= 0 || sW % f || so % e || si % e)
-        pm_die("model: a layer pair's operands are not laid out upwards (%td, %td, %td bytes)", sW, so, si);
+    const ptrdiff_t sW = (char *)dW[1] - (char *)dW[0], so = (char *)dout[1] - (char *)dout[0],
+                    si = (char *)inp[1] - (char *)inp[0];
+    int ok = sW > 0 && so > 0 && si > 0 && sW % f == 0 && so % e == 0 && si % e == 0;
+    for (int j = 2; j < count; j++)
+        ok = ok && (char *)dW[j] - (char *)dW[0] == j * sW && (char *)dout[j] - (char *)dout[0] == j * so &&
+             (char *)inp[j] - (char *)inp[0] == j * si;
+    if (!ok) pm_die("model: a layer group's operands are not evenly laid out upwards (%td, %td, %td bytes)", sW, so, si);
     if (side) bk->side_begin();
-    bk->matmul_dw_batch(dW, (size_t)sW / f, dout, lddo, (size_t)so / e, inp, ldi, (size_t)si / e, 2, M, N, K);
+    bk->matmul_dw_batch(dW[0], (size_t)sW / f, dout[0], lddo, (size_t)so / e, inp[0], ldi, (size_t)si / e, count, M,
+                        N, K);
     if (side) *ticket = bk->side_end();
 }
+
+// Layer l's place in its group of Model.dw_group (groups counted from the top): *j its index from the group's
+// bottom layer (0 = the bottom), *count the group's layers; copy j of a buffer of copy stride cs.
+static void group_place(const Model *m, int l, int *j, int *count) {
+    const int G = m->dw_group, top = m->cfg.n_layer - 1 - (m->cfg.n_layer - 1 - l) / G * G;
+    const int bottom = top - G + 1 > 0 ? top - G + 1 : 0;
+    *j = l - bottom, *count = top - bottom + 1;
+}
+static void *copy_at(void *base, size_t cs, int j) { return base ? (char *)base + (size_t)j * cs : NULL; }
 
 // Backward through the layers, given d(xf) in m->dxn from the classifier.
 static void backward_body(Model *m) {
@@ -577,7 +600,6 @@ static void backward_body(Model *m) {
     const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
     const int M = m->cur_M, T = m->cur_T;
     const int side = bk->side_begin && !m->hook;
-    const int pair = m->pair_dw;
     int t_out = 0, t_layer = 0;  // tickets: the last out_proj dW queued; all the side work of the layer above
     // the parameter gradients' small reductions held back and run a few layers' at once (a hook expects each
     // region's outputs complete when it ends); PM_DEFER_REDUCTIONS=0 runs each at once (A/B runs, tests)
@@ -585,25 +607,31 @@ static void backward_body(Model *m) {
     const int defer = bk->defer_reductions && !m->hook && !(dr && dr[0] == '0');
     if (defer) bk->defer_reductions(1);
     bk->memzero(m->dres, (size_t)M * d * bk->f32_bytes);
-    // the top layer's dh: its own copy when it is the upper layer of a pair
-    const int top_up = pair && c->n_layer > 1;
+    int jt, ct;  // the top layer's place in its group: its dh is that copy
+    group_place(m, c->n_layer - 1, &jt, &ct);
     REGION(m, "bwd.norm",
-           bk->rmsnorm_bwd(m->dres, top_up ? m->dh1 : m->dh, PF32(m->grads, -1, 1), m->dxn, m->res_f,
+           bk->rmsnorm_bwd(m->dres, copy_at(m->dh, m->dh_cs, jt), PF32(m->grads, -1, 1), m->dxn, m->res_f,
                            PF32(m->params, -1, 1), m->rstd_f, M, d));
-    void *y_up = NULL, *u_up = NULL;  // the upper layer's y and u, for the pair's GEMMs
+    enum { GMAX = 8 };
+    void *g_y[GMAX], *g_u[GMAX], *g_dh[GMAX], *g_ddpre[GMAX], *g_dxdbl[GMAX];  // the group's members' (j = 0 ..)
     for (int l = c->n_layer - 1; l >= 0; l--) {
         struct LayerActs *L = &m->layers[l];
-        // up: the upper layer of a pair (its three GEMMs wait for the lower one); low: the lower (queues them)
-        // (layers counted from the top: 0, 1 are a pair, 2, 3 the next, ...; with an odd count layer 0 is alone)
-        const int up = pair && (c->n_layer - 1 - l) % 2 == 0 && l > 0, low = pair && (c->n_layer - 1 - l) % 2 == 1;
-        // m->dh holds d(h_l), the gradient of this layer's mixer output (m->dh1 for an upper layer).
+        int j, count;  // this layer's place in its group (model_dw_group: at most GMAX layers)
+        group_place(m, l, &j, &count);
+        if (m->dw_group > GMAX) pm_die("model: weight-gradient groups of %d layers (at most %d)", m->dw_group, GMAX);
+        // m->dh holds d(h_l), the gradient of this layer's mixer output: copy j, as ddpre, dxdbl (and u, y where
+        // they are recomputed) are
         void *xz, *xn, *u, *dpre, *y;
         layer_mixer_buffers(m, L, &xz, &xn, &u, &dpre, &y);
-        if (up && !L->u) u = m->u1;
-        if (up && !L->y) y = m->y1;
-        void *dh = up ? m->dh1 : m->dh, *ddpre = up ? m->ddpre1 : m->ddpre, *dxdbl = up ? m->dxdbl1 : m->dxdbl;
-        // the gradient this layer's norm backward writes: the layer below's dh, its copy when that is an upper one
-        void *dh_below = low && l > 1 ? m->dh1 : m->dh;
+        if (!L->u) u = copy_at(u, m->u_cs, j);
+        if (!L->y) y = copy_at(y, m->y_cs, j);
+        void *dh = copy_at(m->dh, m->dh_cs, j), *ddpre = copy_at(m->ddpre, m->ddpre_cs, j),
+             *dxdbl = copy_at(m->dxdbl, m->dxdbl_cs, j);
+        // the gradient this layer's norm backward writes: the layer below's dh, in that layer's copy
+        int jb = 0, cb;
+        if (l > 0) group_place(m, l - 1, &jb, &cb);
+        void *dh_below = copy_at(m->dh, m->dh_cs, jb);
+        g_y[j] = y, g_u[j] = u, g_dh[j] = dh, g_ddpre[j] = ddpre, g_dxdbl[j] = dxdbl;
         // out_proj: d(y) now (it needs nothing recomputed); its weight gradient after the scan's backward, which
         // writes this layer's y (the gated scan output) into m->y again from the states it recomputes anyway, bit
         // for bit (unless the layer kept its own: keep_activations).
@@ -631,31 +659,33 @@ static void backward_body(Model *m) {
                             act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, xz, di), 2 * di,
                             m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL,
                             L->y ? NULL : y /* written again where not kept */));
-        // weight gradients: alone, or held for the pair (up), or the pair's (low: each in the region of its op, after
-        // the input gradient there, so a profile counts the same regions either way)
-        const int own_dw = !up && !low;
-        if (up) y_up = y, u_up = u;
-        const struct LayerActs *U = low ? &m->layers[l + 1] : NULL;
+        // weight gradients: alone (a group of one), held for the group (j > 0), or the group's (its bottom layer:
+        // each in the region of its op, after the input gradient there)
+        const int own_dw = count == 1, queue = count > 1 && j == 0;
+        void *gW[GMAX], *gx[GMAX];
         REGION(m, "bwd.out_proj", {
             matmul_bwd_split(bk, side, &t_out, NULL, di, 0, own_dw ? PF32(m->grads, l, P_OUT_PROJ) : NULL, dh, d, y,
                              di, PACT(l, P_OUT_PROJ), M, d, di);
-            if (low)
-                dw_pair(m, side, &t_out, PF32(m->grads, l, P_OUT_PROJ), PF32(m->grads, l + 1, P_OUT_PROJ), dh, m->dh1,
-                        d, y, y_up, di, M, d, di);
+            if (queue) {
+                for (int i = 0; i < count; i++) gW[i] = PF32(m->grads, l + i, P_OUT_PROJ);
+                dw_group(m, side, &t_out, gW, g_dh, d, g_y, di, count, M, d, di);
+            }
         });
         REGION(m, "bwd.dt_proj", {
             matmul_bwd_split(bk, side, &t_layer, dxdbl, nx, 0, own_dw ? PF32(m->grads, l, P_DT_W) : NULL, ddpre, di,
                              L->xdbl, nx, PACT(l, P_DT_W), M, di, R);
-            if (low)
-                dw_pair(m, side, &t_layer, PF32(m->grads, l, P_DT_W), PF32(m->grads, l + 1, P_DT_W), ddpre, m->ddpre1,
-                        di, L->xdbl, U->xdbl, nx, M, di, R);
+            if (queue) {
+                for (int i = 0; i < count; i++) gW[i] = PF32(m->grads, l + i, P_DT_W), gx[i] = m->layers[l + i].xdbl;
+                dw_group(m, side, &t_layer, gW, g_ddpre, di, gx, nx, count, M, di, R);
+            }
         });
         REGION(m, "bwd.x_proj", {
             matmul_bwd_split(bk, side, &t_layer, m->du, di, 1, own_dw ? PF32(m->grads, l, P_X_PROJ) : NULL, dxdbl, nx,
                              u, di, PACT(l, P_X_PROJ), M, nx, di);
-            if (low)
-                dw_pair(m, side, &t_layer, PF32(m->grads, l, P_X_PROJ), PF32(m->grads, l + 1, P_X_PROJ), dxdbl,
-                        m->dxdbl1, nx, u, u_up, di, M, nx, di);
+            if (queue) {
+                for (int i = 0; i < count; i++) gW[i] = PF32(m->grads, l + i, P_X_PROJ);
+                dw_group(m, side, &t_layer, gW, g_dxdbl, nx, g_u, di, count, M, nx, di);
+            }
         });
         REGION(m, "bwd.conv",
                bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,

@@ -122,13 +122,14 @@ typedef struct {
     void *ddpre;       // ACT (M, d_inner)
     void *dxdbl;       // ACT (M, dt_rank + 2N)
     void *dy;          // ACT (M, d_inner)
-    // pair_dw (model_alloc_activations: model_pairs_dw): the backward computes the out_proj, dt_proj and x_proj
-    // weight gradients of two layers at once (Backend.matmul_dw_batch, one batched GEMM each; model.c,
-    // backward_body). The upper layer of a pair then keeps what those GEMMs read in copies of its own, each
-    // above the shared buffer in memory: dh1, ddpre1, dxdbl1, and without keep_activations u1, y1 (else NULL).
-    // Set to 0 after model_alloc_activations to compute each layer's alone (dist_attach does).
-    int pair_dw;
-    void *dh1, *ddpre1, *dxdbl1, *u1, *y1;
+    // dw_group (model_alloc_activations: model_dw_group): the backward computes the out_proj, dt_proj and x_proj
+    // weight gradients of dw_group layers at once (Backend.matmul_dw_batch, one batched GEMM each; model.c,
+    // backward_body); 1: each layer's alone. The layers above the bottom one of a group then keep what those GEMMs
+    // read in copies of their own: copy j (1 .. dw_group - 1) of dh, ddpre, dxdbl, and without keep_activations
+    // u and y, lies j * *_cs bytes above the shared buffer (copy 0). Set dw_group to 1 after model_alloc_activations
+    // to compute each layer's alone (dist_attach does; the copies stay allocated).
+    int dw_group;
+    size_t dh_cs, ddpre_cs, dxdbl_cs, u_cs, y_cs;
     double *host_losses;  // (M) host copy of the per-token losses
     int64_t n_valid;     // valid targets in the current batch
     int cur_M, cur_T;    // tokens and row length of the last forward's batch (<= B*T, T)
@@ -145,10 +146,11 @@ void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t se
 void model_init_weights(Model *m, uint64_t seed);  // (re)initialize parameters
 void model_alloc_optimizer(Model *m);               // Adam moments, zeroed
 void model_alloc_activations(Model *m, int B, int T);
-// Whether model_alloc_activations sets Model.pair_dw on bk: where the backend has matmul_dw_batch and the layers are
-// narrow enough (d_inner <= 2048) for their out_proj / dt_proj / x_proj weight-gradient GEMMs to leave the GPU
-// part idle alone (docs/perf.md: 130m and 370m gain, wider layers do not); PM_DW_PAIR=0 turns it off.
-int model_pairs_dw(const ModelConfig *c, const Backend *bk);
+// Model.dw_group as model_alloc_activations sets it on bk: where the backend has matmul_dw_batch and the layers are
+// narrow, their out_proj / dt_proj / x_proj weight-gradient GEMMs leave the GPU part idle alone (docs/perf.md):
+// 2 layers at once up to d_inner 2048 (130m, 370m; groups of 4 measured no faster at 130m), else 1.
+// PM_DW_GROUP=N sets it (1: off).
+int model_dw_group(const ModelConfig *c, const Backend *bk);
 // Bytes model_alloc_activations(B, T) allocates on bk (both arenas, the integer inputs, and the scan states
 // when keep_scan_states is set and the backend keeps them), for the given keep_* / recompute_* settings.
 size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states,

@@ -1396,6 +1396,7 @@ static void test_model_side_stream(void **state) {
     OptimConfig o = optim_defaults();
     const char *was = getenv("PM_SIDE_STREAM");
     char *saved = was ? strdup(was) : NULL;
+    setenv("PM_DW_GROUP", "2", 1);
     for (int r = 0; r < 6; r++) {
         setenv("PM_SIDE_STREAM", mode[r], 1);
         Model m;
@@ -1412,10 +1413,10 @@ static void test_model_side_stream(void **state) {
         }
         const int used = backend_cuda_side_tickets() - tickets0;
         // 4 weight-gradient GEMMs a layer and step, each its own ticket, or none in order; with the layers in
-        // pairs (Model.pair_dw: 3 layers here, so one pair and the bottom layer alone), in_proj's a layer and the
-        // other three a pair or a lone layer
-        assert_int_equal(m.pair_dw, 1);  // (the held-back side queue then also checks the pairs' waits)
-        const int per_step = m.pair_dw ? cfg.n_layer + 3 * ((cfg.n_layer + 1) / 2) : 4 * cfg.n_layer;
+        // groups (Model.dw_group), in_proj's a layer and the other three a group (PM_DW_GROUP=2 here: 3 layers make
+        // a pair and a lone layer, so both kinds of place are checked by the held-back side queue)
+        assert_int_equal(m.dw_group, 2);
+        const int groups = (cfg.n_layer + m.dw_group - 1) / m.dw_group, per_step = cfg.n_layer + 3 * groups;
         if (used != (r % 2 ? 2 * per_step : 0)) {
             printf("    run %d (PM_SIDE_STREAM=%s): %d side tickets\n", r, mode[r], used);
             g_fails++;
@@ -1434,6 +1435,7 @@ static void test_model_side_stream(void **state) {
     }
     if (saved) setenv("PM_SIDE_STREAM", saved, 1), free(saved);
     else unsetenv("PM_SIDE_STREAM");
+    unsetenv("PM_DW_GROUP");
     for (int r = 0; r < 6; r++) free(params[r]);
     for (int s = 0; s < 2; s++) batch_free(&bs[s]);
     FINISH();

@@ -307,18 +307,20 @@ static void two_batches_free(TwoBatches *t) {
     }
 }
 
-// Model.pair_dw: the backward's out_proj, dt_proj and x_proj weight gradients of pairs of layers in one call each
-// (Backend.matmul_dw_batch; the upper layer reading its own copies of dh, ddpre, dxdbl, u and y). On the CPU, whose
-// batch is the per-layer calls in order, the gradients must be the unpaired model's bit for bit, in every memory
-// setting, with an even layer count (all in pairs) and an odd one (the bottom layer alone), over two micro-batches.
-static void test_weight_gradient_pairs_same(void **state) {
+// Model.dw_group: the backward's out_proj, dt_proj and x_proj weight gradients of groups of layers in one call each
+// (Backend.matmul_dw_batch; layer j of a group reading copy j of dh, ddpre, dxdbl, u and y). On the CPU, whose batch
+// is the per-layer calls in order, the gradients must be the ungrouped model's bit for bit, in every memory
+// setting, over two micro-batches, for groups of 2 and 4 over 3 to 6 layers (whole groups, a short bottom group, a
+// lone bottom layer).
+static void test_weight_gradient_groups_same(void **state) {
     (void)state;
     const int B = 6, T = 32;
     PmRng rng;
     pm_rng_seed(&rng, 13);
-    for (int nl = 3; nl <= 4; nl++) {
+    const int cases[][2] = {{3, 2}, {4, 2}, {4, 4}, {5, 4}, {6, 4}};  // (layers, group)
+    for (int ci = 0; ci < 5; ci++) {
         ModelConfig c = small_config();
-        c.n_layer = nl;
+        c.n_layer = cases[ci][0];
         config_derive(&c);
         TwoBatches tb;
         two_batches(&tb, &rng, &c, B, T);
@@ -327,16 +329,19 @@ static void test_weight_gradient_pairs_same(void **state) {
             float *g[2];
             double loss[2];
             size_t np = 0;
-            for (int w = 0; w < 2; w++) {  // w = 0: every layer alone (PM_DW_PAIR=0); 1: in pairs
-                setenv("PM_DW_PAIR", w ? "1" : "0", 1);
+            for (int w = 0; w < 2; w++) {  // w = 0: every layer alone (PM_DW_GROUP=1); 1: in groups
+                char gs[8];
+                snprintf(gs, sizeof gs, "%d", w ? cases[ci][1] : 1);
+                setenv("PM_DW_GROUP", gs, 1);
                 Model m;
                 model_create(&m, &c, backend_cpu(), 9);
                 m.keep_activations = k == 1, m.recompute_in_proj = k == 2;
                 model_alloc_activations(&m, B, T);
-                unsetenv("PM_DW_PAIR");
-                assert_int_equal(m.pair_dw, w);  // else the comparison would be vacuous
-                assert_true(w ? m.dh1 && m.ddpre1 && m.dxdbl1 : !m.dh1 && !m.ddpre1 && !m.dxdbl1);
-                assert_true(w && k != 1 ? m.u1 && m.y1 : !m.u1 && !m.y1);  // kept activations are per layer
+                unsetenv("PM_DW_GROUP");
+                assert_int_equal(m.dw_group, w ? cases[ci][1] : 1);  // else the comparison would be vacuous
+                // the copies: evenly spaced right above each shared buffer (kept activations are per layer)
+                assert_true(m.dh_cs >= (size_t)B * T * c.d_model * sizeof(float) && m.ddpre_cs && m.dxdbl_cs);
+                assert_true(k == 1 ? !m.u && !m.u_cs && !m.y_cs : m.u_cs && m.y_cs);
                 np = m.n_params;
                 model_zero_grad(&m);
                 loss[w] = 0;
@@ -348,8 +353,8 @@ static void test_weight_gradient_pairs_same(void **state) {
             }
             size_t differ = 0;
             for (size_t i = 0; i < np; i++) differ += memcmp(&g[0][i], &g[1][i], sizeof(float)) != 0;
-            printf("    %d layers, setting %d: %zu of %zu gradients differ between pairs and single layers\n", nl, k,
-                   differ, np);
+            printf("    %d layers in groups of %d, setting %d: %zu of %zu gradients differ from single layers'\n",
+                   cases[ci][0], cases[ci][1], k, differ, np);
             assert_int_equal(differ, 0);
             assert_true(loss[0] == loss[1]);
             free(g[0]), free(g[1]);
@@ -469,10 +474,10 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
     assert_int_equal(bytes[1] - bytes[n - 1], (size_t)L * states + (size_t)(L - 1) * xz);  // default vs leanest
     assert_int_equal(bytes[1] - bytes[L + 1], (size_t)L * states);  // the default vs no states kept
     // keep activations: xn, u, dpre, y per layer instead of one shared each (and, where the weight gradients go in
-    // pairs of layers, instead of the shared u and y's second copies: Model.pair_dw)
-    const size_t pair_copies = model_pairs_dw(&c, &bk) ? 2 * M * c.d_inner * a : 0;
-    assert_true(pair_copies > 0);  // (the CPU backend pairs: the copies are counted)
-    assert_int_equal(bytes[0] - bytes[1], (size_t)(L - 1) * (keep + M * c.d_inner * a) - pair_copies);
+    // groups of layers, instead of the shared u and y's other copies: Model.dw_group)
+    const size_t group_copies = (size_t)(model_dw_group(&c, &bk) - 1) * 2 * M * c.d_inner * a;
+    assert_true(group_copies > 0);  // (the CPU backend groups: the copies are counted)
+    assert_int_equal(bytes[0] - bytes[1], (size_t)(L - 1) * (keep + M * c.d_inner * a) - group_copies);
     // and the whole: without the workspace, model_train_bytes is what a model with those settings really allocates
     // (parameters, gradients, Adam moments, activations, scan states), counted through the backend's allocator
     bk.workspace_bytes = NULL;
@@ -495,7 +500,7 @@ int main(void) {
         cmocka_unit_test(test_no_leakage),
         cmocka_unit_test(test_overfit_one_packed_batch),
         cmocka_unit_test(test_keep_activations_same),
-        cmocka_unit_test(test_weight_gradient_pairs_same),
+        cmocka_unit_test(test_weight_gradient_groups_same),
         cmocka_unit_test(test_grads_written_not_cleared),
         cmocka_unit_test(test_memory_budget_picks_fastest_fit),
     };
