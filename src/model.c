@@ -314,7 +314,7 @@ int model_dw_group(const ModelConfig *c, const Backend *bk) {
     if (!bk->matmul_dw_batch) return 1;
     if (e && *e) {
         int g = atoi(e);
-        return g < 1 ? 1 : g > 8 ? 8 : g;
+        return g < 1 ? 1 : g > PM_DW_GROUP_MAX ? PM_DW_GROUP_MAX : g;
     }
     return c->d_inner <= 2048 ? 2 : 1;
 }
@@ -405,7 +405,7 @@ void model_alloc_activations(Model *m, int B, int T) {
     m->B = B, m->T = T;
     m->layers = pm_calloc(m->cfg.n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
-    m->dw_group = model_dw_group(&m->cfg, bk);
+    m->dw_group = m->dw_copies = model_dw_group(&m->cfg, bk);
     layout_activations(&m->cfg, m, B, T, m->dw_group, &a, &f);  // first pass: sizes only
     a.base = bk->alloc(a.bytes);
     f.base = bk->alloc(f.bytes);
@@ -567,8 +567,8 @@ static void matmul_bwd_split(const Backend *bk, int side, int *ticket, void *din
 
 // One weight gradient of a group of `count` layers, as one batch on the side queue: member j's operands at dW[j],
 // dout[j], inp[j], each the same distance above the one before (layout_activations, the parameter layout).
-static void dw_group(const Model *m, int side, int *ticket, void *const *dW, void *const *dout, int lddo,
-                     void *const *inp, int ldi, int count, int M, int N, int K) {
+static void queue_dw_batch(const Model *m, int side, int *ticket, void *const *dW, void *const *dout, int lddo,
+                           void *const *inp, int ldi, int count, int M, int N, int K) {
     const Backend *bk = m->bk;
     const size_t f = bk->f32_bytes, e = bk->act_bytes;
     const ptrdiff_t sW = (char *)dW[1] - (char *)dW[0], so = (char *)dout[1] - (char *)dout[0],
@@ -585,7 +585,7 @@ static void dw_group(const Model *m, int side, int *ticket, void *const *dW, voi
 }
 
 // Layer l's place in its group of Model.dw_group (groups counted from the top): *j its index from the group's
-// bottom layer (0 = the bottom), *count the group's layers; copy j of a buffer of copy stride cs.
+// bottom layer (0 = the bottom), *count the group's layers. copy_at: copy j of a buffer whose copies are cs apart.
 static void group_place(const Model *m, int l, int *j, int *count) {
     const int G = m->dw_group, top = m->cfg.n_layer - 1 - (m->cfg.n_layer - 1 - l) / G * G;
     const int bottom = top - G + 1 > 0 ? top - G + 1 : 0;
@@ -612,13 +612,15 @@ static void backward_body(Model *m) {
     REGION(m, "bwd.norm",
            bk->rmsnorm_bwd(m->dres, copy_at(m->dh, m->dh_cs, jt), PF32(m->grads, -1, 1), m->dxn, m->res_f,
                            PF32(m->params, -1, 1), m->rstd_f, M, d));
-    enum { GMAX = 8 };
-    void *g_y[GMAX], *g_u[GMAX], *g_dh[GMAX], *g_ddpre[GMAX], *g_dxdbl[GMAX];  // the group's members' (j = 0 ..)
+    // (only lowered after allocation: the copies are dw_copies' worth)
+    if (m->dw_group < 1 || m->dw_group > m->dw_copies)
+        pm_die("model: weight-gradient groups of %d layers with copies for %d", m->dw_group, m->dw_copies);
+    void *g_y[PM_DW_GROUP_MAX], *g_u[PM_DW_GROUP_MAX], *g_dh[PM_DW_GROUP_MAX], *g_ddpre[PM_DW_GROUP_MAX],
+        *g_dxdbl[PM_DW_GROUP_MAX];  // the group's members' (j = 0 ..)
     for (int l = c->n_layer - 1; l >= 0; l--) {
         struct LayerActs *L = &m->layers[l];
-        int j, count;  // this layer's place in its group (model_dw_group: at most GMAX layers)
+        int j, count;  // this layer's place in its group
         group_place(m, l, &j, &count);
-        if (m->dw_group > GMAX) pm_die("model: weight-gradient groups of %d layers (at most %d)", m->dw_group, GMAX);
         // m->dh holds d(h_l), the gradient of this layer's mixer output: copy j, as ddpre, dxdbl (and u, y where
         // they are recomputed) are
         void *xz, *xn, *u, *dpre, *y;
@@ -662,13 +664,13 @@ static void backward_body(Model *m) {
         // weight gradients: alone (a group of one), held for the group (j > 0), or the group's (its bottom layer:
         // each in the region of its op, after the input gradient there)
         const int own_dw = count == 1, queue = count > 1 && j == 0;
-        void *gW[GMAX], *gx[GMAX];
+        void *gW[PM_DW_GROUP_MAX], *gx[PM_DW_GROUP_MAX];
         REGION(m, "bwd.out_proj", {
             matmul_bwd_split(bk, side, &t_out, NULL, di, 0, own_dw ? PF32(m->grads, l, P_OUT_PROJ) : NULL, dh, d, y,
                              di, PACT(l, P_OUT_PROJ), M, d, di);
             if (queue) {
                 for (int i = 0; i < count; i++) gW[i] = PF32(m->grads, l + i, P_OUT_PROJ);
-                dw_group(m, side, &t_out, gW, g_dh, d, g_y, di, count, M, d, di);
+                queue_dw_batch(m, side, &t_out, gW, g_dh, d, g_y, di, count, M, d, di);
             }
         });
         REGION(m, "bwd.dt_proj", {
@@ -676,7 +678,7 @@ static void backward_body(Model *m) {
                              L->xdbl, nx, PACT(l, P_DT_W), M, di, R);
             if (queue) {
                 for (int i = 0; i < count; i++) gW[i] = PF32(m->grads, l + i, P_DT_W), gx[i] = m->layers[l + i].xdbl;
-                dw_group(m, side, &t_layer, gW, g_ddpre, di, gx, nx, count, M, di, R);
+                queue_dw_batch(m, side, &t_layer, gW, g_ddpre, di, gx, nx, count, M, di, R);
             }
         });
         REGION(m, "bwd.x_proj", {
@@ -684,7 +686,7 @@ static void backward_body(Model *m) {
                              u, di, PACT(l, P_X_PROJ), M, nx, di);
             if (queue) {
                 for (int i = 0; i < count; i++) gW[i] = PF32(m->grads, l + i, P_X_PROJ);
-                dw_group(m, side, &t_layer, gW, g_dxdbl, nx, g_u, di, count, M, nx, di);
+                queue_dw_batch(m, side, &t_layer, gW, g_dxdbl, nx, g_u, di, count, M, nx, di);
             }
         });
         REGION(m, "bwd.conv",
