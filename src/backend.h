@@ -85,8 +85,8 @@ typedef struct Backend {
     // The weight gradients of `count` such calls at once (the same shapes in several layers): for i < count,
     // dW_i (N, K) F32 += dout_i^T @ inp_i, operand i lying i * sW (F32), i * sdout, i * sinp (ACT) elements past
     // operand 0 (each a distinct buffer). The same as count matmul_bwd calls with only dW set, up to summation
-    // order (a GPU may run one batched GEMM with its own kernel). The model uses it for pairs of layers
-    // (model.c, backward_body); a backend may leave it NULL.
+    // order (a GPU may run one batched GEMM with its own kernel). The model uses it for groups of layers
+    // (Model.dw_group, model.c: backward_body); a backend may leave it NULL.
     void (*matmul_dw_batch)(void *dW, size_t sW, const void *dout, int lddo, size_t sdout, const void *inp, int ldi,
                             size_t sinp, int count, int M, int N, int K);
 

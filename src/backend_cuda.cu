@@ -927,6 +927,15 @@ __global__ void colsum_partial_bf16_kernel(float *part, const bf16 *x, int ld, i
     part[(size_t)g * N + n] = s;
 }
 
+// matmul_bwd's weight gradient for `count` operand sets (Backend.matmul_dw_batch; 1: matmul_bwd's own), one
+// strided batch: dW_i^T (K x N, ld K) += inp_i^T (K x M, ld ldi) @ dout_i (M x N: dout^T stored N x M, transposed)
+static void matmul_dw_batch(void *dW, size_t sW, const void *dout, int lddo, size_t sdout, const void *inp, int ldi,
+                            size_t sinp, int count, int M, int N, int K, int tune) {
+    if (M == 0) return;
+    gemm_batch(0, 1, K, N, M, (const bf16 *)inp, ldi, (long long)sinp, (const bf16 *)dout, lddo, (long long)sdout,
+               dW, K, (long long)sW, CUDA_R_32F, !g_grads_write, NULL, tune, count);
+}
+
 static void matmul_bwd(void *dinp, int ldd, int accumulate_dinp, void *dW, void *dbias, const void *dout, int lddo,
                        const void *inp, int ldi, const void *W, int M, int N, int K, int tune) {
     if (M == 0) return;
@@ -935,8 +944,7 @@ static void matmul_bwd(void *dinp, int ldd, int accumulate_dinp, void *dW, void 
     if (dinp)
         gemm(0, 0, K, M, N, (const bf16 *)W, K, dout_, lddo, dinp, ldd, CUDA_R_16BF, accumulate_dinp, NULL,
              tune);
-    // dW^T (K x N, ld K) += inp^T (K x M, ld ldi) @ dout (M x N: dout^T stored N x M, transposed)
-    if (dW) gemm(0, 1, K, N, M, (const bf16 *)inp, ldi, dout_, lddo, dW, K, CUDA_R_32F, !g_grads_write, NULL, tune);
+    if (dW) matmul_dw_batch(dW, 0, dout, lddo, 0, inp, ldi, 0, 1, M, N, K, tune);
     if (dbias) {
         int R = 64, G = (M + R - 1) / R;
         float *part = red_part((size_t)G * N * sizeof(float), &s_colsum_part);
@@ -953,13 +961,6 @@ static void cu_matmul_bwd(void *dinp, int ldd, int accumulate_dinp, void *dW, vo
 static void cu_matmul_bwd_det(void *dinp, int ldd, int accumulate_dinp, void *dW, void *dbias, const void *dout,
                               int lddo, const void *inp, int ldi, const void *W, int M, int N, int K) {
     matmul_bwd(dinp, ldd, accumulate_dinp, dW, dbias, dout, lddo, inp, ldi, W, M, N, K, 0);
-}
-// Backend.matmul_dw_batch: matmul_bwd's dW GEMM for `count` layers as one strided batch
-static void matmul_dw_batch(void *dW, size_t sW, const void *dout, int lddo, size_t sdout, const void *inp, int ldi,
-                            size_t sinp, int count, int M, int N, int K, int tune) {
-    if (M == 0) return;
-    gemm_batch(0, 1, K, N, M, (const bf16 *)inp, ldi, (long long)sinp, (const bf16 *)dout, lddo, (long long)sdout,
-               dW, K, (long long)sW, CUDA_R_32F, !g_grads_write, NULL, tune, count);
 }
 static void cu_matmul_dw_batch(void *dW, size_t sW, const void *dout, int lddo, size_t sdout, const void *inp, int ldi,
                                size_t sinp, int count, int M, int N, int K) {

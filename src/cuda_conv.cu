@@ -641,14 +641,9 @@ PmColsumJob cuda_conv_bwd_job(float *dw, float *db, const float *part, int G, in
     return PmColsumJob{dw, db, NULL, part, G, C * (K + 1), C * K, 0, add, PM_COLSUM_SPLIT};
 }
 
-void cuda_conv_silu_bwd_ex(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, const bf16 *xi,
-                           const float *w, const float *b, const int32_t *pos, int M, int T, int C, int K,
-                           float *part, int add, cudaStream_t st) {
-    int G = cuda_conv_silu_bwd_part(dxi, ldx, part, du, xi, w, b, pos, M, T, C, K, st);
-    if (G > 0) pm_colsum_job(cuda_conv_bwd_job(dw, db, part, G, C, K, add), st);
-}
 void cuda_conv_silu_bwd(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, const bf16 *xi, const float *w,
                         const float *b, const int32_t *pos, int M, int T, int C, int K, float *part,
                         cudaStream_t st) {
-    cuda_conv_silu_bwd_ex(dxi, ldx, dw, db, du, xi, w, b, pos, M, T, C, K, part, 1, st);
+    int G = cuda_conv_silu_bwd_part(dxi, ldx, part, du, xi, w, b, pos, M, T, C, K, st);
+    if (G > 0) pm_colsum_job(cuda_conv_bwd_job(dw, db, part, G, C, K, 1), st);
 }

@@ -23,12 +23,9 @@ size_t cuda_conv_bwd_part_bytes(int M, int C, int K);
 void cuda_conv_silu_bwd(__nv_bfloat16 *dxi, int ldx, float *dw, float *db, const __nv_bfloat16 *du,
                         const __nv_bfloat16 *xi, const float *w, const float *b, const int32_t *pos, int M, int T,
                         int C, int K, float *part, cudaStream_t st);
-// The same, with dw and db written (=) instead of added when add is 0 (Backend.grads_write).
-void cuda_conv_silu_bwd_ex(__nv_bfloat16 *dxi, int ldx, float *dw, float *db, const __nv_bfloat16 *du,
-                           const __nv_bfloat16 *xi, const float *w, const float *b, const int32_t *pos, int M,
-                           int T, int C, int K, float *part, int add, cudaStream_t st);
 // The backward in two: dxi and the G partial rows of dw | db in part (returns G; 0 when M is 0), then their
-// reduction as a job (pm_colsum_job, or the backend's reduction queue): cuda_conv_silu_bwd_ex is the two at once.
+// reduction as a job (pm_colsum_job with add 1 is what cuda_conv_silu_bwd does; the backend queues it, with add 0
+// under Backend.grads_write).
 int cuda_conv_silu_bwd_part(__nv_bfloat16 *dxi, int ldx, float *part, const __nv_bfloat16 *du,
                             const __nv_bfloat16 *xi, const float *w, const float *b, const int32_t *pos, int M, int T,
                             int C, int K, cudaStream_t st);

@@ -262,8 +262,9 @@ static void *carve(Carver *cv, size_t n) {
 // n elements, then `copies - 1` more of the same right after it (Model.dw_group's copies, each *cs bytes above the
 // one before: the strides of a group's batches)
 static void *carve_copies(Carver *cv, size_t n, int copies, size_t *cs) {
+    const size_t b0 = cv->bytes;
     void *p = carve(cv, n);
-    *cs = (n * cv->elem + 255) / 256 * 256;
+    *cs = cv->bytes - b0;
     for (int j = 1; j < copies; j++) carve(cv, n);
     return p;
 }
@@ -584,12 +585,14 @@ static void queue_dw_batch(const Model *m, int side, int *ticket, void *const *d
     if (side) *ticket = bk->side_end();
 }
 
-// Layer l's place in its group of Model.dw_group (groups counted from the top): *j its index from the group's
-// bottom layer (0 = the bottom), *count the group's layers. copy_at: copy j of a buffer whose copies are cs apart.
-static void group_place(const Model *m, int l, int *j, int *count) {
+// Layer l's place in its group of Model.dw_group (groups counted from the top): its index from the group's bottom
+// layer (0 = the bottom), and in *count (if not NULL) the group's layers. copy_at: copy j of a buffer whose copies
+// are cs apart.
+static int group_index(const Model *m, int l, int *count) {
     const int G = m->dw_group, top = m->cfg.n_layer - 1 - (m->cfg.n_layer - 1 - l) / G * G;
     const int bottom = top - G + 1 > 0 ? top - G + 1 : 0;
-    *j = l - bottom, *count = top - bottom + 1;
+    if (count) *count = top - bottom + 1;
+    return l - bottom;
 }
 static void *copy_at(void *base, size_t cs, int j) { return base ? (char *)base + (size_t)j * cs : NULL; }
 
@@ -607,20 +610,19 @@ static void backward_body(Model *m) {
     const int defer = bk->defer_reductions && !m->hook && !(dr && dr[0] == '0');
     if (defer) bk->defer_reductions(1);
     bk->memzero(m->dres, (size_t)M * d * bk->f32_bytes);
-    int jt, ct;  // the top layer's place in its group: its dh is that copy
-    group_place(m, c->n_layer - 1, &jt, &ct);
-    REGION(m, "bwd.norm",
-           bk->rmsnorm_bwd(m->dres, copy_at(m->dh, m->dh_cs, jt), PF32(m->grads, -1, 1), m->dxn, m->res_f,
-                           PF32(m->params, -1, 1), m->rstd_f, M, d));
     // (only lowered after allocation: the copies are dw_copies' worth)
     if (m->dw_group < 1 || m->dw_group > m->dw_copies)
         pm_die("model: weight-gradient groups of %d layers with copies for %d", m->dw_group, m->dw_copies);
+    // the top layer's dh: its copy in its group
+    REGION(m, "bwd.norm",
+           bk->rmsnorm_bwd(m->dres, copy_at(m->dh, m->dh_cs, group_index(m, c->n_layer - 1, NULL)),
+                           PF32(m->grads, -1, 1), m->dxn, m->res_f, PF32(m->params, -1, 1), m->rstd_f, M, d));
     void *g_y[PM_DW_GROUP_MAX], *g_u[PM_DW_GROUP_MAX], *g_dh[PM_DW_GROUP_MAX], *g_ddpre[PM_DW_GROUP_MAX],
         *g_dxdbl[PM_DW_GROUP_MAX];  // the group's members' (j = 0 ..)
     for (int l = c->n_layer - 1; l >= 0; l--) {
         struct LayerActs *L = &m->layers[l];
-        int j, count;  // this layer's place in its group
-        group_place(m, l, &j, &count);
+        int count;  // this layer's place in its group, j, and the group's layers
+        const int j = group_index(m, l, &count);
         // m->dh holds d(h_l), the gradient of this layer's mixer output: copy j, as ddpre, dxdbl (and u, y where
         // they are recomputed) are
         void *xz, *xn, *u, *dpre, *y;
@@ -630,9 +632,7 @@ static void backward_body(Model *m) {
         void *dh = copy_at(m->dh, m->dh_cs, j), *ddpre = copy_at(m->ddpre, m->ddpre_cs, j),
              *dxdbl = copy_at(m->dxdbl, m->dxdbl_cs, j);
         // the gradient this layer's norm backward writes: the layer below's dh, in that layer's copy
-        int jb = 0, cb;
-        if (l > 0) group_place(m, l - 1, &jb, &cb);
-        void *dh_below = copy_at(m->dh, m->dh_cs, jb);
+        void *dh_below = copy_at(m->dh, m->dh_cs, l > 0 ? group_index(m, l - 1, NULL) : 0);
         g_y[j] = y, g_u[j] = u, g_dh[j] = dh, g_ddpre[j] = ddpre, g_dxdbl[j] = dxdbl;
         // out_proj: d(y) now (it needs nothing recomputed); its weight gradient after the scan's backward, which
         // writes this layer's y (the gated scan output) into m->y again from the states it recomputes anyway, bit

@@ -56,14 +56,12 @@
 #define cuda_conv_silu_fwd lab_conv_silu_fwd_unused
 #define cuda_conv_bwd_part_bytes lab_conv_bwd_part_bytes_unused
 #define cuda_conv_silu_bwd lab_conv_silu_bwd_unused
-#define cuda_conv_silu_bwd_ex lab_conv_silu_bwd_ex_unused
 #define cuda_conv_silu_bwd_part lab_conv_silu_bwd_part_unused
 #define cuda_conv_bwd_job lab_conv_bwd_job
 #include "cuda_conv.cu"
 #undef cuda_conv_silu_fwd
 #undef cuda_conv_bwd_part_bytes
 #undef cuda_conv_silu_bwd
-#undef cuda_conv_silu_bwd_ex
 #undef cuda_conv_silu_bwd_part
 // conv v7 candidates (bulk-copy-fed ring; namespace v7), built on the helpers of the copy above.
 #include "conv_v7.cuh"
