@@ -111,13 +111,14 @@ static size_t g_red_used;       // bytes of the ring handed out since the last l
 static int g_red_defer;         // Backend.defer_reductions
 static PmColsumBatch g_red;     // the queued jobs
 static int g_red_launches;      // for tests: launches of queued jobs
+static int g_red_batch_max = PM_COLSUM_MAXJOBS;  // jobs a launch takes (red_read_batch_max)
 
 // Jobs a launch takes: PM_COLSUM_MAXJOBS, or fewer with PM_REDUCTION_BATCH (tests: launches in the middle of a
-// backward, and slices reused after them)
-static int red_batch_max(void) {
+// backward, and slices reused after them). Read when deferral begins, not per queued job.
+static void red_read_batch_max(void) {
     const char *e = getenv("PM_REDUCTION_BATCH");
     const int n = e ? atoi(e) : 0;
-    return n >= 1 && n < PM_COLSUM_MAXJOBS ? n : PM_COLSUM_MAXJOBS;
+    g_red_batch_max = n >= 1 && n < PM_COLSUM_MAXJOBS ? n : PM_COLSUM_MAXJOBS;
 }
 static size_t red_align(size_t b) { return (b + 255) & ~(size_t)255; }
 static size_t red_ring_bytes(size_t largest) { return RED_RING_FACTOR * red_align(largest); }
@@ -138,7 +139,7 @@ static float *red_part(size_t bytes, Scratch *own) {
         s_red_ring.bytes = red_ring_bytes(b);
         cudaCheck(cudaMalloc(&s_red_ring.p, s_red_ring.bytes));
     }
-    if (g_red_used + b > s_red_ring.bytes || g_red.njobs >= red_batch_max()) red_flush();
+    if (g_red_used + b > s_red_ring.bytes || g_red.njobs >= g_red_batch_max) red_flush();
     float *p = (float *)((char *)s_red_ring.p + g_red_used);
     g_red_used += b;
     return p;
@@ -155,7 +156,8 @@ static void colsum_final(float *dst, const float *part, int G, int W) {
 }
 static void cu_defer_reductions(int on) {
     g_red_defer = on;
-    if (!on) red_flush();
+    if (on) red_read_batch_max();
+    else red_flush();
 }
 extern "C" int backend_cuda_reduction_launches(void) { return g_red_launches; }
 

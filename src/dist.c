@@ -527,8 +527,9 @@ void dist_attach(Model *m, int grad_accum) {
     g_ov.prev = m->hook, g_ov.prev_ctx = m->hook_ctx;
     m->hook = overlap_hook, m->hook_ctx = NULL;
     // a layer's gradients must be complete when its last region ends: no weight gradients of several layers at
-    // once (Model.dw_group; its copies stay allocated, unused)
-    m->dw_group = 1;
+    // once (Model.dw_group), and so no copies for them (the caller attaches before planning the activations)
+    model_limit_dw_group(1);
+    if (m->layers) m->dw_group = 1;  // (attached after model_alloc_activations: its copies stay, unused)
     g_ov.on = 1;
 }
 

@@ -310,14 +310,16 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, int
     m->dy = carve(a, M * di);
 }
 
+static int g_dw_group_limit;  // model_limit_dw_group; 0: none
+
+void model_limit_dw_group(int max_group) { g_dw_group_limit = max_group > 0 ? max_group : 0; }
+
 int model_dw_group(const ModelConfig *c, const Backend *bk) {
     const char *e = getenv("PM_DW_GROUP");
     if (!bk->matmul_dw_batch) return 1;
-    if (e && *e) {
-        int g = atoi(e);
-        return g < 1 ? 1 : g > PM_DW_GROUP_MAX ? PM_DW_GROUP_MAX : g;
-    }
-    return c->d_inner <= 2048 ? 2 : 1;
+    int g = c->d_inner <= 2048 ? 2 : 1;
+    if (e && *e) g = atoi(e), g = g < 1 ? 1 : g > PM_DW_GROUP_MAX ? PM_DW_GROUP_MAX : g;
+    return g_dw_group_limit && g > g_dw_group_limit ? g_dw_group_limit : g;
 }
 
 // Bytes of one layer's scan states at (B, T), 256-aligned; 0 when not kept.

@@ -127,7 +127,7 @@ typedef struct {
     // backward_body); 1: each layer's alone. The layers above the bottom one of a group then keep what those GEMMs
     // read in copies of their own: copy j (1 .. dw_group - 1) of dh, ddpre, dxdbl, and without keep_activations
     // u and y, lies j * *_cs bytes above the shared buffer (copy 0). Set dw_group to 1 after model_alloc_activations
-    // to compute each layer's alone (dist_attach does; the copies stay allocated).
+    // to compute each layer's alone (the copies stay allocated); model_limit_dw_group before it makes none.
     int dw_group, dw_copies;  // (dw_copies: how many copies model_alloc_activations made)
     size_t dh_cs, ddpre_cs, dxdbl_cs, u_cs, y_cs;
     double *host_losses;  // (M) host copy of the per-token losses
@@ -149,8 +149,12 @@ void model_alloc_activations(Model *m, int B, int T);
 // Model.dw_group as model_alloc_activations sets it on bk: where the backend has matmul_dw_batch and the layers are
 // narrow, their out_proj / dt_proj / x_proj weight-gradient GEMMs leave the GPU part idle alone (docs/perf.md):
 // 2 layers at once up to d_inner 2048 (130m, 370m; groups of 4 measured no faster at 130m), else 1.
-// PM_DW_GROUP=N sets it (1: off; at most PM_DW_GROUP_MAX).
+// PM_DW_GROUP=N sets it (1: off; at most PM_DW_GROUP_MAX). Never above the limit model_limit_dw_group set.
 int model_dw_group(const ModelConfig *c, const Backend *bk);
+// From now on (process-wide) groups of at most max_group layers; 0 lifts the limit. dist_attach sets 1 before the
+// activations are planned and allocated: its overlap hook reduces each layer's gradients when that layer's last
+// region ends, so no layer's weight gradients may wait for its group (and no copies are made for groups).
+void model_limit_dw_group(int max_group);
 #define PM_DW_GROUP_MAX 8  // the most layers a group may have
 // Bytes model_alloc_activations(B, T) allocates on bk (both arenas, the integer inputs, and the scan states
 // when keep_scan_states is set and the backend keeps them), for the given keep_* / recompute_* settings.

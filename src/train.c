@@ -201,6 +201,9 @@ int cmd_train(int argc, char **argv) {
     model_create(&m, &cfg, bk, (uint64_t)a.seed);
     m.fp32_logits = a.fp32_logits;
     model_alloc_optimizer(&m);
+    // with several ranks: reduce each layer's gradients during the backward (before the activations are planned:
+    // it limits Model.dw_group)
+    dist_attach(&m, a.grad_accum);
     MemorySettings ms;
     size_t ms_bytes;
     if (memory_flags_settings(&a.mem, &cfg, bk, a.batch, a.seq_len, &ms, &ms_bytes) != 0)
@@ -214,7 +217,6 @@ int cmd_train(int argc, char **argv) {
         fprintf(stderr, "packmamba: %s\n", line);
     }
     model_alloc_activations(&m, a.batch, a.seq_len);
-    dist_attach(&m, a.grad_accum);  // with several ranks: reduce each layer's gradients during the backward
     Batcher *bt = batcher_open(a.data, PM_SPLIT_TRAIN, policy, a.batch, a.seq_len, (uint64_t)a.seed, rank, world,
                                a.window);
     if (!bt) pm_die("%s", pm_last_error());

@@ -492,6 +492,27 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
         assert_int_equal(g_alloc_bytes, model_train_bytes(&c, &bk, B, T, &order[i]));
         model_destroy(&m);
     }
+    // model_limit_dw_group (dist_attach's, before the plan): the estimate and the allocation both leave out the
+    // groups' copies, the same bytes as with the groups turned off through PM_DW_GROUP=1; lifting it restores them
+    const size_t grouped = model_train_bytes(&c, &bk, B, T, &order[1]);
+    setenv("PM_DW_GROUP", "1", 1);
+    const size_t alone = model_train_bytes(&c, &bk, B, T, &order[1]);
+    unsetenv("PM_DW_GROUP");
+    assert_true(alone < grouped);  // (the CPU backend groups by default: there are copies to leave out)
+    model_limit_dw_group(1);
+    assert_int_equal(model_train_bytes(&c, &bk, B, T, &order[1]), alone);
+    g_alloc_bytes = 0;
+    Model m;
+    model_create(&m, &c, &bk, 3);
+    model_alloc_optimizer(&m);
+    model_set_memory_settings(&m, &order[1]);
+    model_alloc_activations(&m, B, T);
+    assert_int_equal(g_alloc_bytes, alone);
+    assert_int_equal(m.dw_group, 1);
+    assert_int_equal(m.dw_copies, 1);
+    model_destroy(&m);
+    model_limit_dw_group(0);
+    assert_int_equal(model_train_bytes(&c, &bk, B, T, &order[1]), grouped);
 }
 
 int main(void) {
