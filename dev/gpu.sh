@@ -21,7 +21,7 @@ MODE="${1:-run}"
 if [ "$MODE" = pack ]; then
     set -e
     cmake -S "$ROOT" -B "$GPU/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build "$GPU/build" -j2
+    cmake --build "$GPU/build" -j"${PM_JOBS:-2}"
     rm -rf "${GPU:?}/bin" "${GPU:?}/lib"
     mkdir -p "$GPU/bin" "$GPU/lib"
     for f in "$GPU/build/packmamba" "$GPU/build"/test_cuda_* "$GPU/build"/test_*gpu*; do
