@@ -169,6 +169,11 @@ typedef struct Backend {
     // brackets a backward without a hook with it. Same results either way. NULL: every op completes its outputs.
     void (*defer_reductions)(int on);
 
+    // ---- optional: fence_stream(stream): the given stream of the backend's device API (a cudaStream_t for CUDA)
+    // waits, on the device, for everything queued so far on both queues; the host does not wait. Data parallelism
+    // orders its gradient reductions after a layer's backward with it (dist.c). NULL: the caller synchronizes.
+    void (*fence_stream)(void *stream);
+
     // ---- optional, for `packmamba bench` (NULL where a backend does not provide them) ----
     // GPU-side timing without a synchronize per op: event_record enqueues a timestamp on the compute stream and
     // returns a handle from a pool the backend owns; event_elapsed_ms gives milliseconds from a to b (waits for

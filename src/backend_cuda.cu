@@ -1456,6 +1456,21 @@ static int cu_side_end(void) {
 static void cu_side_wait(int ticket) {
     if (ticket > 0) cudaCheck(cudaStreamWaitEvent(g_main, g_side_done[ticket % SIDE_RING], 0));
 }
+// Backend.fence_stream: `stream` waits for what the main and the side stream hold now. cudaStreamWaitEvent takes
+// the event's latest record at the call, so the two events are recorded again at every fence.
+static void cu_fence_stream(void *stream) {
+    static cudaEvent_t main_now, side_now;
+    if (!main_now) {
+        cudaCheck(cudaEventCreateWithFlags(&main_now, cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&side_now, cudaEventDisableTiming));
+    }
+    cudaCheck(cudaEventRecord(main_now, g_main));
+    cudaCheck(cudaStreamWaitEvent((cudaStream_t)stream, main_now, 0));
+    if (g_side) {
+        cudaCheck(cudaEventRecord(side_now, g_side));
+        cudaCheck(cudaStreamWaitEvent((cudaStream_t)stream, side_now, 0));
+    }
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // global gradient norm and AdamW
@@ -1711,6 +1726,7 @@ static int cuda_init(void) {
         b->side_wait = cu_side_wait;
         b->grads_write = cu_grads_write;
         b->defer_reductions = cu_defer_reductions;
+        b->fence_stream = cu_fence_stream;
         b->event_record = cu_event_record;
         b->event_elapsed_ms = cu_event_elapsed_ms;
         b->event_release = cu_event_release;

@@ -449,11 +449,14 @@ static void launch_bucket(size_t lo, size_t hi, int last) {
     const Model *m = g_ov.m;
     const size_t es = m->bk->f32_bytes;
     int cpu = strcmp(m->bk->name, "cpu") == 0;
-    if (!cpu) m->bk->synchronize();  // the bucket's gradients are written (the backend queues on its own stream)
+    // the bucket's gradients are written by work queued on the backend's own streams: the reductions' stream waits
+    // for it on the device (Backend.fence_stream), or the host for all of it
+    if (!cpu && !m->bk->fence_stream) m->bk->synchronize();
     double t0 = pm_now();
 #ifdef PM_HAVE_NCCL
     if (!cpu) {
         nccl_setup();
+        if (m->bk->fence_stream) m->bk->fence_stream(g_nstream);
         nccl_check(ncclGroupStart(), "group start");
     }
 #endif
@@ -511,6 +514,9 @@ void dist_attach(Model *m, int grad_accum) {
     absorb_moments(m);  // from here on this rank holds only its range of the Adam moments
     const char *e = getenv("PM_DIST_OVERLAP");
     if (e && strcmp(e, "0") == 0) return;
+#ifndef PM_HAVE_NCCL
+    if (strcmp(m->bk->name, "cpu") != 0) return;  // no device collectives: the one-shot path says so and stops
+#endif
     const int L = m->cfg.n_layer;
     g_ov.m = m, g_ov.accum = grad_accum;
     g_ov.layer_lo = pm_malloc((L + 1) * sizeof(size_t));
@@ -526,6 +532,9 @@ void dist_attach(Model *m, int grad_accum) {
     }
     g_ov.prev = m->hook, g_ov.prev_ctx = m->hook_ctx;
     m->hook = overlap_hook, m->hook_ctx = NULL;
+    // with a fence the backward keeps its side queue and deferred reductions (a hook before this one, if any, must
+    // have ordered itself too)
+    m->hook_orders_itself = m->bk->fence_stream && (!g_ov.prev || m->hook_orders_itself);
     // a layer's gradients must be complete when its last region ends: no weight gradients of several layers at
     // once (Model.dw_group), and so no copies for them (the caller attaches before planning the activations)
     model_limit_dw_group(1);

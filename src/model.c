@@ -533,8 +533,8 @@ double model_forward(Model *m, const Batch *b, float *logits) {
 void model_forward_hidden(Model *m, const Batch *b) { forward_body(m, b, 0); }
 
 // The layer's weight-gradient GEMMs go to the backend's side queue where it has one (side_begin), unless a hook is
-// set: a hook expects each region's work done on the main queue when the region ends (the bench's profiler times
-// each op there; dist's overlap hook reduces a layer's gradients after its last region). Nothing below a layer
+// set that expects each region's work done on the main queue when the region ends (the bench's profiler times each
+// op there; Model.hook_orders_itself: dist's overlap hook fences its reductions after both queues). Nothing below a layer
 // reads them, so they run beside the chain's next kernels. Each buffer a side GEMM reads stays untouched until a
 // side_wait on its ticket:
 //   out_proj dW reads dh and y          -> waited for before the norm backward that rewrites that dh buffer;
@@ -604,21 +604,26 @@ static void backward_body(Model *m) {
     const ModelConfig *c = &m->cfg;
     const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
     const int M = m->cur_M, T = m->cur_T;
-    const int side = bk->side_begin && !m->hook;
+    const int queues = !m->hook || m->hook_orders_itself;  // (Model.hook_orders_itself)
+    const int side = bk->side_begin && queues;
     int t_out = 0, t_layer = 0;  // tickets: the last out_proj dW queued; all the side work of the layer above
     // the parameter gradients' small reductions held back and run a few layers' at once (a hook expects each
     // region's outputs complete when it ends); PM_DEFER_REDUCTIONS=0 runs each at once (A/B runs, tests)
     const char *dr = getenv("PM_DEFER_REDUCTIONS");
-    const int defer = bk->defer_reductions && !m->hook && !(dr && dr[0] == '0');
+    const int defer = bk->defer_reductions && queues && !(dr && dr[0] == '0');
+    // with a hook that orders itself: what is held back runs before each norm region ends (a layer's last region)
+    const int flush_norms = defer && m->hook;
     if (defer) bk->defer_reductions(1);
     bk->memzero(m->dres, (size_t)M * d * bk->f32_bytes);
     // (only lowered after allocation: the copies are dw_copies' worth)
     if (m->dw_group < 1 || m->dw_group > m->dw_copies)
         pm_die("model: weight-gradient groups of %d layers with copies for %d", m->dw_group, m->dw_copies);
     // the top layer's dh: its copy in its group
-    REGION(m, "bwd.norm",
-           bk->rmsnorm_bwd(m->dres, copy_at(m->dh, m->dh_cs, group_index(m, c->n_layer - 1, NULL)),
-                           PF32(m->grads, -1, 1), m->dxn, m->res_f, PF32(m->params, -1, 1), m->rstd_f, M, d));
+    REGION(m, "bwd.norm", {
+        bk->rmsnorm_bwd(m->dres, copy_at(m->dh, m->dh_cs, group_index(m, c->n_layer - 1, NULL)),
+                        PF32(m->grads, -1, 1), m->dxn, m->res_f, PF32(m->params, -1, 1), m->rstd_f, M, d);
+        if (flush_norms) bk->defer_reductions(0), bk->defer_reductions(1);
+    });
     void *g_y[PM_DW_GROUP_MAX], *g_u[PM_DW_GROUP_MAX], *g_dh[PM_DW_GROUP_MAX], *g_ddpre[PM_DW_GROUP_MAX],
         *g_dxdbl[PM_DW_GROUP_MAX];  // the group's members' (j = 0 ..)
     for (int l = c->n_layer - 1; l >= 0; l--) {
@@ -700,9 +705,11 @@ static void backward_body(Model *m) {
         if (side) bk->side_wait(t_out);  // the norm's backward rewrites a dh buffer that an out_proj dW reads
         // res_l feeds this norm and (through the residual) everything above: dres accumulates; the updated dres is
         // d(h_{l-1}) for the layer below.
-        REGION(m, "bwd.norm",
-               bk->rmsnorm_bwd(m->dres, l > 0 ? dh_below : NULL, PF32(m->grads, l, P_NORM), m->dxn, L->res,
-                               PF32(m->params, l, P_NORM), L->rstd, M, d));
+        REGION(m, "bwd.norm", {
+            bk->rmsnorm_bwd(m->dres, l > 0 ? dh_below : NULL, PF32(m->grads, l, P_NORM), m->dxn, L->res,
+                            PF32(m->params, l, P_NORM), L->rstd, M, d);
+            if (flush_norms) bk->defer_reductions(0), bk->defer_reductions(1);
+        });
     }
     REGION(m, "bwd.embedding", bk->embedding_bwd(PF32(m->grads, -1, 0), m->dres, m->tokens, M, d, c->vocab_pad));
     if (defer) bk->defer_reductions(0);

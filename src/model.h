@@ -139,6 +139,12 @@ typedef struct {
     // backward ("fwd.in_proj", "bwd.scan", ...). NULL (the default) costs nothing. See bench.c.
     void (*hook)(void *ctx, const char *region, int begin);
     void *hook_ctx;
+    // 0 (the default): the hook expects each region's work done on the main queue when the region ends (the bench's
+    // profiler times each op there), so the backward runs without the side queue and the deferred reductions.
+    // 1: the hook orders its own work after the backend's queues (Backend.fence_stream: dist's overlap hook), so the
+    // backward keeps both; it then runs the held-back reductions at the end of every norm region, so that a layer's
+    // gradients are all queued when its last region ends.
+    int hook_orders_itself;
 } Model;
 
 // Allocate parameters and gradients on bk and initialize them as the reference does, from `seed`.

@@ -13,7 +13,8 @@
 # Results come back in $OUT: summary.txt, and runs.tar.gz with each run's log and metrics.jsonl.
 # Knobs: PM_BIN (binary), STEPS (scaling steps, default 20), SCALE (default "370m 8,1.4b 4": preset and per-GPU
 # batch), CHECK (default "130m 1024": preset and T of the correctness run), CHECK_STEPS (default 50), SEQ (default 2048), NO_OVERLAP_ROW
-# (default: the first SCALE entry again with PM_DIST_OVERLAP=0; empty: skip), DEVICE (default cuda).
+# (default: the first SCALE entry again with PM_DIST_OVERLAP=0; empty: skip), DEVICE (default cuda), SIDE_CHECK (default 1:
+# the overlap with the side queue held back against it off, bit for bit; 0: skip).
 # Dry run on a CPU machine: DEVICE=cpu CHECK="tiny 128" SCALE="tiny 2" SEQ=128 TOKENIZER=byte PM_BIN=build-x/packmamba
 set -uo pipefail
 # NVLink multicast stays off on the lent machines (KINDS.md): NCCL must not use NVLS there.
@@ -100,6 +101,23 @@ PM_DIST_OVERLAP=0 PM_DIST_FP32_GATHER=1 timeout 240 "${MPI[@]}" -x PM_DIST_OVERL
 log "PM_DIST_OVERLAP=0 PM_DIST_FP32_GATHER=1 (one reduce-scatter after the backward; all F32 masters gathered):"
 compare "$W/c1" "$W/c3"
 save_run c1; save_run c2; save_run c3
+if [ "${SIDE_CHECK:-1}" = 1 ]; then
+    # The overlap keeps the backward's side queue and deferred reductions (Model.hook_orders_itself): each layer's
+    # bucket waits for both queues on the device. With the side work held back ~0.3 ms (PM_SIDE_STREAM=2) a bucket
+    # reduced before its weight gradients were written would change the bits; the same run with everything on the
+    # main queue, and with every reduction at once, must give the same losses bit for bit.
+    SC=(train --device "$DEVICE" --deterministic --data "$W/data" --preset "$CP" --seq-len "$CT" --steps 10 --warmup 5
+        --log-every 5 --seed 1 ${CHECK_ARGS:-} --batch 2)
+    for v in "PM_SIDE_STREAM=2:s2" "PM_SIDE_STREAM=0:s0" "PM_DEFER_REDUCTIONS=0:d0"; do
+        name=${v#*:}; kv=${v%%:*}
+        env "$kv" timeout 240 "${MPI[@]}" -x "${kv%%=*}" "$BIN" "${SC[@]}" --out "$W/$name" > "$L/$name.log" 2>&1 ||
+            log "2 GPU run ($kv) failed: $(tail -3 "$L/$name.log")"
+    done
+    log "2 ranks, side work held back (PM_SIDE_STREAM=2) against everything on the main queue (=0); then against every reduction at once (PM_DEFER_REDUCTIONS=0):"
+    compare "$W/s2" "$W/s0"
+    compare "$W/s2" "$W/d0"
+    save_run s2; save_run s0; save_run d0
+fi
 
 log "== 2. scaling at T=$SEQ (packed), same per-GPU batch; tok/s is global, comm = rank 0's time in collectives"
 declare -A R1
