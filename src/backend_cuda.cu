@@ -1470,7 +1470,13 @@ static void cu_fence_stream(void *stream) {
         cudaCheck(cudaEventRecord(side_now, g_side));
         cudaCheck(cudaStreamWaitEvent((cudaStream_t)stream, side_now, 0));
     }
+    const char *e = getenv("PM_FENCE_HOLD");
+    if (e && e[0] == '1') {
+        spin_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(1000000ull);
+        cudaLaunchCheck();
+    }
 }
+static void cu_wait_event(void *event) { cudaCheck(cudaStreamWaitEvent(g_main, (cudaEvent_t)event, 0)); }
 
 // ---------------------------------------------------------------------------------------------------------
 // global gradient norm and AdamW
@@ -1727,6 +1733,7 @@ static int cuda_init(void) {
         b->grads_write = cu_grads_write;
         b->defer_reductions = cu_defer_reductions;
         b->fence_stream = cu_fence_stream;
+        b->wait_event = cu_wait_event;
         b->event_record = cu_event_record;
         b->event_elapsed_ms = cu_event_elapsed_ms;
         b->event_release = cu_event_release;
