@@ -535,8 +535,8 @@ void model_forward_hidden(Model *m, const Batch *b) { forward_body(m, b, 0); }
 // The layer's weight-gradient GEMMs go to the backend's side queue where it has one (side_begin), unless a hook is
 // set that expects each region's work done on the main queue when the region ends (the bench's profiler times each
 // op there; Model.hook_orders_itself: dist's overlap hook fences its reductions after both queues). Nothing below
-// a layer reads them, so they run beside the chain's next kernels. Each buffer a side GEMM reads stays untouched until a
-// side_wait on its ticket:
+// a layer reads them, so they run beside the chain's next kernels. Each buffer a side GEMM reads stays untouched
+// until a side_wait on its ticket:
 //   out_proj dW reads dh and y          -> waited for before the norm backward that rewrites that dh buffer;
 //   dt_proj, x_proj, in_proj dW read ddpre, dxdbl, dxz, u, xn (and out_proj's y)
 //                                       -> waited for before the next layer's recompute and scan backward;
