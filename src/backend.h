@@ -175,10 +175,6 @@ typedef struct Backend {
     // PM_FENCE_HOLD=1 (tests) then holds that stream back ~1 ms, so that work on it that something forgot to wait
     // for shows up as different bits.
     void (*fence_stream)(void *stream);
-    // wait_event(event): the main queue's later ops wait, on the device, for an event of the device API (a
-    // cudaEvent_t recorded on another stream); NULL where fence_stream is. Data parallelism's next forward waits so
-    // for each layer's weights from the all-gather (dist.c).
-    void (*wait_event)(void *event);
 
     // ---- optional, for `packmamba bench` (NULL where a backend does not provide them) ----
     // GPU-side timing without a synchronize per op: event_record enqueues a timestamp on the compute stream and

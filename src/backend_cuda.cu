@@ -1476,7 +1476,6 @@ static void cu_fence_stream(void *stream) {
         cudaLaunchCheck();
     }
 }
-static void cu_wait_event(void *event) { cudaCheck(cudaStreamWaitEvent(g_main, (cudaEvent_t)event, 0)); }
 
 // ---------------------------------------------------------------------------------------------------------
 // global gradient norm and AdamW
@@ -1733,7 +1732,6 @@ static int cuda_init(void) {
         b->grads_write = cu_grads_write;
         b->defer_reductions = cu_defer_reductions;
         b->fence_stream = cu_fence_stream;
-        b->wait_event = cu_wait_event;
         b->event_record = cu_event_record;
         b->event_elapsed_ms = cu_event_elapsed_ms;
         b->event_release = cu_event_release;

@@ -437,11 +437,6 @@ static struct {
     int norms;     // "bwd.norm" regions finished in the current backward
     int launched;  // buckets launched this step (n_layer + 1 when complete)
     size_t *layer_lo;  // (n_layer + 1): layer l is [layer_lo[l], layer_lo[l+1]); layer_lo[n_layer] = norm_f
-    int gathered;      // the all-gather went out in pieces (gather_compute_copy): forwards wait for each
-    int fwd_norms;     // "fwd.norm" regions begun in the current forward
-#ifdef PM_HAVE_NCCL
-    cudaEvent_t *piece_ev;  // (n_layer + 2): the all-gather's piece p is on every rank (embedding, layers, norm_f)
-#endif
     void (*prev)(void *, const char *, int);
     void *prev_ctx;
 #ifdef PM_HAVE_MPI
@@ -500,14 +495,6 @@ static void overlap_hook(void *ctx, const char *region, int begin) {
     if (g_ov.prev) g_ov.prev(g_ov.prev_ctx, region, begin);
     if (begin) {
         if (strcmp(region, "fwdbwd.classifier") == 0) g_ov.micro++, g_ov.norms = 0;
-#ifdef PM_HAVE_NCCL
-        // the all-gather's pieces, each waited for before its first reader: the embedding, layer k at its norm (the
-        // layer's first op), norm_f at the last "fwd.norm"
-        else if (g_ov.gathered && strcmp(region, "fwd.embedding") == 0)
-            g_ov.fwd_norms = 0, g_ov.m->bk->wait_event(g_ov.piece_ev[0]);
-        else if (g_ov.gathered && strcmp(region, "fwd.norm") == 0 && g_ov.fwd_norms <= g_ov.m->cfg.n_layer)
-            g_ov.m->bk->wait_event(g_ov.piece_ev[1 + g_ov.fwd_norms++]);
-#endif
         return;
     }
     if (g_ov.micro != g_ov.accum) return;  // gradients are final only after the step's last micro-batch
@@ -610,78 +597,43 @@ int dist_is_f32_operand(const Model *m, int t) {
 
 // All-gather of the compute copy (ACT) and of the F32 operands' masters, from each owner's range. Runs of adjacent
 // F32-operand tensors are merged (norm, A_log, D | conv weight, bias | dt bias per layer), then cut by owner.
+static void gather_compute_copy(Model *m) {
 #ifdef PM_HAVE_NCCL
-// Broadcasts, in the current NCCL group, the compute copy's elements [lo, hi) and, within them, the F32 masters of
-// the small tensors the ops read as F32 (dist_is_f32_operand), each piece from its owner (own: the ranges).
-static void bcast_range(const Model *m, const size_t *own, size_t lo, size_t hi, int *ops) {
+    m->bk->synchronize();
+    double t0 = pm_now();
+    nccl_setup();
+    size_t *own = pm_malloc((g_world + 1) * sizeof(size_t));
+    for (int r = 0; r < g_world; r++) dist_shard_range(m->n_params, r, g_world, &own[r], &own[r + 1]);
+    int ops = 0;
+    nccl_check(ncclGroupStart(), "group start");
     for (int r = 0; r < g_world; r++) {
-        size_t a = lo > own[r] ? lo : own[r], b = hi < own[r + 1] ? hi : own[r + 1];
-        if (a >= b) continue;
-        void *p = (char *)m->params_act + a * m->bk->act_bytes;
-        nccl_check(ncclBroadcast(p, p, b - a, ncclBfloat16, r, g_nccl, g_nstream), "broadcast (act)");
+        if (own[r + 1] == own[r]) continue;
+        void *p = (char *)m->params_act + own[r] * m->bk->act_bytes;
+        nccl_check(ncclBroadcast(p, p, own[r + 1] - own[r], ncclBfloat16, r, g_nccl, g_nstream), "broadcast (act)");
+        ops++;
     }
     for (int t = 0; t < m->n_tensors;) {
         if (!dist_is_f32_operand(m, t)) {
             t++;
             continue;
         }
-        size_t tlo = m->tensors[t].offset, thi = tlo + m->tensors[t].size;
-        for (t++; t < m->n_tensors && dist_is_f32_operand(m, t) && m->tensors[t].offset == thi; t++)
-            thi += m->tensors[t].size;
-        if (tlo < lo) tlo = lo;
-        if (thi > hi) thi = hi;
+        size_t lo = m->tensors[t].offset, hi = lo + m->tensors[t].size;
+        for (t++; t < m->n_tensors && dist_is_f32_operand(m, t) && m->tensors[t].offset == hi; t++)
+            hi += m->tensors[t].size;
         for (int r = 0; r < g_world; r++) {
-            size_t a = tlo > own[r] ? tlo : own[r], b = thi < own[r + 1] ? thi : own[r + 1];
+            size_t a = lo > own[r] ? lo : own[r], b = hi < own[r + 1] ? hi : own[r + 1];
             if (a >= b) continue;
             float *p = (float *)m->params + a;
             nccl_check(ncclBroadcast(p, p, b - a, ncclFloat32, r, g_nccl, g_nstream), "broadcast (f32)");
-            if (++*ops % 64 == 0) {  // keep groups small
+            if (++ops % 64 == 0) {  // keep groups small
                 nccl_check(ncclGroupEnd(), "group end");
                 nccl_check(ncclGroupStart(), "group start");
             }
         }
     }
-}
-#endif
-
-// Every rank gets the whole compute copy (and the small F32 operands) after AdamW. With the overlap (and a backend
-// with fence_stream / wait_event) it goes out in pieces in the forward's order, the embedding, each layer, norm_f,
-// each piece's event recorded after it, and nobody waits here: the next forward waits, on the device, for each
-// piece before its first reader (overlap_hook), so the gather runs beside the forward's first layers. Otherwise
-// one gather, waited for.
-static void gather_compute_copy(Model *m) {
-#ifdef PM_HAVE_NCCL
-    const int pieces = g_ov.on && m->bk->fence_stream && m->bk->wait_event;
-    if (!pieces) m->bk->synchronize();
-    double t0 = pm_now();
-    nccl_setup();
-    size_t *own = pm_malloc((g_world + 1) * sizeof(size_t));
-    for (int r = 0; r < g_world; r++) dist_shard_range(m->n_params, r, g_world, &own[r], &own[r + 1]);
-    int ops = 0;
-    if (pieces) {
-        const int L = m->cfg.n_layer;
-        m->bk->fence_stream(g_nstream);  // after AdamW's updates
-        if (!g_ov.piece_ev) {
-            g_ov.piece_ev = pm_malloc((L + 2) * sizeof(cudaEvent_t));
-            for (int p = 0; p < L + 2; p++)
-                if (cudaEventCreateWithFlags(&g_ov.piece_ev[p], cudaEventDisableTiming) != cudaSuccess)
-                    dist_die("cannot create the all-gather's events");
-        }
-        for (int p = 0; p < L + 2; p++) {
-            const size_t lo = p == 0 ? 0 : g_ov.layer_lo[p - 1], hi = p <= L ? g_ov.layer_lo[p] : m->n_params;
-            nccl_check(ncclGroupStart(), "group start");
-            bcast_range(m, own, lo, hi, &ops);
-            nccl_check(ncclGroupEnd(), "group end");
-            if (cudaEventRecord(g_ov.piece_ev[p], g_nstream) != cudaSuccess) dist_die("cannot record an event");
-        }
-        g_ov.gathered = 1;
-    } else {
-        nccl_check(ncclGroupStart(), "group start");
-        bcast_range(m, own, 0, m->n_params, &ops);
-        nccl_check(ncclGroupEnd(), "group end");
-        nccl_wait("all-gather (compute copy)");
-    }
+    nccl_check(ncclGroupEnd(), "group end");
     free(own);
+    nccl_wait("all-gather (compute copy)");
     g_comm_s += pm_now() - t0;
 #else
     (void)m;

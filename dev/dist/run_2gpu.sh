@@ -103,8 +103,7 @@ compare "$W/c1" "$W/c3"
 save_run c1; save_run c2; save_run c3
 if [ "${SIDE_CHECK:-1}" = 1 ]; then
     # The overlap keeps the backward's side queue and deferred reductions (Model.hook_orders_itself): each layer's
-    # bucket waits for both queues on the device; the all-gather after AdamW goes out in pieces that the next forward
-    # waits for on the device. With the side work held back ~0.3 ms (PM_SIDE_STREAM=2) a bucket
+    # bucket waits for both queues on the device. With the side work held back ~0.3 ms (PM_SIDE_STREAM=2) a bucket
     # reduced before its weight gradients were written would change the bits; the same run with everything on the
     # main queue, and with every reduction at once, must give the same losses bit for bit.
     SC=(train --device "$DEVICE" --deterministic --data "$W/data" --preset "$CP" --seq-len "$CT" --steps 10 --warmup 5
@@ -114,7 +113,7 @@ if [ "${SIDE_CHECK:-1}" = 1 ]; then
         env "$kv" timeout 240 "${MPI[@]}" -x "${kv%%=*}" "$BIN" "${SC[@]}" --out "$W/$name" > "$L/$name.log" 2>&1 ||
             log "2 GPU run ($kv) failed: $(tail -3 "$L/$name.log")"
     done
-    log "2 ranks, side work held back (PM_SIDE_STREAM=2) against everything on the main queue (=0); then against every reduction at once (PM_DEFER_REDUCTIONS=0); then against the collectives held back ~1 ms after each fence (PM_FENCE_HOLD=1: the all-gather's pieces reach the next forward late unless it waits for them):"
+    log "2 ranks, side work held back (PM_SIDE_STREAM=2) against everything on the main queue (=0); then against every reduction at once (PM_DEFER_REDUCTIONS=0); then against the collectives held back ~1 ms after each fence (PM_FENCE_HOLD=1: nothing may read a bucket before the optimizer step waits for it):"
     compare "$W/s2" "$W/s0"
     compare "$W/s2" "$W/d0"
     compare "$W/s2" "$W/h1"
