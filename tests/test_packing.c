@@ -515,6 +515,79 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
     assert_int_equal(model_train_bytes(&c, &bk, B, T, &order[1]), grouped);
 }
 
+// Model.hook_orders_itself (dist's overlap hook): with such a hook the backward keeps the backend's side queue and
+// deferred reductions, and runs what is held back before each norm region ends (a layer's last), so a hook that
+// fences its collectives there finds every gradient of the layer queued; with a plain hook (the bench's profiler)
+// it uses neither. The CPU backend wrapped to count: side queue use, and deferral switched on and off. Gradients
+// must be the unhooked model's bit for bit either way.
+static int g_fake_side, g_fake_defer, g_fake_flushes, g_norm_flush_missing, g_norm_ends;
+static void fake_side_begin(void) { g_fake_side++; }
+static int fake_side_end(void) { return g_fake_side; }
+static void fake_side_wait(int ticket) { (void)ticket; }
+static void fake_defer(int on) {
+    if (!on && g_fake_defer) g_fake_flushes++;
+    g_fake_defer = on;
+}
+static void norm_checking_hook(void *ctx, const char *region, int begin) {
+    static int flushes_at_begin;
+    (void)ctx;
+    if (strcmp(region, "bwd.norm") != 0) return;
+    if (begin) {
+        flushes_at_begin = g_fake_flushes;
+        return;
+    }
+    g_norm_ends++;
+    // held-back reductions ran inside the region, and deferral is on again for the layers below
+    if (g_fake_flushes == flushes_at_begin || !g_fake_defer) g_norm_flush_missing++;
+}
+static void test_hook_that_orders_itself(void **state) {
+    (void)state;
+    const int B = 6, T = 32;  // (two_batches: 6 rows hold its documents)
+    ModelConfig c = small_config();
+    c.n_layer = 3;
+    config_derive(&c);
+    PmRng rng;
+    pm_rng_seed(&rng, 21);
+    TwoBatches tb;
+    two_batches(&tb, &rng, &c, B, T);
+    Backend bk = *backend_cpu();
+    bk.side_begin = fake_side_begin, bk.side_end = fake_side_end, bk.side_wait = fake_side_wait;
+    bk.defer_reductions = fake_defer;
+    float *g[3];
+    size_t np = 0;
+    for (int mode = 0; mode < 3; mode++) {  // 0: no hook; 1: a plain hook; 2: a hook that orders itself
+        g_fake_side = g_fake_defer = g_fake_flushes = g_norm_flush_missing = g_norm_ends = 0;
+        Model m;
+        model_create(&m, &c, &bk, 4);
+        model_alloc_activations(&m, B, T);
+        if (mode) m.hook = norm_checking_hook, m.hook_orders_itself = mode == 2;
+        model_zero_grad(&m);
+        model_forward_backward(&m, &tb.b[0], 1.0f / (float)tb.b[0].n_valid, NULL);
+        np = m.n_params;
+        g[mode] = pm_malloc(np * sizeof(float));
+        model_get_grads(&m, g[mode]);
+        model_destroy(&m);
+        printf("    %s: side queue used %d times, %d flushes, %d of %d norm regions ended unflushed\n",
+               mode == 0 ? "no hook" : mode == 1 ? "plain hook" : "hook that orders itself", g_fake_side,
+               g_fake_flushes, g_norm_flush_missing, g_norm_ends);
+        assert_int_equal(g_fake_defer, 0);  // deferral off again when the backward returns
+        if (mode == 1) {
+            assert_int_equal(g_fake_side, 0);
+            assert_int_equal(g_fake_flushes, 0);
+        } else {
+            assert_true(g_fake_side > 0);
+            assert_true(g_fake_flushes >= 1);
+        }
+        if (mode == 2) {
+            assert_int_equal(g_norm_ends, c.n_layer + 1);  // norm_f's and every layer's
+            assert_int_equal(g_norm_flush_missing, 0);
+        }
+        if (mode) assert_memory_equal(g[0], g[mode], np * sizeof(float));
+    }
+    for (int i = 0; i < 3; i++) free(g[i]);
+    two_batches_free(&tb);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packed_equals_separate),
@@ -524,6 +597,7 @@ int main(void) {
         cmocka_unit_test(test_weight_gradient_groups_same),
         cmocka_unit_test(test_grads_written_not_cleared),
         cmocka_unit_test(test_memory_budget_picks_fastest_fit),
+        cmocka_unit_test(test_hook_that_orders_itself),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
