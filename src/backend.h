@@ -165,8 +165,9 @@ typedef struct Backend {
 
     // ---- optional: defer_reductions(1): until defer_reductions(0), the backend may hold back the small column
     // reductions that end rmsnorm_bwd, conv_silu_bwd, scan_bwd and matmul_bwd's dbias (their parameter gradients)
-    // and run several as one launch; defer_reductions(0) runs what is held back, after which every gradient is complete. The model
-    // brackets a backward without a hook with it. Same results either way. NULL: every op completes its outputs.
+    // and run several as one launch; defer_reductions(0) runs what is held back, after which every gradient is
+    // complete. The model brackets a backward with it (unless a hook needs each region's work done when it ends).
+    // Same results either way. NULL: every op completes its outputs.
     void (*defer_reductions)(int on);
 
     // ---- optional: fence_stream(stream): the given stream of the backend's device API (a cudaStream_t for CUDA)

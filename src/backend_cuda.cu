@@ -1470,8 +1470,12 @@ static void cu_fence_stream(void *stream) {
         cudaCheck(cudaEventRecord(side_now, g_side));
         cudaCheck(cudaStreamWaitEvent((cudaStream_t)stream, side_now, 0));
     }
-    const char *e = getenv("PM_FENCE_HOLD");
-    if (e && e[0] == '1') {
+    static int hold = -1;  // PM_FENCE_HOLD, read once: fixed for a process (tests run whole jobs with it)
+    if (hold < 0) {
+        const char *e = getenv("PM_FENCE_HOLD");
+        hold = e && e[0] == '1';
+    }
+    if (hold) {
         spin_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(1000000ull);
         cudaLaunchCheck();
     }

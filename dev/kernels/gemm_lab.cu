@@ -1,6 +1,6 @@
 // gemm_lab.cu — does cuBLASLt have faster algorithms for our GEMM shapes than the 8 its heuristic offers?
 //
-//   nvcc -O3 -arch=sm_90 dev/kernels/gemm_lab.cu -lcublasLt -o .gpu/gemm/gemm_lab
+//   nvcc -O3 -arch=sm_90 -Isrc dev/kernels/gemm_lab.cu -lcublasLt -o .gpu/gemm/gemm_lab
 //   .gpu/gemm/gemm_lab [130m|370m|all]
 //   .gpu/gemm/gemm_lab dw    # the weight-gradient shapes alone and as strided batches of 2 and 4 layers
 //   .gpu/gemm/gemm_lab dwk   # the weight-gradient shapes with K cut in 2-4 by hand (one batched GEMM + a reduce)
@@ -27,22 +27,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CK(x)                                                                                          \
-    do {                                                                                               \
-        cudaError_t e_ = (x);                                                                          \
-        if (e_ != cudaSuccess) {                                                                       \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
-#define LT(x)                                                                                          \
-    do {                                                                                               \
-        cublasStatus_t s_ = (x);                                                                       \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
-            fprintf(stderr, "%s:%d: %s: cublas status %d\n", __FILE__, __LINE__, #x, (int)s_);          \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
+#include "cuda_common.h"  // cudaCheck, cublasCheck
 
 struct Shape {
     const char *name;
@@ -87,12 +72,12 @@ static int heuristic(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la, cubla
                      cublasLtMatrixLayout_t ld, cudaDataType_t dt, int want, int algo_id,
                      cublasLtMatmulHeuristicResult_t *res) {
     cublasLtMatmulPreference_t pref;
-    LT(cublasLtMatmulPreferenceCreate(&pref));
+    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
     size_t ws = WS;
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     if (algo_id >= 0) {
         uint32_t mode = CUBLASLT_SEARCH_LIMITED_BY_ALGO_ID;
-        LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_SEARCH_MODE, &mode, sizeof mode));
+        cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_SEARCH_MODE, &mode, sizeof mode));
         if (cublasLtMatmulAlgoInit(g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, dt, dt, algo_id,
                                    &res[0].algo) !=
             CUBLAS_STATUS_SUCCESS) {
@@ -114,16 +99,16 @@ static int heuristic(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la, cubla
 template <class F>
 static float event_ms(int REPS, F step) {
     cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    CK(cudaEventRecord(e0));
+    cudaCheck(cudaEventCreate(&e0));
+    cudaCheck(cudaEventCreate(&e1));
+    cudaCheck(cudaEventRecord(e0));
     for (int r = 0; r < REPS; r++) step();
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
+    cudaCheck(cudaEventRecord(e1));
+    cudaCheck(cudaEventSynchronize(e1));
     float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
+    cudaCheck(cudaEventElapsedTime(&ms, e0, e1));
+    cudaCheck(cudaEventDestroy(e0));
+    cudaCheck(cudaEventDestroy(e1));
     if (cudaGetLastError() != cudaSuccess) return -1.0f;
     return ms / REPS;
 }
@@ -153,11 +138,11 @@ __global__ void diff_kernel(const void *a, const void *b, size_t n, bool f32, un
 }
 static double compare(const void *a, const void *b, size_t n, bool f32) {
     static unsigned *d = NULL;
-    if (!d) CK(cudaMalloc(&d, 8));
-    CK(cudaMemset(d, 0, 8));
+    if (!d) cudaCheck(cudaMalloc(&d, 8));
+    cudaCheck(cudaMemset(d, 0, 8));
     diff_kernel<<<1024, 256>>>(a, b, n, f32, d);
     unsigned h[2];
-    CK(cudaMemcpy(h, d, 8, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(h, d, 8, cudaMemcpyDeviceToHost));
     float dm, bm;
     memcpy(&dm, &h[0], 4), memcpy(&bm, &h[1], 4);
     return bm > 0 ? dm / bm : dm;
@@ -170,22 +155,22 @@ static void set_batch(cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb, cubl
     const cublasLtMatrixLayout_t l[3] = {la, lb, ld};
     const int64_t st[3] = {sa, sb, sd};
     for (int i = 0; i < 3; i++) {
-        LT(cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
-        LT(cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st[i], sizeof st[i]));
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st[i], sizeof st[i]));
     }
 }
 
 static void run_shape(const Shape &s) {
     cublasLtMatmulDesc_t desc;
-    LT(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t opa = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
-    LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
     const cudaDataType_t dt = s.f32_out ? CUDA_R_32F : CUDA_R_16BF;
     cublasLtMatrixLayout_t la, lb, ld;
-    LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.ta ? s.k : s.m, s.ta ? s.m : s.k, s.lda));
-    LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, s.tb ? s.n : s.k, s.tb ? s.k : s.n, s.ldb));
-    LT(cublasLtMatrixLayoutCreate(&ld, dt, s.m, s.n, s.ldd));
+    cublasCheck(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.ta ? s.k : s.m, s.ta ? s.m : s.k, s.lda));
+    cublasCheck(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, s.tb ? s.n : s.k, s.tb ? s.k : s.n, s.ldb));
+    cublasCheck(cublasLtMatrixLayoutCreate(&ld, dt, s.m, s.n, s.ldd));
     const int nbat = s.batch > 1 ? s.batch : 1;
     size_t na1 = (size_t)s.lda * (s.ta ? s.m : s.k), nb1 = (size_t)s.ldb * (s.tb ? s.k : s.n), nd1 = (size_t)s.ldd * s.n;
     if (nbat > 1) set_batch(la, lb, ld, nbat, (int64_t)na1, (int64_t)nb1, (int64_t)nd1);
@@ -193,14 +178,14 @@ static void run_shape(const Shape &s) {
     size_t nd = nd1 * nbat, esz = s.f32_out ? 4 : 2;
     __nv_bfloat16 *A, *B;
     void *D, *Dref, *D0;
-    CK(cudaMalloc(&A, na * 2));
-    CK(cudaMalloc(&B, nb * 2));
-    CK(cudaMalloc(&D, nd * esz));
-    CK(cudaMalloc(&Dref, nd * esz));
-    CK(cudaMalloc(&D0, nd * esz));
+    cudaCheck(cudaMalloc(&A, na * 2));
+    cudaCheck(cudaMalloc(&B, nb * 2));
+    cudaCheck(cudaMalloc(&D, nd * esz));
+    cudaCheck(cudaMalloc(&Dref, nd * esz));
+    cudaCheck(cudaMalloc(&D0, nd * esz));
     fill_kernel<<<(unsigned)((na + 255) / 256), 256>>>(A, na, 1);
     fill_kernel<<<(unsigned)((nb + 255) / 256), 256>>>(B, nb, 2);
-    CK(cudaMemset(D0, 0, nd * esz));
+    cudaCheck(cudaMemset(D0, 0, nd * esz));
     const float beta = s.beta1 ? 1.0f : 0.0f;
 
     std::vector<Cand> cands;
@@ -208,7 +193,7 @@ static void run_shape(const Shape &s) {
     int nbest = heuristic(desc, la, lb, ld, dt, 64, -1, res.data());
     for (int i = 0; i < nbest; i++) cands.push_back({res[i].algo, i < 8 ? "heur8" : "heur64"});
     int ids[256], nids = 0;  // the algorithm IDs for this output type
-    LT(cublasLtMatmulAlgoGetIds(g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, dt, dt, 256, ids,
+    cublasCheck(cublasLtMatmulAlgoGetIds(g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, dt, dt, 256, ids,
                                 &nids));
     for (int j = 0; j < nids; j++) {
         int n = heuristic(desc, la, lb, ld, dt, 16, ids[j], res.data());
@@ -220,15 +205,15 @@ static void run_shape(const Shape &s) {
     }
     // reference: the heuristic's first choice, from the same starting output (beta = 1 adds to zeros here)
     float alpha = 1.0f;
-    CK(cudaMemcpy(Dref, D0, nd * esz, cudaMemcpyDeviceToDevice));
-    LT(cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, Dref, ld, Dref, ld, &cands[0].algo, g_ws, WS, 0));
+    cudaCheck(cudaMemcpy(Dref, D0, nd * esz, cudaMemcpyDeviceToDevice));
+    cublasCheck(cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, Dref, ld, Dref, ld, &cands[0].algo, g_ws, WS, 0));
     double flop = 2.0 * s.m * s.n * (double)s.k * nbat;
     // every candidate: correct (from zeros) and then 5 timed runs; the 3 fastest and the first 8 again with 20
     // (and, apart, the fastest without split-K: one configuration a single GEMM and a batch could share)
     std::vector<std::pair<float, int>> t5;
     int nbad = 0;
     for (size_t i = 0; i < cands.size() && i < 600; i++) {
-        CK(cudaMemcpy(D, D0, nd * esz, cudaMemcpyDeviceToDevice));
+        cudaCheck(cudaMemcpy(D, D0, nd * esz, cudaMemcpyDeviceToDevice));
         if (cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &cands[i].algo, g_ws, WS, 0) !=
             CUBLAS_STATUS_SUCCESS) {
             cudaGetLastError();
@@ -303,40 +288,40 @@ __global__ void ksum_kernel(float *out, const float *part, size_t n, size_t stri
 static void run_ksplit(const Shape &s, int S) {
     const int kp = s.k / S;
     cublasLtMatmulDesc_t desc;
-    LT(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t opa = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
-    LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
     cublasLtMatrixLayout_t la, lb, ld;
-    LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.ta ? kp : s.m, s.ta ? s.m : kp, s.lda));
-    LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, s.tb ? s.n : kp, s.tb ? kp : s.n, s.ldb));
-    LT(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, s.m, s.n, s.ldd));
+    cublasCheck(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.ta ? kp : s.m, s.ta ? s.m : kp, s.lda));
+    cublasCheck(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, s.tb ? s.n : kp, s.tb ? kp : s.n, s.ldb));
+    cublasCheck(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, s.m, s.n, s.ldd));
     // the k index runs along A's columns (not transposed) or rows (transposed), B's rows or columns
     set_batch(la, lb, ld, S, s.ta ? kp : (int64_t)kp * s.lda, s.tb ? (int64_t)kp * s.ldb : kp, (int64_t)s.ldd * s.n);
     size_t na = (size_t)s.lda * (s.ta ? s.m : s.k), nb = (size_t)s.ldb * (s.tb ? s.k : s.n), nd = (size_t)s.ldd * s.n;
     __nv_bfloat16 *A, *B;
     float *P, *D, *Dref;
-    CK(cudaMalloc(&A, na * 2));
-    CK(cudaMalloc(&B, nb * 2));
-    CK(cudaMalloc(&P, nd * 4 * S));
-    CK(cudaMalloc(&D, nd * 4));
-    CK(cudaMalloc(&Dref, nd * 4));
+    cudaCheck(cudaMalloc(&A, na * 2));
+    cudaCheck(cudaMalloc(&B, nb * 2));
+    cudaCheck(cudaMalloc(&P, nd * 4 * S));
+    cudaCheck(cudaMalloc(&D, nd * 4));
+    cudaCheck(cudaMalloc(&Dref, nd * 4));
     fill_kernel<<<(unsigned)((na + 255) / 256), 256>>>(A, na, 1);
     fill_kernel<<<(unsigned)((nb + 255) / 256), 256>>>(B, nb, 2);
     // reference: the whole GEMM, the heuristic's first choice
     {
         cublasLtMatmulDesc_t d1;
-        LT(cublasLtMatmulDescCreate(&d1, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-        LT(cublasLtMatmulDescSetAttribute(d1, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
-        LT(cublasLtMatmulDescSetAttribute(d1, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+        cublasCheck(cublasLtMatmulDescCreate(&d1, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        cublasCheck(cublasLtMatmulDescSetAttribute(d1, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+        cublasCheck(cublasLtMatmulDescSetAttribute(d1, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
         cublasLtMatrixLayout_t a1, b1, o1;
-        LT(cublasLtMatrixLayoutCreate(&a1, CUDA_R_16BF, s.ta ? s.k : s.m, s.ta ? s.m : s.k, s.lda));
-        LT(cublasLtMatrixLayoutCreate(&b1, CUDA_R_16BF, s.tb ? s.n : s.k, s.tb ? s.k : s.n, s.ldb));
-        LT(cublasLtMatrixLayoutCreate(&o1, CUDA_R_32F, s.m, s.n, s.ldd));
+        cublasCheck(cublasLtMatrixLayoutCreate(&a1, CUDA_R_16BF, s.ta ? s.k : s.m, s.ta ? s.m : s.k, s.lda));
+        cublasCheck(cublasLtMatrixLayoutCreate(&b1, CUDA_R_16BF, s.tb ? s.n : s.k, s.tb ? s.k : s.n, s.ldb));
+        cublasCheck(cublasLtMatrixLayoutCreate(&o1, CUDA_R_32F, s.m, s.n, s.ldd));
         cublasLtMatmulHeuristicResult_t r[1];
         if (heuristic(d1, a1, b1, o1, CUDA_R_32F, 1, -1, r) < 1) exit(1);
         float alpha = 1.f, beta = 0.f;
-        LT(cublasLtMatmul(g_lt, d1, &alpha, A, a1, B, b1, &beta, Dref, o1, Dref, o1, &r[0].algo, g_ws, WS, 0));
+        cublasCheck(cublasLtMatmul(g_lt, d1, &alpha, A, a1, B, b1, &beta, Dref, o1, Dref, o1, &r[0].algo, g_ws, WS, 0));
         cublasLtMatrixLayoutDestroy(a1), cublasLtMatrixLayoutDestroy(b1), cublasLtMatrixLayoutDestroy(o1);
         cublasLtMatmulDescDestroy(d1);
     }
@@ -345,7 +330,7 @@ static void run_ksplit(const Shape &s, int S) {
     int n0 = heuristic(desc, la, lb, ld, CUDA_R_32F, 64, -1, res.data());
     for (int i = 0; i < n0; i++) cands.push_back(res[i].algo);
     int ids[256], nids = 0;
-    LT(cublasLtMatmulAlgoGetIds(g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUDA_R_32F,
+    cublasCheck(cublasLtMatmulAlgoGetIds(g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUDA_R_32F,
                                 256, ids, &nids));
     for (int j = 0; j < nids; j++) {
         int n = heuristic(desc, la, lb, ld, CUDA_R_32F, 16, ids[j], res.data());
@@ -433,12 +418,12 @@ static std::vector<Shape> model_shapes(const char *tag, int M, int d, int di, in
 
 int main(int argc, char **argv) {
     const char *which = argc > 1 ? argv[1] : "all";
-    LT(cublasLtCreate(&g_lt));
-    CK(cudaMalloc(&g_ws, WS));
+    cublasCheck(cublasLtCreate(&g_lt));
+    cudaCheck(cudaMalloc(&g_ws, WS));
     for (int f = 0; f < 2; f++) {
         int ids[256], nids = 0;
         const cudaDataType_t dt = f ? CUDA_R_32F : CUDA_R_16BF;
-        LT(cublasLtMatmulAlgoGetIds(g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, dt, dt, 256, ids,
+        cublasCheck(cublasLtMatmulAlgoGetIds(g_lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, dt, dt, 256, ids,
                                     &nids));
         printf("cuBLASLt %zu: %d algorithm IDs for bf16 x bf16 -> %s, fp32 compute:", cublasLtGetVersion(), nids,
                f ? "fp32" : "bf16");

@@ -2,7 +2,7 @@
 // GEMMs of a training step: the dt_proj forward (op 1: C = A @ B^T, A a column slice of the x_proj output, lda = nx)
 // and the x_proj input gradient (op 2: C += A @ B, read C, add, round once).
 //
-//   mkdir -p .gpu/skinny && nvcc -O3 -arch=sm_90 -lineinfo -Xptxas -v -Idev/kernels dev/kernels/skinny_lab.cu \
+//   mkdir -p .gpu/skinny && nvcc -O3 -arch=sm_90 -lineinfo -Xptxas -v -Isrc -Idev/kernels dev/kernels/skinny_lab.cu \
 //       -lcublasLt -o .gpu/skinny/skinny_lab
 //   .gpu/skinny/skinny_lab          # small-shape checks, then the model shapes: checks, timings, the table last
 //   .gpu/skinny/skinny_lab small    # only the small-shape checks (to run under compute-sanitizer)
@@ -42,24 +42,8 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_common.h"  // cudaCheck, cublasCheck
 #include "skinny.cuh"
-
-#define CK(x)                                                                                    \
-    do {                                                                                         \
-        cudaError_t e_ = (x);                                                                    \
-        if (e_ != cudaSuccess) {                                                                 \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));  \
-            exit(1);                                                                             \
-        }                                                                                        \
-    } while (0)
-#define LT(x)                                                                                    \
-    do {                                                                                         \
-        cublasStatus_t s_ = (x);                                                                 \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                       \
-            fprintf(stderr, "%s:%d: %s: cublas status %d\n", __FILE__, __LINE__, #x, (int)s_);    \
-            exit(1);                                                                             \
-        }                                                                                        \
-    } while (0)
 
 typedef __nv_bfloat16 bf16;
 static const double BW = 4.24e12;  // bytes/s, the H200's measured copy bandwidth (docs/perf.md)
@@ -164,19 +148,19 @@ static void make_problem(Problem &P) {
             }
         }
     });
-    CK(cudaMalloc(&P.dA, P.A.size() * 2));
-    CK(cudaMalloc(&P.dB, P.B.size() * 2));
-    CK(cudaMalloc(&P.dC, P.nC() * 2));
-    CK(cudaMemcpy(P.dA, P.A.data(), P.A.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(P.dB, P.B.data(), P.B.size() * 2, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMalloc(&P.dA, P.A.size() * 2));
+    cudaCheck(cudaMalloc(&P.dB, P.B.size() * 2));
+    cudaCheck(cudaMalloc(&P.dC, P.nC() * 2));
+    cudaCheck(cudaMemcpy(P.dA, P.A.data(), P.A.size() * 2, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(P.dB, P.B.data(), P.B.size() * 2, cudaMemcpyHostToDevice));
     // C before a checked run: op 2 its random start; op 1 NaN everywhere (every element must be written). Columns
     // n >= N of a row (ldc > N) are NaN for both: they must stay so.
     std::vector<uint16_t> c(P.nC());
     for (int m = 0; m < P.M; m++)
         for (int n = 0; n < P.ldc; n++)
             c[(size_t)m * P.ldc + n] = (P.op2 && n < P.N) ? P.C0[(size_t)m * P.ldc + n] : (uint16_t)0x7fc1;
-    CK(cudaMalloc(&P.dC0, P.nC() * 2));
-    CK(cudaMemcpy(P.dC0, c.data(), P.nC() * 2, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMalloc(&P.dC0, P.nC() * 2));
+    cudaCheck(cudaMemcpy(P.dC0, c.data(), P.nC() * 2, cudaMemcpyHostToDevice));
 }
 static void free_problem(Problem &P) {
     cudaFree(P.dA), cudaFree(P.dB), cudaFree(P.dC), cudaFree(P.dC0);
@@ -184,7 +168,7 @@ static void free_problem(Problem &P) {
     std::vector<double>().swap(P.exact);
     std::vector<float>().swap(P.sabs);
 }
-static void reset_C(Problem &P) { CK(cudaMemcpy(P.dC, P.dC0, P.nC() * 2, cudaMemcpyDeviceToDevice)); }
+static void reset_C(Problem &P) { cudaCheck(cudaMemcpy(P.dC, P.dC0, P.nC() * 2, cudaMemcpyDeviceToDevice)); }
 
 struct CheckRes {
     double max_ulp = 0, worst_excess = 0;
@@ -192,7 +176,7 @@ struct CheckRes {
 };
 static CheckRes check_C(const Problem &P) {
     std::vector<uint16_t> c(P.nC());
-    CK(cudaMemcpy(c.data(), P.dC, P.nC() * 2, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(c.data(), P.dC, P.nC() * 2, cudaMemcpyDeviceToHost));
     const int nth = 64;
     std::vector<CheckRes> part(nth);
     std::vector<std::thread> th;
@@ -255,27 +239,27 @@ struct LtOp {
     float beta;
 };
 static void lt_setup(LtOp &L, const Problem &P) {
-    LT(cublasLtMatmulDescCreate(&L.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasCheck(cublasLtMatmulDescCreate(&L.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     // column-major D (N x M, ld ldc) = op(Alt) (N x k) @ Blt (k x M: our A, ld lda)
     cublasOperation_t opa = P.op2 ? CUBLAS_OP_N : CUBLAS_OP_T, opb = CUBLAS_OP_N;
-    LT(cublasLtMatmulDescSetAttribute(L.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
-    LT(cublasLtMatmulDescSetAttribute(L.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    cublasCheck(cublasLtMatmulDescSetAttribute(L.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    cublasCheck(cublasLtMatmulDescSetAttribute(L.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
     if (P.op2)  // our B (k, N) row-major = column-major N x k, ld ldb
-        LT(cublasLtMatrixLayoutCreate(&L.la, CUDA_R_16BF, P.N, P.k, P.ldb));
+        cublasCheck(cublasLtMatrixLayoutCreate(&L.la, CUDA_R_16BF, P.N, P.k, P.ldb));
     else  // our B (N, k) row-major = column-major k x N, ld ldb, transposed
-        LT(cublasLtMatrixLayoutCreate(&L.la, CUDA_R_16BF, P.k, P.N, P.ldb));
-    LT(cublasLtMatrixLayoutCreate(&L.lb, CUDA_R_16BF, P.k, P.M, P.lda));
-    LT(cublasLtMatrixLayoutCreate(&L.ld, CUDA_R_16BF, P.N, P.M, P.ldc));
+        cublasCheck(cublasLtMatrixLayoutCreate(&L.la, CUDA_R_16BF, P.k, P.N, P.ldb));
+    cublasCheck(cublasLtMatrixLayoutCreate(&L.lb, CUDA_R_16BF, P.k, P.M, P.lda));
+    cublasCheck(cublasLtMatrixLayoutCreate(&L.ld, CUDA_R_16BF, P.N, P.M, P.ldc));
     L.beta = P.op2 ? 1.f : 0.f;
     cublasLtMatmulPreference_t pref;
-    LT(cublasLtMatmulPreferenceCreate(&pref));
+    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
     size_t ws = WS;
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     uint32_t al = 256;  // cudaMalloc'd operands, as the backend's ptr_align finds them
     cublasLtMatmulPreferenceAttributes_t which[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-    for (int i = 0; i < 4; i++) LT(cublasLtMatmulPreferenceSetAttribute(pref, which[i], &al, sizeof al));
+    for (int i = 0; i < 4; i++) cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, which[i], &al, sizeof al));
     cublasLtMatmulHeuristicResult_t res[8];
     int found = 0;
     if (cublasLtMatmulAlgoGetHeuristic(g_lt, L.desc, L.la, L.lb, L.ld, L.ld, pref, 8, res, &found) !=
@@ -313,17 +297,17 @@ template <class F, class P = void (*)()>
 static float median_us(F f, int warm = 5, int reps = 25, P pre = no_pre) {
     for (int i = 0; i < warm; i++) pre(), f();
     std::vector<cudaEvent_t> ev(2 * reps);
-    for (auto &e : ev) CK(cudaEventCreate(&e));
+    for (auto &e : ev) cudaCheck(cudaEventCreate(&e));
     for (int r = 0; r < reps; r++) {
         pre();
-        CK(cudaEventRecord(ev[2 * r]));
+        cudaCheck(cudaEventRecord(ev[2 * r]));
         f();
-        CK(cudaEventRecord(ev[2 * r + 1]));
+        cudaCheck(cudaEventRecord(ev[2 * r + 1]));
     }
-    CK(cudaEventSynchronize(ev[2 * reps - 1]));
-    CK(cudaGetLastError());
+    cudaCheck(cudaEventSynchronize(ev[2 * reps - 1]));
+    cudaCheck(cudaGetLastError());
     std::vector<float> t(reps);
-    for (int r = 0; r < reps; r++) CK(cudaEventElapsedTime(&t[r], ev[2 * r], ev[2 * r + 1]));
+    for (int r = 0; r < reps; r++) cudaCheck(cudaEventElapsedTime(&t[r], ev[2 * r], ev[2 * r + 1]));
     for (auto &e : ev) cudaEventDestroy(e);
     std::sort(t.begin(), t.end());
     return t[reps / 2] * 1000.f;
@@ -409,7 +393,7 @@ static void run_small() {
                 g_fail++;
                 continue;
             }
-            CK(cudaDeviceSynchronize());
+            cudaCheck(cudaDeviceSynchronize());
             const CheckRes r = check_C(P);
             const bool ok = check_ok(r, P.k);
             printf("  v%d %.2f/%lld%s", v, r.max_ulp, r.over1, ok ? "" : " FAIL");
@@ -441,13 +425,13 @@ static void run_model(const char *tag, int M, int N, int R, int op2, std::vector
         P.A.resize((size_t)P.M * P.lda), P.B.resize(P.op2 ? (size_t)P.k * P.ldb : (size_t)P.N * P.ldb);
         for (auto &x : P.A) x = rand_bf();
         for (auto &x : P.B) x = rand_bf();
-        CK(cudaMalloc(&P.dA, P.A.size() * 2));
-        CK(cudaMalloc(&P.dB, P.B.size() * 2));
-        CK(cudaMalloc(&P.dC, P.nC() * 2));
-        CK(cudaMalloc(&P.dC0, P.nC() * 2));
-        CK(cudaMemcpy(P.dA, P.A.data(), P.A.size() * 2, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(P.dB, P.B.data(), P.B.size() * 2, cudaMemcpyHostToDevice));
-        CK(cudaMemset(P.dC0, 0, P.nC() * 2));
+        cudaCheck(cudaMalloc(&P.dA, P.A.size() * 2));
+        cudaCheck(cudaMalloc(&P.dB, P.B.size() * 2));
+        cudaCheck(cudaMalloc(&P.dC, P.nC() * 2));
+        cudaCheck(cudaMalloc(&P.dC0, P.nC() * 2));
+        cudaCheck(cudaMemcpy(P.dA, P.A.data(), P.A.size() * 2, cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(P.dB, P.B.data(), P.B.size() * 2, cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemset(P.dC0, 0, P.nC() * 2));
         reset_C(P);
         LtOp L;
         lt_setup(L, P);
@@ -461,13 +445,13 @@ static void run_model(const char *tag, int M, int N, int R, int op2, std::vector
             if (us < best) best = us, L.best = (int)c;
         }
         for (int v : {1, 5, 9}) skinny::run(v, op2, args_of(P));  // (first launches: attributes, occupancy)
-        CK(cudaDeviceSynchronize());
+        cudaCheck(cudaDeviceSynchronize());
         printf("profile %s op%d: cuBLASLt #%d, then v1, v5, v9\n", tag, op2 + 1, L.best);
-        CK(cudaProfilerStart());
+        cudaCheck(cudaProfilerStart());
         if (L.best >= 0) lt_run(L, P, L.best);
         for (int v : {1, 5, 9}) skinny::run(v, op2, args_of(P));
-        CK(cudaProfilerStop());
-        CK(cudaDeviceSynchronize());
+        cudaCheck(cudaProfilerStop());
+        cudaCheck(cudaDeviceSynchronize());
         lt_free(L);
         free_problem(P);
         return;
@@ -496,7 +480,7 @@ static void run_model(const char *tag, int M, int N, int R, int op2, std::vector
         reset_C(P);
         row.v_ok[v] = skinny::run(v, op2, args_of(P)) == 0;
         if (!row.v_ok[v]) continue;
-        CK(cudaDeviceSynchronize());
+        cudaCheck(cudaDeviceSynchronize());
         const CheckRes r = check_C(P);
         char who[16];
         snprintf(who, sizeof who, "v%d", v);
@@ -518,18 +502,18 @@ static void run_model(const char *tag, int M, int N, int R, int op2, std::vector
         describe(L.cands[L.best], cfg, sizeof cfg);
         printf("    cuBLASLt: %zu candidates, best #%d (%s)\n", L.cands.size(), L.best, cfg);
         reset_C(P);
-        if (op2 == 0) CK(cudaMemset(P.dC, 0, P.nC() * 2));  // (beta = 0 would pass NaN through as NaN * 0)
-        LT(lt_run(L, P, L.best));
-        CK(cudaDeviceSynchronize());
+        if (op2 == 0) cudaCheck(cudaMemset(P.dC, 0, P.nC() * 2));  // (beta = 0 would pass NaN through as NaN * 0)
+        cublasCheck(lt_run(L, P, L.best));
+        cudaCheck(cudaDeviceSynchronize());
         print_check("cuBLASLt", check_C(P), k);
     }
     // timing: two rounds over everything, each keeps its better median
     int sms = 0;
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     const size_t n16 = (size_t)M * N * 2 / 16;
     bf16 *scratch;  // the copy's source: a copy moves the same bytes as op 2 (read + write M N bf16)
-    CK(cudaMalloc(&scratch, (size_t)M * N * 2));
-    CK(cudaMemset(scratch, 0x3c, (size_t)M * N * 2));
+    cudaCheck(cudaMalloc(&scratch, (size_t)M * N * 2));
+    cudaCheck(cudaMemset(scratch, 0x3c, (size_t)M * N * 2));
     row.plain_us = row.copy_us = row.lt_us = row.plain_d = row.lt_d = 1e30;
     for (int v = 0; v <= skinny::NVERSIONS; v++) row.v_us[v] = row.v_d[v] = 1e30;
     // the training step's regime, roughly: the kernels before a GEMM leave the L2 full of their dirty lines, which
@@ -570,7 +554,7 @@ static void run_model(const char *tag, int M, int N, int R, int op2, std::vector
             row.v_us[v] = std::min(row.v_us[v], (double)median_us([&] { skinny::run(v, op2, a); }));
         }
     }
-    CK(cudaGetLastError());
+    cudaCheck(cudaGetLastError());
     cudaFree(scratch);
     printf("    us: plain %s %.2f, copy %.2f, cuBLASLt %.2f", op2 ? "rmw" : "write", row.plain_us, row.copy_us,
            row.lt_us);
@@ -587,13 +571,13 @@ static void run_model(const char *tag, int M, int N, int R, int op2, std::vector
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "all";
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, %d SMs, %.0f KB smem/SM; cuBLASLt %zu\n", prop.name, prop.multiProcessorCount,
            prop.sharedMemPerMultiprocessor / 1024.0, cublasLtGetVersion());
     for (int v = 1; v <= skinny::NVERSIONS; v++) printf("  v%d: %s\n", v, skinny::version(v).desc);
     if (!strcmp(mode, "profile")) {
-        LT(cublasLtCreate(&g_lt));
-        CK(cudaMalloc(&g_ws, WS));
+        cublasCheck(cublasLtCreate(&g_lt));
+        cudaCheck(cudaMalloc(&g_ws, WS));
         std::vector<Row> rows;
         for (int op2 = 0; op2 < 2; op2++) run_model("130m", 16384, 1536, 48, op2, rows, true);
         return 0;
@@ -603,9 +587,9 @@ int main(int argc, char **argv) {
         printf("small checks: %s (%d failures)\n", g_fail ? "FAIL" : "all ok", g_fail);
         return g_fail ? 1 : 0;
     }
-    LT(cublasLtCreate(&g_lt));
-    CK(cudaMalloc(&g_ws, WS));
-    CK(cudaMalloc(&g_dirty, (size_t)64 << 20));
+    cublasCheck(cublasLtCreate(&g_lt));
+    cudaCheck(cudaMalloc(&g_ws, WS));
+    cudaCheck(cudaMalloc(&g_dirty, (size_t)64 << 20));
     std::vector<Row> rows;
     struct {
         const char *tag;
