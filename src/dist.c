@@ -512,8 +512,11 @@ void dist_attach(Model *m, int grad_accum) {
     if (g_world == 1) return;
     dist_shard_range(m->n_params, g_rank, g_world, &g_lo, &g_hi);
     absorb_moments(m);  // from here on this rank holds only its range of the Adam moments
+    // The overlap is off unless PM_DIST_OVERLAP=1: on two H200s the one reduce-scatter after the backward measured
+    // 0.5-1.2% faster at 130m, 370m and 1.4b (docs/dist.md, fifteenth session): the overlapped NCCL kernels slow
+    // the backward beside them by more than they save (also when held to a few CTAs).
     const char *e = getenv("PM_DIST_OVERLAP");
-    if (e && strcmp(e, "0") == 0) return;
+    if (!(e && strcmp(e, "1") == 0)) return;
 #ifndef PM_HAVE_NCCL
     if (strcmp(m->bk->name, "cpu") != 0) return;  // no device collectives: the one-shot path says so and stops
 #endif

@@ -2,18 +2,19 @@
 # run_2gpu.sh — data-parallel checks and measurements on the 2-GPU machine (kind nvidia-h200-x2), in one call:
 #   1. correctness: mpirun -np 2 x --batch 2 against 1 GPU x --batch 4 (the same global batch), --deterministic,
 #      130m at T=1024 for 50 steps: per-step losses (bit-identical steps counted, max relative difference)
-#      (the default path, and PM_DIST_OVERLAP=0 PM_DIST_FP32_GATHER=1: the path the CPU tests cover)
+#      (the overlapped path, PM_DIST_OVERLAP=1, and PM_DIST_OVERLAP=0 PM_DIST_FP32_GATHER=1: the default reduction
+#      with every F32 master gathered)
 #   2. scaling: 370m (B=8 per GPU) and 1.4b (B=4 per GPU) at T=2048, packed: 1 GPU vs 2 GPUs with the same per-GPU
 #      batch; global tokens/s (median over steps 4..), the speedup, and the time rank 0 spent waiting in
-#      collectives; then 370m again on 2 GPUs without the overlap
+#      collectives; then the first of them again on 2 GPUs with the overlap (PM_DIST_OVERLAP=1)
 # Build on the CPU machine first (the GPU machine has no OpenBLAS headers):
 #   cmake -S . -B build-dist-cuda -DPM_CUDA=ON && cmake --build build-dist-cuda -j2 --target packmamba
 # then one call of the run tool:
 #   kind nvidia-h200-x2, carry ["build-dist-cuda/packmamba"], command "bash dev/dist/run_2gpu.sh"
 # Results come back in $OUT: summary.txt, and runs.tar.gz with each run's log and metrics.jsonl.
 # Knobs: PM_BIN (binary), STEPS (scaling steps, default 20), SCALE (default "370m 8,1.4b 4": preset and per-GPU
-# batch), CHECK (default "130m 1024": preset and T of the correctness run), CHECK_STEPS (default 50), SEQ (default 2048), NO_OVERLAP_ROW
-# (default: the first SCALE entry again with PM_DIST_OVERLAP=0; empty: skip), DEVICE (default cuda), SIDE_CHECK (default 1:
+# batch), CHECK (default "130m 1024": preset and T of the correctness run), CHECK_STEPS (default 50), SEQ (default 2048), OVERLAP_ROW
+# (default: the first SCALE entry again with PM_DIST_OVERLAP=1; empty: skip), DEVICE (default cuda), SIDE_CHECK (default 1:
 # the overlap with the side queue held back against it off, bit for bit; 0: skip).
 # Dry run on a CPU machine: DEVICE=cpu CHECK="tiny 128" SCALE="tiny 2" SEQ=128 TOKENIZER=byte PM_BIN=build-x/packmamba
 set -uo pipefail
@@ -93,8 +94,9 @@ log "== 1. correctness: 2 ranks x B2 vs 1 x B4, $CP T=$CT, --deterministic, $CHE
 C=(train --device "$DEVICE" --deterministic --data "$W/data" --preset "$CP" --seq-len "$CT" --steps "$CHECK_STEPS" --warmup 5
    --log-every 25 --seed 1 ${CHECK_ARGS:-})
 timeout 240 "$BIN" "${C[@]}" --batch 4 --out "$W/c1" > "$L/c1.log" 2>&1 || log "1 GPU run failed: $(tail -2 "$L/c1.log")"
-timeout 240 "${MPI[@]}" "$BIN" "${C[@]}" --batch 2 --out "$W/c2" > "$L/c2.log" 2>&1 || log "2 GPU run failed: $(tail -3 "$L/c2.log")"
-log "default (reductions bucketed by layer during the backward; bf16 compute copy + F32 small tensors gathered):"
+PM_DIST_OVERLAP=1 timeout 240 "${MPI[@]}" -x PM_DIST_OVERLAP "$BIN" "${C[@]}" --batch 2 --out "$W/c2" > "$L/c2.log" 2>&1 ||
+    log "2 GPU run failed: $(tail -3 "$L/c2.log")"
+log "PM_DIST_OVERLAP=1 (reductions bucketed by layer during the backward; bf16 compute copy + F32 small tensors gathered):"
 compare "$W/c1" "$W/c2"
 PM_DIST_OVERLAP=0 PM_DIST_FP32_GATHER=1 timeout 240 "${MPI[@]}" -x PM_DIST_OVERLAP -x PM_DIST_FP32_GATHER "$BIN" \
     "${C[@]}" --batch 2 --out "$W/c3" > "$L/c3.log" 2>&1 || log "2 GPU run (no overlap) failed: $(tail -3 "$L/c3.log")"
@@ -110,7 +112,8 @@ if [ "${SIDE_CHECK:-1}" = 1 ]; then
         --log-every 5 --seed 1 ${CHECK_ARGS:-} --batch 2)
     for v in "PM_SIDE_STREAM=2:s2" "PM_SIDE_STREAM=0:s0" "PM_DEFER_REDUCTIONS=0:d0" "PM_FENCE_HOLD=1:h1"; do
         name=${v#*:}; kv=${v%%:*}
-        env "$kv" timeout 240 "${MPI[@]}" -x "${kv%%=*}" "$BIN" "${SC[@]}" --out "$W/$name" > "$L/$name.log" 2>&1 ||
+        env "$kv" PM_DIST_OVERLAP=1 timeout 240 "${MPI[@]}" -x "${kv%%=*}" -x PM_DIST_OVERLAP "$BIN" "${SC[@]}" \
+            --out "$W/$name" > "$L/$name.log" 2>&1 ||
             log "2 GPU run ($kv) failed: $(tail -3 "$L/$name.log")"
     done
     log "2 ranks, side work held back (PM_SIDE_STREAM=2) against everything on the main queue (=0); then against every reduction at once (PM_DEFER_REDUCTIONS=0); then against the collectives held back ~1 ms after each fence (PM_FENCE_HOLD=1: nothing may read a bucket before the optimizer step waits for it):"
@@ -124,13 +127,13 @@ log "== 2. scaling at T=$SEQ (packed), same per-GPU batch; tok/s is global, comm
 declare -A R1
 log "model  B/GPU  1 GPU tok/s  2 GPU tok/s  speedup  step_s(1) step_s(2)  comm_s/step  comm share"
 IFS=, read -r -a CFGS <<< "$SCALE"
-for cfg in "${CFGS[@]}" "${NO_OVERLAP_ROW-${CFGS[0]} no-overlap}"; do
+for cfg in "${CFGS[@]}" "${OVERLAP_ROW-${CFGS[0]} overlap}"; do
     [ -z "$cfg" ] && continue
     read -r P B X <<< "$cfg"
-    if [ "$X" = no-overlap ]; then export PM_DIST_OVERLAP=0; else export PM_DIST_OVERLAP=1; fi
+    if [ "$X" = overlap ]; then export PM_DIST_OVERLAP=1; else export PM_DIST_OVERLAP=0; fi
     A=(train --device "$DEVICE" --data "$W/data" --preset "$P" --seq-len "$SEQ" --batch "$B" --steps "$STEPS" --warmup 2
        --log-every 5 --seed 1)
-    if [ "$X" = no-overlap ]; then
+    if [ "$X" = overlap ]; then
         r1=${R1[$P]}  # the 1-GPU run of this preset above
     else
         timeout 200 "$BIN" "${A[@]}" --out "$W/s1_$P" > "$L/s1_$P.log" 2>&1 || log "$P 1 GPU failed: $(tail -2 "$L/s1_$P.log")"
