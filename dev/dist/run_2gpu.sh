@@ -2,8 +2,8 @@
 # run_2gpu.sh — data-parallel checks and measurements on the 2-GPU machine (kind nvidia-h200-x2), in one call:
 #   1. correctness: mpirun -np 2 x --batch 2 against 1 GPU x --batch 4 (the same global batch), --deterministic,
 #      130m at T=1024 for 50 steps: per-step losses (bit-identical steps counted, max relative difference)
-#      (the overlapped path, PM_DIST_OVERLAP=1, and PM_DIST_OVERLAP=0 PM_DIST_FP32_GATHER=1: the default reduction
-#      with every F32 master gathered)
+#      (the default path; PM_DIST_OVERLAP=0 PM_DIST_FP32_GATHER=1: every F32 master gathered; and the overlapped
+#      path, PM_DIST_OVERLAP=1)
 #   2. scaling: 370m (B=8 per GPU) and 1.4b (B=4 per GPU) at T=2048, packed: 1 GPU vs 2 GPUs with the same per-GPU
 #      batch; global tokens/s (median over steps 4..), the speedup, and the time rank 0 spent waiting in
 #      collectives; then the first of them again on 2 GPUs with the overlap (PM_DIST_OVERLAP=1)
@@ -94,15 +94,18 @@ log "== 1. correctness: 2 ranks x B2 vs 1 x B4, $CP T=$CT, --deterministic, $CHE
 C=(train --device "$DEVICE" --deterministic --data "$W/data" --preset "$CP" --seq-len "$CT" --steps "$CHECK_STEPS" --warmup 5
    --log-every 25 --seed 1 ${CHECK_ARGS:-})
 timeout 240 "$BIN" "${C[@]}" --batch 4 --out "$W/c1" > "$L/c1.log" 2>&1 || log "1 GPU run failed: $(tail -2 "$L/c1.log")"
-PM_DIST_OVERLAP=1 timeout 240 "${MPI[@]}" -x PM_DIST_OVERLAP "$BIN" "${C[@]}" --batch 2 --out "$W/c2" > "$L/c2.log" 2>&1 ||
-    log "2 GPU run failed: $(tail -3 "$L/c2.log")"
-log "PM_DIST_OVERLAP=1 (reductions bucketed by layer during the backward; bf16 compute copy + F32 small tensors gathered):"
+timeout 240 "${MPI[@]}" "$BIN" "${C[@]}" --batch 2 --out "$W/c2" > "$L/c2.log" 2>&1 || log "2 GPU run failed: $(tail -3 "$L/c2.log")"
+log "default (one reduce-scatter after the backward; bf16 compute copy + F32 small tensors gathered):"
 compare "$W/c1" "$W/c2"
+PM_DIST_OVERLAP=1 timeout 240 "${MPI[@]}" -x PM_DIST_OVERLAP "$BIN" "${C[@]}" --batch 2 --out "$W/c4" > "$L/c4.log" 2>&1 ||
+    log "2 GPU run (overlap) failed: $(tail -3 "$L/c4.log")"
+log "PM_DIST_OVERLAP=1 (reductions bucketed by layer during the backward):"
+compare "$W/c1" "$W/c4"
 PM_DIST_OVERLAP=0 PM_DIST_FP32_GATHER=1 timeout 240 "${MPI[@]}" -x PM_DIST_OVERLAP -x PM_DIST_FP32_GATHER "$BIN" \
     "${C[@]}" --batch 2 --out "$W/c3" > "$L/c3.log" 2>&1 || log "2 GPU run (no overlap) failed: $(tail -3 "$L/c3.log")"
 log "PM_DIST_OVERLAP=0 PM_DIST_FP32_GATHER=1 (one reduce-scatter after the backward; all F32 masters gathered):"
 compare "$W/c1" "$W/c3"
-save_run c1; save_run c2; save_run c3
+save_run c1; save_run c2; save_run c3; save_run c4
 if [ "${SIDE_CHECK:-1}" = 1 ]; then
     # The overlap keeps the backward's side queue and deferred reductions (Model.hook_orders_itself): each layer's
     # bucket waits for both queues on the device. With the side work held back ~0.3 ms (PM_SIDE_STREAM=2) a bucket
