@@ -49,11 +49,12 @@ void dist_shard_range(size_t n, int rank, int world, size_t *lo, size_t *hi);
 int dist_clip_segments(const ParamSegment *segs, int nsegs, size_t lo, size_t hi, ParamSegment *out);
 
 // Call once after the model and its optimizer are created, before its activations are allocated (all ranks):
-// keeps only this rank's range of the Adam moments from then on, and sets up the overlap.
-// Overlap (off unless PM_DIST_OVERLAP=1, measured slower on two H200s; a no-op with one rank): hooks the model's backward (Model.hook) so that
-// each layer's gradients start their reduction onto their owners as soon as that layer's backward is done, while
-// the backward of the layers below runs; only the step's last micro-batch (of grad_accum) launches reductions.
-// dist_optimizer_step then only waits for them.
+// keeps only this rank's range of the Adam moments from then on, and sets up the overlap when it is asked for.
+// Overlap (off unless PM_DIST_OVERLAP=1, measured slower on two H200s; a no-op with one rank): hooks the model's
+// backward (Model.hook) so that each layer's gradients start their reduction onto their owners as soon as that
+// layer's backward is done, while the backward of the layers below runs; only the step's last micro-batch (of
+// grad_accum) launches reductions. dist_optimizer_step then only waits for them. Without it, dist_optimizer_step
+// reduce-scatters all gradients at once.
 void dist_attach(Model *m, int grad_accum);
 
 // One optimizer step after every rank's backward: the sharded step described above; returns the global gradient
