@@ -1,6 +1,7 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v45 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the 32-wide
+// Version v50 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): 64-wide forward
+// blocks two an SM where they tie with 128-wide ones (v50: the 370m and 1.4b widths), the 32-wide
 // forward's token loop unrolled over the whole chunk (v45), the
 // forward's checkpoint stores predicated instead of branched around (v43), the backward kernels' dB/dC butterfly
 // one token later (v36), the forward's y reduction one group later (v35), branch-free cooperative passes (v34),
@@ -624,7 +625,8 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         // kernels held to 64 registers for two blocks per SM (MINB 2), where the unrolled code spills. v45: also in
         // the 32-wide kernels held to 128 registers for four (MINB 4), which it now fits without spills since v43's
         // branch-free checkpoint stores: B8·D1536 forward -3%.)
-        const int jend = MINB != 2 ? FT : len;
+        // (the bound: registers for 128 a thread, i.e. at most 512 threads an SM; all but the 128-wide MINB 2 kernels)
+        const int jend = CH * FG * MINB <= 512 ? FT : len;
         // v35: a group's y sums are reduced over the channel's threads and stored one group later, after the next
         // group's state updates, so the shuffles' and the output loads' latency overlaps that work instead of
         // stalling the warp (ncu's per-instruction view of v31: the butterfly's adds and the loads' first users
@@ -1316,6 +1318,19 @@ static void scan_smem_optin(const void *fn, size_t bytes, int *done, const char 
 
 // ---- host entry points ----
 // Staged blocks are CH = 128 channels wide, or 64 when 128 would leave most SMs without a block.
+// v50: where 64-wide forward blocks put as many channels on the busiest SM as 128-wide ones (B8 D2048 and B4 D4096:
+// 128 either way), the forward takes them, two an SM (held to 128 registers, as one 128-wide block is): while one
+// block waits at a chunk's barriers the other computes (lab: forward -2.6% at B8 D2048, -3.6% at B4 D4096). The
+// backward keeps its 128-wide blocks (two 64-wide ones an SM measured +5% there). PM_SCAN_NARROW=0: 128-wide
+// forward blocks as before (A/B runs); read once.
+static bool scan_fwd_narrow() {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("PM_SCAN_NARROW");
+        v = !(e && e[0] == '0');
+    }
+    return v;
+}
 static int scan_pick_ch(int rows, int Cd) { return rows * ((Cd + 127) / 128) >= 120 ? 128 : 64; }
 
 // Time segments per row for the staged forward / checkpoint kernels: enough blocks for ~4 waves of minb
@@ -1351,7 +1366,8 @@ static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
         // Segments only pay where fewer than a quarter of the SMs would get a block (measured, docs/perf.md v8:
         // at B8 D1536 the summary pass cost more than the 36 idle SMs were worth; at B1 D1536 L16K 3.9x faster).
         // Without segments (v18): the block width that puts the fewest channels on the busiest SM, counting
-        // ceil(blocks / SMs) blocks there; ties go to the wider block (more warps each). At B8 D1536 v4's 192
+        // ceil(blocks / SMs) blocks there; ties go to the wider block (more warps each), except that 64-wide ones
+        // two an SM replace 128-wide ones (v50: scan_fwd_narrow). At B8 D1536 v4's 192
         // blocks of 64 gave 60 SMs two blocks (128 channels) and 72 SMs one; 384 blocks of 32 give each SM
         // three or two (96 channels at most).
         if (4 * b128 > sms) {
@@ -1360,7 +1376,10 @@ static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
             for (int ch = 64; ch >= 32; ch /= 2) {
                 const int nb = rows * ((Cd + ch - 1) / ch);
                 const long load = (long)((nb + sms - 1) / sms) * ch;
-                if (load < best_load) best_load = load, best = {ch, 1, nch * FT, 1};
+                if (load < best_load)
+                    best_load = load, best = {ch, 1, nch * FT, 1};
+                else if (ch == 64 && load == best_load && best.ch == 128 && scan_fwd_narrow())  // v50
+                    best = {64, 2, nch * FT, 1};
             }
             return best;
         }
@@ -1530,6 +1549,9 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
                               int Cd, int nck, cudaStream_t stream) {
     if (pl.ch == 32)  // four blocks of 4 warps per SM (<= 128 registers)
         scan_fwd_staged_launch<32, 4>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+    else if (pl.ch == 64 && pl.minb == 2)  // (v50: two an SM, <= 128 registers)
+        scan_fwd_staged_launch<64, 2>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
     else if (pl.ch == 64)
         scan_fwd_staged_launch<64, 1>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,

@@ -683,7 +683,8 @@ static void test_conv(void **state) {
 
 // The scan reads u, dpre (M, Cd), B and C as slices of xdbl (M, R + 2N), z as the second half of xz (M, 2 Cd),
 // and writes dB, dC into dxdbl and dz into dxz — the same layout the model uses.
-static void scan_case(int B, int T, int Cd, int N, int R) {
+// both_bwd: the shape lets PM_SCAN_BWD4 force each backward kernel (one wave of 4-thread blocks fits the GPU)
+static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
     int M = B * T, nx = R + 2 * N, ldz = 2 * Cd;
     printf("  scan B=%d T=%d Cd=%d N=%d\n", B, T, Cd, N);
     size_t mc = (size_t)M * Cd;
@@ -821,7 +822,7 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
             G->free(gyo);
     }
     unsetenv("PM_SCAN_BWD4");
-    if (Cd % 8 == 0)  // (otherwise the generic kernel runs either way)
+    if (Cd % 8 == 0 && both_bwd)  // (otherwise the generic kernel, or the 2-thread one, runs either way)
         assert_true(memcmp(ddtb_forced[0], ddtb_forced[1], (size_t)Cd * sizeof(float)) != 0 ||
                     memcmp(dx_forced[0], dx_forced[1], (size_t)M * nx * sizeof(float)) != 0);
     free(dx_forced[0]), free(dx_forced[1]), free(ddtb_forced[0]), free(ddtb_forced[1]);
@@ -842,12 +843,15 @@ static void scan_case(int B, int T, int Cd, int N, int R) {
 static void test_scan(void **state) {
     (void)state;
     NEED_GPU();
-    scan_case(2, 100, 160, 16, 8);  // chunks not a multiple of T, channels not a multiple of the block
-    scan_case(3, 64, 256, 16, 16);
-    scan_case(9, 40, 960, 16, 8);   // 135 blocks of 64 channels on a 132-SM H200: the forward takes 32-wide blocks
-                                    // and the backward (270 blocks of 32) v20's 4-threads-per-channel kernel
-    scan_case(8, 56, 1480, 16, 8);  // v20's backward again, with a partial 32-channel block (376 blocks)
-    scan_case(2, 50, 100, 16, 8);   // Cd not a multiple of 8: the generic kernels
+    scan_case(2, 100, 160, 16, 8, 1);  // chunks not a multiple of T, channels not a multiple of the block
+    scan_case(3, 64, 256, 16, 16, 1);
+    scan_case(9, 40, 960, 16, 8, 1);   // 135 blocks of 64 channels on a 132-SM H200: the forward takes 32-wide blocks
+                                       // and the backward (270 blocks of 32) v20's 4-threads-per-channel kernel
+    scan_case(8, 56, 1480, 16, 8, 1);  // v20's backward again, with a partial 32-channel block (376 blocks)
+    scan_case(2, 50, 100, 16, 8, 1);   // Cd not a multiple of 8: the generic kernels
+    // the 370m width: 128 blocks of 128 channels; on a 132-SM H200 the forward takes 64-wide blocks two an SM
+    // (v50) and the backward 128-wide 2-thread ones (512 4-thread blocks would need a second wave)
+    scan_case(8, 40, 2048, 16, 8, 0);
     FINISH();
 }
 
