@@ -1320,7 +1320,7 @@ static void scan_smem_optin(const void *fn, size_t bytes, int *done, const char 
 // Staged blocks are CH = 128 channels wide, or 64 when 128 would leave most SMs without a block.
 // v50: where 64-wide forward blocks put as many channels on the busiest SM as 128-wide ones (B8 D2048 and B4 D4096:
 // 128 either way), the forward takes them, two an SM (held to 128 registers, as one 128-wide block is): while one
-// block waits at a chunk's barriers the other computes (lab: forward -2.6% at B8 D2048, -3.6% at B4 D4096). The
+// block waits at a chunk's barriers the other computes (lab: forward -3.3% at B8 D2048, -3.6% at B4 D4096). The
 // backward keeps its 128-wide blocks (two 64-wide ones an SM measured +5% there). PM_SCAN_NARROW=0: 128-wide
 // forward blocks as before (A/B runs); read once.
 static bool scan_fwd_narrow() {

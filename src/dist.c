@@ -540,8 +540,8 @@ void dist_attach(Model *m, int grad_accum) {
     m->hook_orders_itself = m->bk->fence_stream && (!g_ov.prev || m->hook_orders_itself);
     // a layer's gradients must be complete when its last region ends: no weight gradients of several layers at
     // once (Model.dw_group), and so no copies for them (the caller attaches before planning the activations)
+    if (m->layers) dist_die("internal error: dist_attach after model_alloc_activations (the groups are planned)");
     model_limit_dw_group(1);
-    if (m->layers) m->dw_group = 1;  // (attached after model_alloc_activations: its copies stay, unused)
     g_ov.on = 1;
 }
 

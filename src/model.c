@@ -544,8 +544,8 @@ void model_forward_hidden(Model *m, const Batch *b) { forward_body(m, b, 0); }
 //                                          next forward rewrites the activations).
 // The same ops on the same inputs in either case: the same bits (test_cuda_ops: test_model_side_stream).
 //
-// Groups (Model.dw_group > 1; dist_attach turns them off for its per-layer reductions, the bench's profiling keeps
-// them): the out_proj, dt_proj and x_proj weight gradients of dw_group layers at once (the layers from the top,
+// Groups (Model.dw_group > 1; dist_attach turns them off under its overlap's per-layer reductions, the bench's
+// profiling keeps them): the out_proj, dt_proj and x_proj weight gradients of dw_group layers at once (the layers from the top,
 // dw_group at a time; the bottom group may have fewer) are one batched GEMM each (Backend.matmul_dw_batch), queued
 // by the group's bottom layer where its own would be (in the same regions, so a profile counts the same regions
 // either way): alone, those GEMMs are too small to fill the GPU (130m: -19 µs a layer in pairs in the lab,

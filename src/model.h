@@ -157,9 +157,10 @@ void model_alloc_activations(Model *m, int B, int T);
 // 2 layers at once up to d_inner 2048 (130m, 370m; groups of 4 measured no faster at 130m), else 1.
 // PM_DW_GROUP=N sets it (1: off; at most PM_DW_GROUP_MAX). Never above the limit model_limit_dw_group set.
 int model_dw_group(const ModelConfig *c, const Backend *bk);
-// From now on (process-wide) groups of at most max_group layers; 0 lifts the limit. dist_attach sets 1 before the
-// activations are planned and allocated: its overlap hook reduces each layer's gradients when that layer's last
-// region ends, so no layer's weight gradients may wait for its group (and no copies are made for groups).
+// From now on (process-wide) groups of at most max_group layers; 0 lifts the limit. dist_attach sets 1, with its
+// overlap on (PM_DIST_OVERLAP=1), before the activations are planned and allocated: the overlap hook reduces each
+// layer's gradients when that layer's last region ends, so no layer's weight gradients may wait for its group (and
+// no copies are made for groups).
 void model_limit_dw_group(int max_group);
 #define PM_DW_GROUP_MAX 8  // the most layers a group may have
 // Bytes model_alloc_activations(B, T) allocates on bk (both arenas, the integer inputs, and the scan states

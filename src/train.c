@@ -201,8 +201,8 @@ int cmd_train(int argc, char **argv) {
     model_create(&m, &cfg, bk, (uint64_t)a.seed);
     m.fp32_logits = a.fp32_logits;
     model_alloc_optimizer(&m);
-    // with several ranks: reduce each layer's gradients during the backward (before the activations are planned:
-    // it limits Model.dw_group)
+    // with several ranks: shard the Adam moments, and with PM_DIST_OVERLAP=1 reduce each layer's gradients during
+    // the backward (before the activations are planned: the overlap limits Model.dw_group)
     dist_attach(&m, a.grad_accum);
     MemorySettings ms;
     size_t ms_bytes;

@@ -1,6 +1,6 @@
 // gemm_lab.cu — does cuBLASLt have faster algorithms for our GEMM shapes than the 8 its heuristic offers?
 //
-//   nvcc -O3 -arch=sm_90 -Isrc dev/kernels/gemm_lab.cu -lcublasLt -o .gpu/gemm/gemm_lab
+//   nvcc -O3 -arch=sm_90 -Isrc -Idev/kernels dev/kernels/gemm_lab.cu -lcublasLt -o .gpu/gemm/gemm_lab
 //   .gpu/gemm/gemm_lab [130m|370m|all]
 //   .gpu/gemm/gemm_lab dw    # the weight-gradient shapes alone and as strided batches of 2 and 4 layers
 //   .gpu/gemm/gemm_lab dwk   # the weight-gradient shapes with K cut in 2-4 by hand (one batched GEMM + a reduce)
@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cuda_common.h"  // cudaCheck, cublasCheck
+#include "lt_describe.cuh"
 
 struct Shape {
     const char *name;
@@ -51,21 +52,6 @@ __global__ void fill_kernel(__nv_bfloat16 *p, size_t n, unsigned seed) {
     unsigned h = (unsigned)(i * 2654435761u) ^ seed;
     h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
     p[i] = __float2bfloat16((h & 0xFFFF) / 32768.0f - 1.0f);
-}
-
-static void describe(const cublasLtMatmulAlgo_t &a, char *buf, size_t n) {
-    int id = -1, tile = -1, stages = -1, splitk = -1, red = -1, swz = -1, cust = -1, clus = -1;
-    size_t w;
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &cust, sizeof cust, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &clus, sizeof clus, &w);
-    snprintf(buf, n, "id %d tile %d stages %d splitK %d red %d swz %d cust %d cluster %d", id, tile, stages, splitk,
-             red, swz, cust, clus);
 }
 
 static int heuristic(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,

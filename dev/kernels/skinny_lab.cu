@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "cuda_common.h"  // cudaCheck, cublasCheck
+#include "lt_describe.cuh"
 #include "skinny.cuh"
 
 typedef __nv_bfloat16 bf16;
@@ -278,18 +279,6 @@ static void lt_free(LtOp &L) {
     cublasLtMatrixLayoutDestroy(L.la), cublasLtMatrixLayoutDestroy(L.lb), cublasLtMatrixLayoutDestroy(L.ld);
     cublasLtMatmulDescDestroy(L.desc);
 }
-static void describe(const cublasLtMatmulAlgo_t &a, char *buf, size_t n) {
-    int id = -1, tile = -1, stages = -1, splitk = -1, swz = -1, clus = -1;
-    size_t w;
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &w);
-    cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &clus, sizeof clus, &w);
-    snprintf(buf, n, "id %d tile %d stages %d splitK %d swz %d cluster %d", id, tile, stages, splitk, swz, clus);
-}
-
 // ---- timing: median of `reps` event-timed calls after `warm` warm-ups, in microseconds
 // pre() runs before each call, outside the events (the "after a 64 MB write" regime)
 static void no_pre() {}
