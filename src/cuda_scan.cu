@@ -601,15 +601,23 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         // loads, here and in the output step; v34 measured -0.5 to -1% on the forward). Past
         // the row's end the tiles are zero (load_tile), so silu(z) = 0 and u = 0; delta is forced to 0 by a
         // select: a = 1 and no input, so the state is left as it is
+        // v51: every item's inputs loaded before the first item's stores (which the compiler cannot tell apart
+        // from the tiles: with loads after them it ran the items one after another; ncu, call108: this pass
+        // took 32% of the checkpoint pass's time for 20% of its instructions)
+        constexpr int IT = FT * CH / NT;
+        float xdp[IT], xu[IT], xz[IT];
 #pragma unroll
-        for (int it = 0; it < FT * CH / NT; it++) {
+        for (int it = 0; it < IT; it++) {
+            const int si = it * NT + tid + coop_swz;
+            xdp[it] = bf2f(tdp[si]), xu[it] = bf2f(tu[si]);
+            if (!CKPT) xz[it] = bf2f(tz[si]);
+        }
+#pragma unroll
+        for (int it = 0; it < IT; it++) {
             const int i = it * NT + tid, j = i / CH, si = i + coop_swz;
-            const float sp = softplus_f(bf2f(tdp[si]) + biasA), dl = j < len ? sp : 0.f;
-            pdd[i] = make_float2(dl * LOG2E, dl * bf2f(tu[si]));
-            if (!CKPT) {
-                const float zz = bf2f(tz[si]);
-                pg[si] = zz * sigmoid_f(zz);
-            }
+            const float sp = softplus_f(xdp[it] + biasA), dl = j < len ? sp : 0.f;
+            pdd[i] = make_float2(dl * LOG2E, dl * xu[it]);
+            if (!CKPT) pg[si] = xz[it] * sigmoid_f(xz[it]);
         }
         __syncthreads();
         if (MODE == MODE_SUMM) {
@@ -716,16 +724,32 @@ __device__ __forceinline__ PassVals pass_vals(float dpre, float zz, float go, fl
 }
 template <int NT, int CH, bool BRANCHLESS, class Put>
 __device__ __forceinline__ void bwd_coop_pass(const __nv_bfloat16 *tdp, const __nv_bfloat16 *tz,
-                                              const __nv_bfloat16 *tdo, int len, float biasA, Put put) {
+                                              const __nv_bfloat16 *tdo, const __nv_bfloat16 *tu, int len,
+                                              float biasA, Put put) {
+    constexpr int IT = SCAN_K * CH / NT;
+    // v51 (BRANCHLESS): every item's inputs are loaded before the first item is put. put stores into shared
+    // memory, which the compiler cannot tell apart from the tiles, so with each item's loads after the previous
+    // item's stores it ran the items one after another, each waiting on its loads and then on its chain of three
+    // MUFU results (ncu, call108: the 2-thread backward's pass 12.6% of its time for 8% of its instructions;
+    // v51 measured -3.4% on that backward). With the branch the items are separate basic blocks anyway, and
+    // loading first measured +0.7% on the 4-thread backward (call109, call110), so it loads as it goes.
+    float dp[IT], zz[IT], go[IT], uu[IT];
+    if (BRANCHLESS) {
 #pragma unroll
-    for (int it = 0; it < SCAN_K * CH / NT; it++) {
+        for (int it = 0; it < IT; it++) {
+            const int i = it * NT + threadIdx.x;
+            dp[it] = bf2f(tdp[i]), zz[it] = bf2f(tz[i]), go[it] = bf2f(tdo[i]), uu[it] = bf2f(tu[i]);
+        }
+    }
+#pragma unroll
+    for (int it = 0; it < IT; it++) {
         const int i = it * NT + threadIdx.x;
         if (BRANCHLESS)
-            put(i, pass_vals(bf2f(tdp[i]), bf2f(tz[i]), bf2f(tdo[i]), biasA, i / CH < len));
+            put(i, pass_vals(dp[it], zz[it], go[it], biasA, i / CH < len), uu[it]);
         else if (i / CH < len)
-            put(i, pass_vals(bf2f(tdp[i]), bf2f(tz[i]), bf2f(tdo[i]), biasA, true));
+            put(i, pass_vals(bf2f(tdp[i]), bf2f(tz[i]), bf2f(tdo[i]), biasA, true), bf2f(tu[i]));
         else
-            put(i, PassVals{0.f, 0.f, 0.f, 0.f, 0.f});
+            put(i, PassVals{0.f, 0.f, 0.f, 0.f, 0.f}, bf2f(tu[i]));
     }
 }
 
@@ -903,7 +927,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
         // cooperative pass: pa4 = {delta, dy, softplus'(v), 0} and K2 with RE, {delta, dy, dz factor, softplus'(v)}
         // without (the summary pass: delta and dy). (v30 measured u in pa4's free slot here: 1.3% slower at
         // B8 D2048, unlike the 4-thread kernel)
-        bwd_coop_pass<NT, CH, true>(tdp, tz, tdo, len, biasA, [&](int i, const PassVals &v) {
+        bwd_coop_pass<NT, CH, true>(tdp, tz, tdo, tu, len, biasA, [&](int i, const PassVals &v, float) {
             if (RE) {
                 pa4[i] = make_float4(v.dl, v.dy, v.sig, 0.f);
                 K2[i] = make_float2(v.dzf, v.psz);
@@ -1201,9 +1225,9 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         // which lane q reads element q alone (one 4-byte load, no selects). v26: delta log2 e is +inf at a
         // document start, so a_t = 2^(+inf A) = 0 there (A < 0 in every lane) with no per-thread start test in the
         // loops below; elsewhere the product is the one the forward forms (fmaf(delta log2 e, A, 0)): same bits
-        bwd_coop_pass<NT, CH, false>(tdp, tz, tdo, len, biasA, [&](int i, const PassVals &v) {
+        bwd_coop_pass<NT, CH, false>(tdp, tz, tdo, tu, len, biasA, [&](int i, const PassVals &v, float uu) {
             pa4[i] = make_float4(v.dl, v.dy, ((mask >> (i / CH)) & 1u) ? __int_as_float(0x7f800000) : v.dl * LOG2E,
-                                 bf2f(tu[i]));
+                                 uu);
             K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
         });
         __syncthreads();
