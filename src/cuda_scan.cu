@@ -64,6 +64,20 @@ static constexpr int SCAN_N = 16;         // states per channel (Mamba-1 d_state
 static constexpr int SCAN_THREADS = 128;  // channels per block (one row's slice of channels)
 static constexpr int SCAN_K = 16;         // tokens per backward chunk = checkpoint interval
 static constexpr float LOG2E = 1.4426950408889634f;
+// v52: the backward walks (2- and 4-thread kernels) hold each token's output and dB/dC stores into shared memory
+// until the end of a group of this many tokens, so the next tokens' loads are not held behind them (the compiler
+// cannot tell the tiles and R from the pass arrays and B/C, and keeps loads after earlier stores). 2: -2.8% on
+// fwd+bwd at B8·D2048 and B8·D1536 (call114, call115); 4 spilled (60-200 bytes); 0 restores v51's order. Built
+// with -DPM_SCAN_WALK_DEFER=N / -DPM_SCAN_WALK_DEFER4=N in the lab.
+#ifndef PM_SCAN_WALK_DEFER
+#define PM_SCAN_WALK_DEFER 2
+#endif
+#ifndef PM_SCAN_WALK_DEFER4
+#define PM_SCAN_WALK_DEFER4 2
+#endif
+static constexpr int WALK_DEFER = PM_SCAN_WALK_DEFER, WALK_GROUP = WALK_DEFER ? WALK_DEFER : 1;
+static constexpr int WALK_DEFER4 = PM_SCAN_WALK_DEFER4, WALK_GROUP4 = WALK_DEFER4 ? WALK_DEFER4 : 1;
+static_assert(4 % WALK_GROUP == 0 && 4 % WALK_GROUP4 == 0, "groups divide the walk's 4-token steps");
 
 template <typename... Args>
 static void scan_die(const char *fmt, Args... args) {  // one clear line and exit
@@ -985,6 +999,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
 #pragma unroll
             for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
                 const unsigned mk = mask >> j0;
+                float ov[4][3], rv[4];  // v52: the outputs and dB/dC sums of tokens whose stores wait (WALK_DEFER)
 #pragma unroll
                 for (int jj = 3; jj >= 0; jj--) {
                     const int j = j0 + jj, i = j * CH + cl;
@@ -1033,12 +1048,22 @@ __global__ void __launch_bounds__(CH *BG, 1)
                     dbias += ddp;
                     dDacc = fmaf(gy, uu, dDacc);
                     if (RE) {
-                        oA[i] = __float2bfloat16(select_f(q, ddp, fmaf(gy, Dc, dl * P)));
-                        oB[i] = __float2bfloat16(K2q[2 * i] * gin);
+                        ov[jj][0] = select_f(q, ddp, fmaf(gy, Dc, dl * P));
+                        ov[jj][1] = K2q[2 * i] * gin;
                     } else {
-                        odu[i] = __float2bfloat16(fmaf(gy, Dc, dl * P));
-                        oddp[i] = __float2bfloat16(ddp);
-                        odz[i] = __float2bfloat16(pa.z * gin);
+                        ov[jj][0] = fmaf(gy, Dc, dl * P);
+                        ov[jj][1] = ddp;
+                        ov[jj][2] = pa.z * gin;
+                    }
+                    if (!WALK_DEFER) {
+                        if (RE) {
+                            oA[i] = __float2bfloat16(ov[jj][0]);
+                            oB[i] = __float2bfloat16(ov[jj][1]);
+                        } else {
+                            odu[i] = __float2bfloat16(ov[jj][0]);
+                            oddp[i] = __float2bfloat16(ov[jj][1]);
+                            odz[i] = __float2bfloat16(ov[jj][2]);
+                        }
                     }
                     // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects
                     // (see lo/hi); then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
@@ -1046,9 +1071,33 @@ __global__ void __launch_bounds__(CH *BG, 1)
                     for (int e = 0; e < NS; e++) v[e] += __shfl_xor_sync(0xffffffffu, v[e + NS], 16);
                     // v36: the other three levels one token later, after the next token's state work, so their
                     // shuffles' latency overlaps it (measured -2.4% fwd+bwd at B8 D2048, -3.7% at B2 D4096 L8192)
-                    if (j + 1 < SCAN_K) bc_rest(vpend, j + 1);
+                    if (j + 1 < SCAN_K) {
+                        if (WALK_DEFER) {
+                            tr_level<4, 8, NS>(vpend);
+                            tr_level<2, 4, NS>(vpend);
+                            tr_level<1, 2, NS>(vpend);
+                            rv[jj] = vpend[0];
+                        } else {
+                            bc_rest(vpend, j + 1);
+                        }
+                    }
 #pragma unroll
                     for (int e = 0; e < NS; e++) vpend[e] = v[e];
+                    if (WALK_DEFER && jj % WALK_GROUP == 0) {
+#pragma unroll
+                        for (int jd = jj + WALK_GROUP - 1; jd >= jj; jd--) {
+                            const int jt = j0 + jd, it = jt * CH + cl;
+                            if (RE) {
+                                oA[it] = __float2bfloat16(ov[jd][0]);
+                                oB[it] = __float2bfloat16(ov[jd][1]);
+                            } else {
+                                odu[it] = __float2bfloat16(ov[jd][0]);
+                                oddp[it] = __float2bfloat16(ov[jd][1]);
+                                odz[it] = __float2bfloat16(ov[jd][2]);
+                            }
+                            if (jt + 1 < SCAN_K) R[((jt + 1) * BWARPS + warp) * 2 * SCAN_N + ridx] = rv[jd];
+                        }
+                    }
                 }
             }
             bc_rest(vpend, 0);
@@ -1256,6 +1305,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         };
 #pragma unroll
         for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
+            float ov[4], rv[4];  // v52: outputs and dB/dC sums whose stores wait (WALK_DEFER4)
 #pragma unroll
             for (int jj = 3; jj >= 0; jj--) {
                 const int j = j0 + jj, i = j * CH + cl;
@@ -1297,13 +1347,32 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                 const float val = fmaf(k1, fmaf(kD, uu, w[0]), k2);
                 acc += val;
                 dDacc = fmaf(gy, uu, dDacc);
-                oq[i] = __float2bfloat16(val);
+                ov[jj] = val;
+                if (!WALK_DEFER4) oq[i] = __float2bfloat16(val);
                 // dB/dC summed over the warp's 8 channels (lane bits 2-4), one token later (v36): the
                 // butterfly of the token before in the walk runs after this token's state work (measured: no change
                 // at B8 D1536, where this kernel runs; kept for the same code shape and no spills, v35 spilled 4 bytes)
-                if (j + 1 < SCAN_K) bc_butterfly(vpend, j + 1);
+                if (j + 1 < SCAN_K) {
+                    if (WALK_DEFER4) {
+#pragma unroll
+                        for (int e = 0; e < NS; e++) vpend[e] += __shfl_xor_sync(0xffffffffu, vpend[e + NS], 16);
+                        tr_level<2, 8, 2 * NS>(vpend);
+                        tr_level<1, 4, 2 * NS>(vpend);
+                        rv[jj] = vpend[0];
+                    } else {
+                        bc_butterfly(vpend, j + 1);
+                    }
+                }
 #pragma unroll
                 for (int e = 0; e < 2 * NS; e++) vpend[e] = v[e];
+                if (WALK_DEFER4 && jj % WALK_GROUP4 == 0) {
+#pragma unroll
+                    for (int jd = jj + WALK_GROUP4 - 1; jd >= jj; jd--) {
+                        const int jt = j0 + jd;
+                        oq[jt * CH + cl] = __float2bfloat16(ov[jd]);
+                        if (jt + 1 < SCAN_K) R[((jt + 1) * BWARPS + warp) * 2 * SCAN_N + ridx] = rv[jd];
+                    }
+                }
             }
         }
         bc_butterfly(vpend, 0);
