@@ -67,17 +67,17 @@ static constexpr float LOG2E = 1.4426950408889634f;
 // v52: the backward walks (2- and 4-thread kernels) hold each token's output and dB/dC stores into shared memory
 // until the end of a group of this many tokens, so the next tokens' loads are not held behind them (the compiler
 // cannot tell the tiles and R from the pass arrays and B/C, and keeps loads after earlier stores). 2: -2.8% on
-// fwd+bwd at B8·D2048 and B8·D1536 (call114, call115); 4 spilled (60-200 bytes); 0 restores v51's order. Built
-// with -DPM_SCAN_WALK_DEFER=N / -DPM_SCAN_WALK_DEFER4=N in the lab.
-#ifndef PM_SCAN_WALK_DEFER
-#define PM_SCAN_WALK_DEFER 2
+// fwd+bwd at B8·D2048 and B8·D1536 against v51's order (call114, call115); 1 (each token's stores after its
+// butterfly) was +0.9% and 4 spilled 60-200 bytes. Set with -DPM_SCAN_WALK_GROUP=N / -DPM_SCAN_WALK_GROUP4=N.
+#ifndef PM_SCAN_WALK_GROUP
+#define PM_SCAN_WALK_GROUP 2
 #endif
-#ifndef PM_SCAN_WALK_DEFER4
-#define PM_SCAN_WALK_DEFER4 2
+#ifndef PM_SCAN_WALK_GROUP4
+#define PM_SCAN_WALK_GROUP4 2
 #endif
-static constexpr int WALK_DEFER = PM_SCAN_WALK_DEFER, WALK_GROUP = WALK_DEFER ? WALK_DEFER : 1;
-static constexpr int WALK_DEFER4 = PM_SCAN_WALK_DEFER4, WALK_GROUP4 = WALK_DEFER4 ? WALK_DEFER4 : 1;
-static_assert(4 % WALK_GROUP == 0 && 4 % WALK_GROUP4 == 0, "groups divide the walk's 4-token steps");
+static constexpr int WALK_GROUP = PM_SCAN_WALK_GROUP, WALK_GROUP4 = PM_SCAN_WALK_GROUP4;
+static_assert(WALK_GROUP > 0 && WALK_GROUP4 > 0 && 4 % WALK_GROUP == 0 && 4 % WALK_GROUP4 == 0,
+              "groups divide the walk's 4-token steps");
 
 template <typename... Args>
 static void scan_die(const char *fmt, Args... args) {  // one clear line and exit
@@ -989,17 +989,16 @@ __global__ void __launch_bounds__(CH *BG, 1)
             // alone (their outputs are not stored)
             const int ridx = ((lane >> 3) & 1) * SCAN_N + lo + ((lane >> 1) & 3);  // R slot of this lane's sum
             float vpend[NS];  // v36: the last token's dB/dC values after the butterfly's first level
-            auto bc_rest = [&](float (&vv)[NS], int jj) {
+            auto bc_sum = [&](float (&vv)[NS]) {
                 tr_level<4, 8, NS>(vv);
                 tr_level<2, 4, NS>(vv);
                 tr_level<1, 2, NS>(vv);
-                // lane holds (bit 3 ? dC : dB) of state lo + 2*bit2 + bit1
-                R[(jj * BWARPS + warp) * 2 * SCAN_N + ridx] = vv[0];
+                return vv[0];  // lane holds (bit 3 ? dC : dB) of state lo + 2*bit2 + bit1
             };
 #pragma unroll
             for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
                 const unsigned mk = mask >> j0;
-                float ov[4][3], rv[4];  // v52: the outputs and dB/dC sums of tokens whose stores wait (WALK_DEFER)
+                float ov[4][3], rv[4];  // v52: the outputs and dB/dC sums of tokens whose stores wait (WALK_GROUP)
 #pragma unroll
                 for (int jj = 3; jj >= 0; jj--) {
                     const int j = j0 + jj, i = j * CH + cl;
@@ -1055,35 +1054,16 @@ __global__ void __launch_bounds__(CH *BG, 1)
                         ov[jj][1] = ddp;
                         ov[jj][2] = pa.z * gin;
                     }
-                    if (!WALK_DEFER) {
-                        if (RE) {
-                            oA[i] = __float2bfloat16(ov[jj][0]);
-                            oB[i] = __float2bfloat16(ov[jj][1]);
-                        } else {
-                            odu[i] = __float2bfloat16(ov[jj][0]);
-                            oddp[i] = __float2bfloat16(ov[jj][1]);
-                            odz[i] = __float2bfloat16(ov[jj][2]);
-                        }
-                    }
                     // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects
                     // (see lo/hi); then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
 #pragma unroll
                     for (int e = 0; e < NS; e++) v[e] += __shfl_xor_sync(0xffffffffu, v[e + NS], 16);
                     // v36: the other three levels one token later, after the next token's state work, so their
                     // shuffles' latency overlaps it (measured -2.4% fwd+bwd at B8 D2048, -3.7% at B2 D4096 L8192)
-                    if (j + 1 < SCAN_K) {
-                        if (WALK_DEFER) {
-                            tr_level<4, 8, NS>(vpend);
-                            tr_level<2, 4, NS>(vpend);
-                            tr_level<1, 2, NS>(vpend);
-                            rv[jj] = vpend[0];
-                        } else {
-                            bc_rest(vpend, j + 1);
-                        }
-                    }
+                    if (j + 1 < SCAN_K) rv[jj] = bc_sum(vpend);
 #pragma unroll
                     for (int e = 0; e < NS; e++) vpend[e] = v[e];
-                    if (WALK_DEFER && jj % WALK_GROUP == 0) {
+                    if (jj % WALK_GROUP == 0) {  // the group's stores (v52)
 #pragma unroll
                         for (int jd = jj + WALK_GROUP - 1; jd >= jj; jd--) {
                             const int jt = j0 + jd, it = jt * CH + cl;
@@ -1100,7 +1080,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
                     }
                 }
             }
-            bc_rest(vpend, 0);
+            R[warp * 2 * SCAN_N + ridx] = bc_sum(vpend);  // token 0's
             __syncthreads();
             // (stage k & 1 is refilled only after the barrier that ends this chunk)
             bwd_flush_chunk<NT, CH>(R, bc_part, mrow + t0, len, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz,
@@ -1296,16 +1276,16 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         // R slot of this lane's dB/dC sum after the butterfly: type bit 3, state 4q + 2 (bit 4) + (bit 2)
         const int ridx = ((lane >> 3) & 1) * SCAN_N + 4 * q + 2 * up + ((lane >> 2) & 1);
         float vpend[2 * NS];  // v of the token walked last, not yet summed (v36)
-        auto bc_butterfly = [&](float (&vv)[2 * NS], int jj) {
+        auto bc_sum = [&](float (&vv)[2 * NS]) {
 #pragma unroll
             for (int e = 0; e < NS; e++) vv[e] += __shfl_xor_sync(0xffffffffu, vv[e + NS], 16);
             tr_level<2, 8, 2 * NS>(vv);
             tr_level<1, 4, 2 * NS>(vv);
-            R[(jj * BWARPS + warp) * 2 * SCAN_N + ridx] = vv[0];
+            return vv[0];
         };
 #pragma unroll
         for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
-            float ov[4], rv[4];  // v52: outputs and dB/dC sums whose stores wait (WALK_DEFER4)
+            float ov[4], rv[4];  // v52: outputs and dB/dC sums whose stores wait (WALK_GROUP4)
 #pragma unroll
             for (int jj = 3; jj >= 0; jj--) {
                 const int j = j0 + jj, i = j * CH + cl;
@@ -1348,24 +1328,13 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                 acc += val;
                 dDacc = fmaf(gy, uu, dDacc);
                 ov[jj] = val;
-                if (!WALK_DEFER4) oq[i] = __float2bfloat16(val);
                 // dB/dC summed over the warp's 8 channels (lane bits 2-4), one token later (v36): the
                 // butterfly of the token before in the walk runs after this token's state work (measured: no change
                 // at B8 D1536, where this kernel runs; kept for the same code shape and no spills, v35 spilled 4 bytes)
-                if (j + 1 < SCAN_K) {
-                    if (WALK_DEFER4) {
-#pragma unroll
-                        for (int e = 0; e < NS; e++) vpend[e] += __shfl_xor_sync(0xffffffffu, vpend[e + NS], 16);
-                        tr_level<2, 8, 2 * NS>(vpend);
-                        tr_level<1, 4, 2 * NS>(vpend);
-                        rv[jj] = vpend[0];
-                    } else {
-                        bc_butterfly(vpend, j + 1);
-                    }
-                }
+                if (j + 1 < SCAN_K) rv[jj] = bc_sum(vpend);
 #pragma unroll
                 for (int e = 0; e < 2 * NS; e++) vpend[e] = v[e];
-                if (WALK_DEFER4 && jj % WALK_GROUP4 == 0) {
+                if (jj % WALK_GROUP4 == 0) {  // the group's stores (v52)
 #pragma unroll
                     for (int jd = jj + WALK_GROUP4 - 1; jd >= jj; jd--) {
                         const int jt = j0 + jd;
@@ -1375,7 +1344,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                 }
             }
         }
-        bc_butterfly(vpend, 0);
+        R[warp * 2 * SCAN_N + ridx] = bc_sum(vpend);  // token 0's
         __syncthreads();
         bwd_flush_chunk<NT, CH>(R, bc_part, mrow + t0, len, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz, c0,
                                 Cd, odu, oddp, odz, oy);
