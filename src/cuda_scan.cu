@@ -1,6 +1,8 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v50 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): 64-wide forward
+// Version v52 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the backward
+// walks' stores held to the end of each pair of tokens (v52) and the cooperative passes' loads issued before their
+// stores (v51), so shared loads are not held behind earlier shared stores; 64-wide forward
 // blocks two an SM where they tie with 128-wide ones (v50: the 370m and 1.4b widths), the 32-wide
 // forward's token loop unrolled over the whole chunk (v45), the
 // forward's checkpoint stores predicated instead of branched around (v43), the backward kernels' dB/dC butterfly
@@ -66,9 +68,11 @@ static constexpr int SCAN_K = 16;         // tokens per backward chunk = checkpo
 static constexpr float LOG2E = 1.4426950408889634f;
 // v52: the backward walks (2- and 4-thread kernels) hold each token's output and dB/dC stores into shared memory
 // until the end of a group of this many tokens, so the next tokens' loads are not held behind them (the compiler
-// cannot tell the tiles and R from the pass arrays and B/C, and keeps loads after earlier stores). 2: -2.8% on
-// fwd+bwd at B8·D2048 and B8·D1536 against v51's order (call114, call115); 1 (each token's stores after its
-// butterfly) was +0.9% and 4 spilled 60-200 bytes. Set with -DPM_SCAN_WALK_GROUP=N / -DPM_SCAN_WALK_GROUP4=N.
+// cannot tell the tiles and R from the pass arrays and B/C, and keeps loads after earlier stores). 2, fwd+bwd:
+// B8·D1536 (4-thread) -2.9% against v51's order in one call (call115); B8·D2048 (2-thread) -2.8% against v51's
+// build (call111 and call115, v43 beside both at 1.171-1.172) and -0.9 to -1.4% against v51's order written
+// through the same arrays (call114); 1 (each token's stores after its butterfly) +1.8-2.1% against 2; 4 spilled
+// 60-200 bytes. Set with -DPM_SCAN_WALK_GROUP=N / -DPM_SCAN_WALK_GROUP4=N.
 #ifndef PM_SCAN_WALK_GROUP
 #define PM_SCAN_WALK_GROUP 2
 #endif
@@ -610,14 +614,12 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         const __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 3 * FT * CH;
         const __nv_bfloat16 *tdp = tu + FT * CH, *tz = tu + 2 * FT * CH;
         // cooperative pass: one (token, channel) item per thread and step, independent across tokens. v34: no
-        // branch on the row's end, so the compiler can issue all the items' loads before their first use (ncu's
-        // per-instruction view of v31 had the forward's short-scoreboard stalls on the first users of its shared
-        // loads, here and in the output step; v34 measured -0.5 to -1% on the forward). Past
-        // the row's end the tiles are zero (load_tile), so silu(z) = 0 and u = 0; delta is forced to 0 by a
-        // select: a = 1 and no input, so the state is left as it is
-        // v51: every item's inputs loaded before the first item's stores (which the compiler cannot tell apart
-        // from the tiles: with loads after them it ran the items one after another; ncu, call108: this pass
-        // took 32% of the checkpoint pass's time for 20% of its instructions)
+        // branch on the row's end (-0.5 to -1% on the forward). Past the row's end the tiles are zero
+        // (load_tile), so silu(z) = 0 and u = 0; delta is forced to 0 by a select: a = 1 and no input, so the
+        // state is left as it is. v51: every item's inputs are loaded before the first item's stores. Without the
+        // branch the compiler still kept each item's loads after the previous item's stores (it cannot tell the
+        // pass arrays from the tiles), so the items ran one after another (ncu, call108: this pass took 32% of
+        // the checkpoint pass's time for 20% of its instructions)
         constexpr int IT = FT * CH / NT;
         float xdp[IT], xu[IT], xz[IT];
 #pragma unroll
@@ -728,8 +730,8 @@ struct PassVals {
 // The backward's cooperative pass over the chunk's (token, channel) items i, NT threads: put(i, values) from the
 // dpre, z and dout tiles (SCAN_K, CH); zeros for tokens past the row's end (last chunk): inert tokens for the
 // fixed-length recompute and walk. Each kernel lays the values out as its walk reads them (put); what put does
-// not store is not computed. v34 (BRANCHLESS): no branch on the row's end, so the items' loads can all be
-// issued before their first use: past it the tiles are zero (load_tile), so with delta forced to 0 every value
+// not store is not computed. v34 (BRANCHLESS): no branch on the row's end (the loads go first since v51, below):
+// past it the tiles are zero (load_tile), so with delta forced to 0 every value
 // is +0 (dy, the dz factor and silu(z) from z = dout = 0; softplus' = 1 - 2^-0 = 0). (The 4-thread kernel keeps
 // the branch: without it ptxas spilled 24-28 bytes there and it ran 0.5% slower, v34.)
 __device__ __forceinline__ PassVals pass_vals(float dpre, float zz, float go, float biasA, bool in) {
@@ -941,6 +943,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
         // cooperative pass: pa4 = {delta, dy, softplus'(v), 0} and K2 with RE, {delta, dy, dz factor, softplus'(v)}
         // without (the summary pass: delta and dy). (v30 measured u in pa4's free slot here: 1.3% slower at
         // B8 D2048, unlike the 4-thread kernel)
+        // (u is unused here: the summary pass, which loads no u tile, reads nothing from it once the load is dropped)
         bwd_coop_pass<NT, CH, true>(tdp, tz, tdo, tu, len, biasA, [&](int i, const PassVals &v, float) {
             if (RE) {
                 pa4[i] = make_float4(v.dl, v.dy, v.sig, 0.f);

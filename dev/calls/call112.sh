@@ -1,6 +1,7 @@
 #!/bin/bash
 # session 16, call 5: ncu census of v51's scan kernels, as call108: the 2-thread backward and the forward at
-# B8 D2048 (370m), the 4-thread backward at B8 D1536 (130m)
+# B8 D2048 (370m), the 4-thread backward at B8 D1536 (130m) (the perf log's phases: dev/kernels/sass_top.py --phases,
+# written afterwards; it reproduces them from these CSVs)
 R=$OUT; export LD_LIBRARY_PATH=$PWD/.gpu/lib
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 for kc in scan_bwd_staged:2048 scan_fwd_staged:2048 scan_bwd4:1536; do

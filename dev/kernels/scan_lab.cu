@@ -640,7 +640,7 @@ int main(int argc, char **argv) {
     if (argc > 2 && !strcmp(argv[1], "profile")) {  // for ncu: one version's fwd+bwd twice at B8 D2048 L2048
         const char *cd = getenv("LAB_PROFILE_CD");    // (or at B8 D$LAB_PROFILE_CD L2048)
         for (int vi = 0; vi < nversions; vi++)
-            if (!strcmp(versions[vi].name, argv[2])) time_size(8, 2048, cd ? atoi(cd) : 2048, NULL, vi);
+            if (!strcmp(versions[vi].name, argv[2])) time_size(8, 2048, cd && *cd ? atoi(cd) : 2048, NULL, vi);
         return 0;
     }
     int bad = fd_check();
