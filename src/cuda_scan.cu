@@ -1,6 +1,7 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v52 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the backward
+// Version v54 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): fewer barriers
+// a chunk (v54: the forward two, the backward three, or two where two blocks share an SM); the backward
 // walks' stores held to the end of each pair of tokens (v52) and the cooperative passes' loads issued before their
 // stores (v51), so shared loads are not held behind earlier shared stores; 64-wide forward
 // blocks two an SM where they tie with 128-wide ones (v50: the 370m and 1.4b widths), the 32-wide
@@ -80,6 +81,30 @@ static constexpr float LOG2E = 1.4426950408889634f;
 #define PM_SCAN_WALK_GROUP4 2
 #endif
 static constexpr int WALK_GROUP = PM_SCAN_WALK_GROUP, WALK_GROUP4 = PM_SCAN_WALK_GROUP4;
+// v54: the order of a backward chunk's phases. 0: v52's (issue the previous chunk's tiles, barrier, pass,
+// barrier, walk, barrier, flush, barrier). 2: the tiles issued just after the opening barrier, which then also
+// ends the previous chunk: three barriers a chunk (lab, call121: fwd+bwd -0.7% at B8 D2048, -0.6% at B8 D1536).
+// 3: a chunk's flush after the next chunk's pass, and the tiles issued after that pass: two barriers a chunk
+// (call121: -1.5% at B2 D4096 L8192, where 64-wide blocks share an SM; +0.2% at B8 D2048, one block an SM).
+// (1, the flush before the pass, measured +0.5 to +1% everywhere, call119: dropped.) Defaults: order 2 for
+// 128-wide blocks and the 4-thread kernel, 3 for 64-wide blocks. -DPM_SCAN_BWD_ORDER=N (2-thread kernel),
+// -DPM_SCAN_BWD_ORDER4=N (4-thread kernel) force an order (A/B runs).
+#ifndef PM_SCAN_BWD_ORDER
+#define PM_SCAN_BWD_ORDER -1
+#endif
+#ifndef PM_SCAN_BWD_ORDER4
+#define PM_SCAN_BWD_ORDER4 2
+#endif
+static constexpr int BWD_ORDER = PM_SCAN_BWD_ORDER, BWD_ORDER4 = PM_SCAN_BWD_ORDER4;
+static_assert(BWD_ORDER <= 3 && BWD_ORDER != 1 && BWD_ORDER4 >= 0 && BWD_ORDER4 <= 3 && BWD_ORDER4 != 1,
+              "backward orders: 0, 2 or 3 (-1: by block width)");
+// v54: the forward kernel, likewise: two barriers a chunk instead of three. The next chunk's tiles are issued
+// just after the barrier that opens a chunk (it also ends the previous chunk, so their stage is free), and a
+// chunk's staged output is stored in the next chunk's pass. -DPM_SCAN_FWD_TWO_BARRIERS=0: v52's order.
+#ifndef PM_SCAN_FWD_TWO_BARRIERS
+#define PM_SCAN_FWD_TWO_BARRIERS 1
+#endif
+static constexpr bool FWD_TWO_BARRIERS = PM_SCAN_FWD_TWO_BARRIERS;
 static_assert(WALK_GROUP > 0 && WALK_GROUP4 > 0 && 4 % WALK_GROUP == 0 && 4 % WALK_GROUP4 == 0,
               "groups divide the walk's 4-token steps");
 
@@ -411,6 +436,7 @@ __device__ __forceinline__ void st_f4_if(float *p, float a, float b, float c, fl
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::); }
+__device__ __forceinline__ void cp_async_wait0() { asm volatile("cp.async.wait_group 0;\n" ::); }
 
 // (TK tokens, CH channels) bf16 tile of X (row stride ld) from token row m0, channel c0, into dst (TK, CH);
 // token rows >= len and channels >= Cd read as zeros. NT threads. SWZ: row j's 16-byte piece p lands at piece
@@ -603,10 +629,19 @@ __global__ void __launch_bounds__(CH *FG, MINB)
     for (int k = kb; k < nch; k++) {
         const int t0 = k * FT, len = min(FT, te - t0), t1 = t0 + FT, len1 = min(FT, te - t1);
         const unsigned mask = mask_next;
-        if (k + 1 < nch) issue(k + 1);
-        cp_async_commit();
-        cp_async_wait1();  // chunk k's tiles have landed (this thread's copies) ...
-        __syncthreads();   // ... and everyone's; bcf[k & 1] is visible
+        if (FWD_TWO_BARRIERS) {
+            cp_async_wait0();  // chunk k's tiles have landed (this thread's copies) ...
+        } else {
+            if (k + 1 < nch) issue(k + 1);
+            cp_async_commit();
+            cp_async_wait1();
+        }
+        __syncthreads();  // ... and everyone's; bcf[k & 1] is visible (two barriers: chunk k - 1 is over)
+        if (FWD_TWO_BARRIERS) {  // stage (k + 1) & 1 was last read before the barrier above
+            if (k + 1 < nch) issue(k + 1);
+            cp_async_commit();
+            if (!CKPT && k > kb) store_tile<FT, NT, CH, true>(out, Cd, mrow + t0 - FT, FT, c0, Cd, otile);
+        }
         if (k + 1 < nch) {  // in flight during the chunk
             bc.fetch(Bm, Cm, ldbc, mrow + t1, len1);
             pv_next = pos_fetch(pos, mrow + t1, len1);
@@ -706,9 +741,16 @@ __global__ void __launch_bounds__(CH *FG, MINB)
             bc.store(bcf + ((k + 1) & 1) * FT * 2 * SCAN_N);
             mask_next = start_mask(pv_next, t1, len1);
         }
-        __syncthreads();  // stage k & 1 and the pass arrays are rewritten next chunk; bcf[(k+1) & 1] published
-        // otile is rewritten only after the next chunk's two barriers
-        if (!CKPT) store_tile<FT, NT, CH, true>(out, Cd, mrow + t0, len, c0, Cd, otile);
+        if (!FWD_TWO_BARRIERS) {
+            __syncthreads();  // stage k & 1 and the pass arrays are rewritten next chunk; bcf[(k+1) & 1] published
+            // otile is rewritten only after the next chunk's two barriers
+            if (!CKPT) store_tile<FT, NT, CH, true>(out, Cd, mrow + t0, len, c0, Cd, otile);
+        }
+    }
+    if (FWD_TWO_BARRIERS && !CKPT) {  // the last chunk's output (the others' are stored in the next chunk's pass)
+        __syncthreads();
+        const int t0 = (nch - 1) * FT;
+        store_tile<FT, NT, CH, true>(out, Cd, mrow + t0, min(FT, te - t0), c0, Cd, otile);
     }
     if (MODE == MODE_SUMM && active) {
         float *H = summ + (((size_t)row * (nseg - 1) + seg) * 2 * Cd + c) * SCAN_N + q * NS;
@@ -831,6 +873,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
                            const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck, int SLK,
                            int nseg, float *bsum) {
     constexpr bool BSUMM = SMODE == 2;
+    constexpr int ORD = BSUMM ? 0 : BWD_ORDER >= 0 ? BWD_ORDER : CH == 128 ? 2 : 3;
+    constexpr bool LATE = ORD == 3;
     constexpr int NT = CH * BG, BWARPS = NT / 32, NS = SCAN_N / BG, TILE = SCAN_K * CH, TSTR = bwd_tstr(CH);
     constexpr size_t BWD_TILES = (size_t)2 * 4 * TSTR * 2,
                      BWD_BC = (size_t)2 * SCAN_K * 2 * SCAN_N * 4, BWD_PA = (size_t)4 * TILE * 4;
@@ -918,15 +962,30 @@ __global__ void __launch_bounds__(CH *BG, 1)
     unsigned mask_next = start_mask(pos_fetch(pos, mrow + (kend - 1) * SCAN_K, lenl), (kend - 1) * SCAN_K, lenl);
     int pv_next = 1;
 
+    // chunk kk's staged outputs (in its stage's dpre, z and dout tiles, R, and oy) to global memory
+    auto flush = [&](int kk) {
+        const int tt = kk * SCAN_K;
+        __nv_bfloat16 *fu = tiles + (size_t)(kk & 1) * 4 * TSTR;
+        bwd_flush_chunk<NT, CH>(R, bc_part, mrow + tt, min(SCAN_K, T - tt), du_out, ddpre_out, dz_out,
+                                RE ? y_out : nullptr, ldz, c0, Cd, fu + TSTR, fu + 2 * TSTR, fu + 3 * TSTR, oy);
+    };
     for (int k = kend - 1; k >= kbeg; k--) {
         const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
         const unsigned mask = mask_next;
         float s[NS] = {ck_next[0].x, ck_next[0].y, ck_next[0].z, ck_next[0].w,
                        ck_next[1].x, ck_next[1].y, ck_next[1].z, ck_next[1].w};
-        if (k > kbeg) issue(k - 1);
-        cp_async_commit();
-        cp_async_wait1();
-        __syncthreads();
+        if (ORD != 0) {
+            cp_async_wait0();  // chunk k's tiles, issued during chunk k + 1
+        } else {
+            if (k > kbeg) issue(k - 1);
+            cp_async_commit();
+            cp_async_wait1();
+        }
+        __syncthreads();  // orders 2 and 3: also ends chunk k + 1 (its staged outputs and R published, pa4 free)
+        if (ORD == 2) {  // v54: the stage refilled here was flushed before the barrier above
+            if (k > kbeg) issue(k - 1);
+            cp_async_commit();
+        }
         if (k > kbeg) {  // in flight during the chunk
             bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
             pv_next = pos_fetch(pos, mrow + t0 - SCAN_K, SCAN_K);
@@ -952,7 +1011,12 @@ __global__ void __launch_bounds__(CH *BG, 1)
                 pa4[i] = make_float4(v.dl, v.dy, BSUMM ? 0.f : v.dzf, BSUMM ? 0.f : v.sig);
             }
         });
+        if (ORD == 3 && k + 1 < kend) flush(k + 1);  // v54: beside this chunk's pass
         __syncthreads();
+        if (LATE) {  // stage (k - 1) & 1 was flushed before the barrier above
+            if (k > kbeg) issue(k - 1);
+            cp_async_commit();
+        }
         if (BSUMM) {  // the carry alone, from zero at the segment's end (see above)
             anyst |= mask;
 #pragma unroll 2
@@ -1084,16 +1148,23 @@ __global__ void __launch_bounds__(CH *BG, 1)
                 }
             }
             R[warp * 2 * SCAN_N + ridx] = bc_sum(vpend);  // token 0's
-            __syncthreads();
-            // (stage k & 1 is refilled only after the barrier that ends this chunk)
-            bwd_flush_chunk<NT, CH>(R, bc_part, mrow + t0, len, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz,
-                                    c0, Cd, odu, oddp, odz, oy);
+            if (!LATE) {
+                __syncthreads();
+                // (stage k & 1 is refilled only after the barrier that ends this chunk)
+                flush(k);
+            }
         }
         if (k > kbeg) {
             bc.store(bcf + ((k - 1) & 1) * SCAN_K * 2 * SCAN_N);
             mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
         }
-        __syncthreads();  // R, pass arrays and stage k & 1 are rewritten next chunk; bcf[(k-1) & 1] published
+        // R, pass arrays and stage k & 1 are rewritten next chunk; bcf[(k-1) & 1] published (orders 2 and 3: by
+        // the barrier that opens the next chunk)
+        if (ORD == 0) __syncthreads();
+    }
+    if (LATE) {  // the last chunk's outputs
+        __syncthreads();
+        flush(kbeg);
     }
     if (BSUMM) {
         if (active) {
@@ -1227,6 +1298,14 @@ __global__ void __launch_bounds__(CH *BG4, 3)
     unsigned mask_next = start_mask(pos_fetch(pos, mrow + (nck - 1) * SCAN_K, lenl), (nck - 1) * SCAN_K, lenl);
     int pv_next = 1;
 
+    auto flush = [&](int kk) {  // as in scan_bwd_staged_kernel
+        const int tt = kk * SCAN_K;
+        __nv_bfloat16 *fu = tiles + (size_t)(kk & 1) * 4 * TSTR;
+        bwd_flush_chunk<NT, CH>(R, bc_part, mrow + tt, min(SCAN_K, T - tt), du_out, ddpre_out, dz_out,
+                                RE ? y_out : nullptr, ldz, c0, Cd, fu + TSTR, fu + 2 * TSTR, fu + 3 * TSTR, oy);
+    };
+    constexpr int ORD = BWD_ORDER4;
+    constexpr bool LATE = ORD == 3;
     for (int k = nck - 1; k >= 0; k--) {
         const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
         const unsigned mask = mask_next;
@@ -1235,10 +1314,18 @@ __global__ void __launch_bounds__(CH *BG4, 3)
             const float4 ck = ck_next;  // slot order (see up)
             s[0] = up ? ck.z : ck.x, s[1] = up ? ck.w : ck.y, s[2] = up ? ck.x : ck.z, s[3] = up ? ck.y : ck.w;
         }
-        if (k > 0) issue(k - 1);
-        cp_async_commit();
-        cp_async_wait1();
+        if (ORD != 0) {
+            cp_async_wait0();
+        } else {
+            if (k > 0) issue(k - 1);
+            cp_async_commit();
+            cp_async_wait1();
+        }
         __syncthreads();
+        if (ORD == 2) {  // v54: the stage refilled here was flushed before the barrier above
+            if (k > 0) issue(k - 1);
+            cp_async_commit();
+        }
         if (k > 0) {  // in flight during the chunk
             bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
             pv_next = pos_fetch(pos, mrow + t0 - SCAN_K, SCAN_K);
@@ -1262,7 +1349,12 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                                  uu);
             K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
         });
+        if (ORD == 3 && k + 1 < nck) flush(k + 1);  // v54 (see scan_bwd_staged_kernel)
         __syncthreads();
+        if (LATE) {
+            if (k > 0) issue(k - 1);
+            cp_async_commit();
+        }
         // recompute the chunk's states from its checkpoint (tokens past the row's end: delta = 0, input 0)
         // (into registers, v21: both token loops are unrolled, so Sr[j] is a compile-time register index)
         float Sr[SCAN_K][NS];
@@ -1348,14 +1440,19 @@ __global__ void __launch_bounds__(CH *BG4, 3)
             }
         }
         R[warp * 2 * SCAN_N + ridx] = bc_sum(vpend);  // token 0's
-        __syncthreads();
-        bwd_flush_chunk<NT, CH>(R, bc_part, mrow + t0, len, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz, c0,
-                                Cd, odu, oddp, odz, oy);
+        if (!LATE) {
+            __syncthreads();
+            flush(k);
+        }
         if (k > 0) {
             bc_store((k - 1) & 1);
             mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
         }
+        if (ORD == 0) __syncthreads();
+    }
+    if (LATE) {  // the last chunk's outputs
         __syncthreads();
+        flush(0);
     }
     if (active) {
         float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
