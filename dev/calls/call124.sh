@@ -5,10 +5,7 @@
 # the 2-thread kernel, interleaved three times; then end to end at 370m and 1.4b (the 2-thread kernel's shapes),
 # the default build against one with -DPM_SCAN_BWD_ORDER=5, interleaved twice
 # (.gpu/ab/base and .gpu/ab/k5 hold the two builds' packmamba alone, .gpu/ab/lib their libraries: the carry limit)
+# (its lab loop, as run, is now dev/kernels/lab_rounds.sh: the same commands)
 R=$OUT; export LD_LIBRARY_PATH=$PWD/.gpu/ab/lib; cp -r .gpu/ab/lib .gpu/ab/base/lib; cp -r .gpu/ab/lib .gpu/ab/k5/lib
-for r in 1 2 3; do for v in K2 K5; do
-  LAB_BIGS=8x2048x2048,4x2048x4096,2x8192x4096 SCAN_LAB_VERSIONS=v43+st,prod+st timeout 150 .gpu/scan/scan_lab_$v > $R/lab_${v}_$r.log 2>&1
-  echo "== $v rc $?"; grep -E "^(v43|prod)|correctness" $R/lab_${v}_$r.log
-done; done
+LAB_BIGS=8x2048x2048,4x2048x4096,2x8192x4096 bash dev/kernels/lab_rounds.sh 3 "K2 K5"
 OUT=$R PM_AB_TIMEOUT=120 bash dev/ab_bench.sh BIN ".gpu/ab/base .gpu/ab/k5 .gpu/ab/base .gpu/ab/k5" "--preset 370m --batch 8" "--preset 1.4b --batch 4"
-cd $R && tar czf labs.tgz lab_*.log && rm -f lab_*.log

@@ -4,11 +4,8 @@
 # 4 / 8 / 12 tokens, at the 370m, 1.4b and B2 D4096 L8192 shapes, interleaved twice; then end to end at 370m and
 # 1.4b, v54 against a build with -DPM_SCAN_BWD_KEEP_A=8, interleaved twice
 # (.gpu/ab/base and .gpu/ab/a8 hold the two builds' packmamba alone, .gpu/ab/lib their libraries: the carry limit)
+# (its lab loop, as run, is now dev/kernels/lab_rounds.sh: the same commands)
 R=$OUT; export LD_LIBRARY_PATH=$PWD/.gpu/ab/lib; cp -r .gpu/ab/lib .gpu/ab/base/lib; cp -r .gpu/ab/lib .gpu/ab/a8/lib
-for r in 1 2; do for v in M0 M4 M8 M12; do
-  LAB_BIGS=8x2048x2048,4x2048x4096,2x8192x4096 SCAN_LAB_VERSIONS=v43+st,prod+st timeout 150 .gpu/scan/scan_lab_$v > $R/lab_${v}_$r.log 2>&1
-  echo "== $v rc $?"; grep -E "^(v43|prod)|correctness" $R/lab_${v}_$r.log
-done; done
+LAB_BIGS=8x2048x2048,4x2048x4096,2x8192x4096 bash dev/kernels/lab_rounds.sh 2 "M0 M4 M8 M12"
 OUT=$R PM_AB_TIMEOUT=120 bash dev/ab_bench.sh BIN ".gpu/ab/base .gpu/ab/a8 .gpu/ab/base .gpu/ab/a8" "--preset 370m --batch 8" \
   "--preset 1.4b --batch 4"
-cd $R && tar czf labs.tgz lab_*.log && rm -f lab_*.log
