@@ -1605,7 +1605,8 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     const int smem_block = pm_cuda_device()->smem_block, smem_sm = pm_cuda_device()->smem_sm;
     if (scan_use_bwd4(rows, Cd)) return {32, nch, 1, 4};
     BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1, 2};
-    // 128-wide blocks need 212 KB of shared memory: GPUs with less per block (A100: 163 KB) take 64-wide ones
+    // 128-wide blocks need bwd_smem(128) of shared memory (104 KB; 212 KB when this check was written, before the
+    // chunk's states moved to registers): a GPU with less per block takes 64-wide ones
     if (p.ch == 128 && bwd_smem(128) <= (size_t)smem_block) return p;
     // 64-wide blocks per SM: two on the H200 (held there by registers since v21: 255 per thread, 128 threads)
     static int per_sm = 0;
