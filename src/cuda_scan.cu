@@ -81,12 +81,15 @@ static constexpr float LOG2E = 1.4426950408889634f;
 #define PM_SCAN_WALK_GROUP4 2
 #endif
 static constexpr int WALK_GROUP = PM_SCAN_WALK_GROUP, WALK_GROUP4 = PM_SCAN_WALK_GROUP4;
+static_assert(WALK_GROUP > 0 && WALK_GROUP4 > 0 && 4 % WALK_GROUP == 0 && 4 % WALK_GROUP4 == 0,
+              "groups divide the walk's 4-token steps");
 // v54: the order of a backward chunk's phases. 0: v52's (issue the previous chunk's tiles, barrier, pass,
 // barrier, walk, barrier, flush, barrier). 2: the tiles issued just after the opening barrier, which then also
 // ends the previous chunk: three barriers a chunk (lab, call121: fwd+bwd -0.7% at B8 D2048, -0.6% at B8 D1536).
 // 3: a chunk's flush after the next chunk's pass, and the tiles issued after that pass: two barriers a chunk
-// (call121: -1.5% at B2 D4096 L8192, where 64-wide blocks share an SM; +0.2% at B8 D2048, one block an SM).
-// (1, the flush before the pass, measured +0.5 to +1% everywhere, call119: dropped.) Defaults: order 2 for
+// (call121: -1.5% at B2 D4096 L8192, where 64-wide blocks share an SM; at B8 D2048, one block an SM, +0.1 to +0.5%
+// against order 0, +0.7 to +1.3% against order 2). (1, the flush before the pass, measured +0.5 to +2% everywhere,
+// call119: dropped.) Defaults: order 2 for
 // 128-wide blocks and the 4-thread kernel, 3 for 64-wide blocks. -DPM_SCAN_BWD_ORDER=N (2-thread kernel),
 // -DPM_SCAN_BWD_ORDER4=N (4-thread kernel) force an order (A/B runs).
 #ifndef PM_SCAN_BWD_ORDER
@@ -105,8 +108,6 @@ static_assert(BWD_ORDER <= 3 && BWD_ORDER != 1 && BWD_ORDER4 >= 0 && BWD_ORDER4 
 #define PM_SCAN_FWD_TWO_BARRIERS 1
 #endif
 static constexpr bool FWD_TWO_BARRIERS = PM_SCAN_FWD_TWO_BARRIERS;
-static_assert(WALK_GROUP > 0 && WALK_GROUP4 > 0 && 4 % WALK_GROUP == 0 && 4 % WALK_GROUP4 == 0,
-              "groups divide the walk's 4-token steps");
 
 template <typename... Args>
 static void scan_die(const char *fmt, Args... args) {  // one clear line and exit
