@@ -1,6 +1,8 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v54 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): fewer barriers
+// Version v57 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the backward
+// walks' r = ds a_t s_{t-1} from the new carry and the previous token's state (v57: a multiply fewer a state and
+// token); fewer barriers
 // a chunk (v54: the forward two, the backward three, or two where two blocks share an SM); the backward
 // walks' stores held to the end of each pair of tokens (v52) and the cooperative passes' loads issued before their
 // stores (v51), so shared loads are not held behind earlier shared stores; 64-wide forward
@@ -108,6 +110,20 @@ static_assert(BWD_ORDER <= 3 && BWD_ORDER != 1 && BWD_ORDER4 >= 0 && BWD_ORDER4 
 #define PM_SCAN_FWD_TWO_BARRIERS 1
 #endif
 static constexpr bool FWD_TWO_BARRIERS = PM_SCAN_FWD_TWO_BARRIERS;
+// v57: in the backward walks, r = ds a_t s_{t-1} (the adjoint of a_t times a_t) is formed as the new carry
+// (a_t ds) times the previous token's recomputed state, which the walk holds in registers anyway, instead of as
+// ds (s_t - delta u B_t): one multiply a state and token instead of a fused multiply-add and a multiply. At a
+// chunk's first token, whose previous state is the checkpoint (no longer held), the old form stays: holding the
+// checkpoint for it measured +1.3 to +1.6% fwd+bwd (lab, call129). The 2-thread kernel at B8 D2048: -1.2%
+// fwd+bwd; B2 D4096 L8192 (64-wide blocks) and the 4-thread kernel at B8 D1536: within the runs' spread.
+// -DPM_SCAN_BWD_R_CARRY=0 (2-thread kernel), -DPM_SCAN_BWD_R_CARRY4=0 (4-thread kernel): the old form (A/B).
+#ifndef PM_SCAN_BWD_R_CARRY
+#define PM_SCAN_BWD_R_CARRY 1
+#endif
+#ifndef PM_SCAN_BWD_R_CARRY4
+#define PM_SCAN_BWD_R_CARRY4 1
+#endif
+static constexpr bool BWD_R_CARRY = PM_SCAN_BWD_R_CARRY, BWD_R_CARRY4 = PM_SCAN_BWD_R_CARRY4;
 
 template <typename... Args>
 static void scan_die(const char *fmt, Args... args) {  // one clear line and exit
@@ -1094,14 +1110,16 @@ __global__ void __launch_bounds__(CH *BG, 1)
                     for (int n = 0; n < NS; n++) {
                         const float a = ex2_approx(fmaf(dlL, A[n], off));
                         const float ds = fmaf(gy, cc[n], carry[n]);  // total adjoint of s_t
-                        const float as = fmaf(-dlu, bb[n], st[n]);    // a_t s_{t-1} (0 up to rounding at a start)
-                        const float r = ds * as;
+                        carry[n] = a * ds;
+                        // r = ds a_t s_{t-1}: as the new carry times s_{t-1} (v57), or with a_t s_{t-1} = s_t -
+                        // delta u B_t (0 up to rounding at a start)
+                        const float r = BWD_R_CARRY && j > 0 ? carry[n] * Sr[j > 0 ? j - 1 : 0][n]
+                                                             : ds * fmaf(-dlu, bb[n], st[n]);
                         P = fmaf(ds, bb[n], P);
                         Q = fmaf(A[n], r, Q);
                         dA[n] = fmaf(r, dl, dA[n]);
                         v[(n & 4) * 2 + (n & 3)] = ds * dlu;
                         v[(n & 4) * 2 + 4 + (n & 3)] = gy * st[n];
-                        carry[n] = a * ds;
                     }
                     y += __shfl_xor_sync(0xffffffffu, y, 1);
                     P += __shfl_xor_sync(0xffffffffu, P, 1);
@@ -1400,14 +1418,14 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                 for (int n = 0; n < NS; n++) {
                     const float a = ex2_approx(dlL * A[n]);
                     const float ds = fmaf(gy, cc[n], carry[n]);
-                    const float as = fmaf(-dlu, bb[n], st[n]);
-                    const float r = ds * as;
+                    carry[n] = a * ds;
+                    const float r = BWD_R_CARRY4 && j > 0 ? carry[n] * Sr[j > 0 ? j - 1 : 0][n]  // v57
+                                                          : ds * fmaf(-dlu, bb[n], st[n]);
                     P = fmaf(ds, bb[n], P);
                     Q = fmaf(A[n], r, Q);
                     dA[n] = fmaf(r, dl, dA[n]);
                     v[(n & 2) * 2 + (n & 1)] = ds * dlu;
                     v[(n & 2) * 2 + 2 + (n & 1)] = gy * st[n];
-                    carry[n] = a * ds;
                 }
                 // y, P and Z = uP + Q over the channel's 4 lanes, transposed: lane q = 0 gets y, 1 Z, 2 P, 3 y
                 // (P without RE) (y as (q0 + q1) + (q2 + q3), the forward's order)
