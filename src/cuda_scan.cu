@@ -870,6 +870,62 @@ static constexpr size_t bwd_smem(int CH) {
            + (size_t)SCAN_K * CH * (8 + 2);                        // output factors, output tile
 }
 
+// v54: where a backward chunk's barriers, tile copies and flush fall, in order ORD (PM_SCAN_BWD_ORDER above), for
+// both backward kernels, at chunk k (the chunks run backwards from kmax to kmin; chunk k's tiles are in stage
+// k & 1). issue(k - 1) copies the previous chunk's tiles into the other stage (where k > kmin; the commit always
+// counts a group); flush(kk) stores chunk kk's staged outputs (bwd_flush_chunk).
+template <int ORD>
+struct BwdChunkSync {
+    static_assert(ORD == 0 || ORD == 2 || ORD == 3, "backward orders: 0, 2 or 3");
+    // the chunk's opening: its tiles landed, and with them its B/C (bcf) published
+    template <class Issue>
+    __device__ __forceinline__ static void open(int k, int kmin, Issue &issue) {
+        if (ORD != 0) {
+            cp_async_wait0();  // chunk k's tiles, issued during chunk k + 1
+        } else {
+            if (k > kmin) issue(k - 1);
+            cp_async_commit();
+            cp_async_wait1();
+        }
+        __syncthreads();  // orders 2 and 3: also ends chunk k + 1 (its staged outputs and R published, pass arrays free)
+        if (ORD == 2) {  // the stage refilled here was flushed before the barrier above
+            if (k > kmin) issue(k - 1);
+            cp_async_commit();
+        }
+    }
+    // after the cooperative pass (order 3 stores chunk k + 1's outputs beside it, where k < kmax)
+    template <class Issue, class Flush>
+    __device__ __forceinline__ static void pass_done(int k, int kmin, int kmax, Issue &issue, Flush &flush) {
+        if (ORD == 3 && k < kmax) flush(k + 1);
+        __syncthreads();
+        if (ORD == 3) {  // stage (k - 1) & 1 was flushed before the barrier above
+            if (k > kmin) issue(k - 1);
+            cp_async_commit();
+        }
+    }
+    // after the walk's last store
+    template <class Flush>
+    __device__ __forceinline__ static void walk_done(int k, Flush &flush) {
+        if (ORD != 3) {
+            __syncthreads();
+            flush(k);  // (stage k & 1 is refilled only after the barrier that ends this chunk)
+        }
+    }
+    // the chunk's end: R, the pass arrays and stage k & 1 are rewritten next chunk; bcf[(k-1) & 1] published
+    // (orders 2 and 3: by the barrier that opens the next chunk)
+    __device__ __forceinline__ static void close() {
+        if (ORD == 0) __syncthreads();
+    }
+    // after the last chunk (order 3: its outputs)
+    template <class Flush>
+    __device__ __forceinline__ static void finish(int klast, Flush &flush) {
+        if (ORD == 3) {
+            __syncthreads();
+            flush(klast);
+        }
+    }
+};
+
 // Time segments (v10): grid z cuts a row into nseg segments of SLK chunks, walked by different blocks. The
 // adjoint recurrence is linear: with carry_t = a_{t+1} ds_{t+1} (the adjoint reaching s_t from later tokens),
 // carry_{t-1} = a_t (gy_t C_t + carry_t), so over a segment h the carry leaving its first token is
@@ -890,8 +946,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
                            const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck, int SLK,
                            int nseg, float *bsum) {
     constexpr bool BSUMM = SMODE == 2;
-    constexpr int ORD = BSUMM ? 0 : BWD_ORDER >= 0 ? BWD_ORDER : CH == 128 ? 2 : 3;
-    constexpr bool LATE = ORD == 3;
+    // v54: the summary pass keeps order 0 (it flushes nothing)
+    using Sync = BwdChunkSync<BSUMM ? 0 : BWD_ORDER >= 0 ? BWD_ORDER : CH == 128 ? 2 : 3>;
     constexpr int NT = CH * BG, BWARPS = NT / 32, NS = SCAN_N / BG, TILE = SCAN_K * CH, TSTR = bwd_tstr(CH);
     constexpr size_t BWD_TILES = (size_t)2 * 4 * TSTR * 2,
                      BWD_BC = (size_t)2 * SCAN_K * 2 * SCAN_N * 4, BWD_PA = (size_t)4 * TILE * 4;
@@ -991,18 +1047,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
         const unsigned mask = mask_next;
         float s[NS] = {ck_next[0].x, ck_next[0].y, ck_next[0].z, ck_next[0].w,
                        ck_next[1].x, ck_next[1].y, ck_next[1].z, ck_next[1].w};
-        if (ORD != 0) {
-            cp_async_wait0();  // chunk k's tiles, issued during chunk k + 1
-        } else {
-            if (k > kbeg) issue(k - 1);
-            cp_async_commit();
-            cp_async_wait1();
-        }
-        __syncthreads();  // orders 2 and 3: also ends chunk k + 1 (its staged outputs and R published, pa4 free)
-        if (ORD == 2) {  // v54: the stage refilled here was flushed before the barrier above
-            if (k > kbeg) issue(k - 1);
-            cp_async_commit();
-        }
+        Sync::open(k, kbeg, issue);
         if (k > kbeg) {  // in flight during the chunk
             bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
             pv_next = pos_fetch(pos, mrow + t0 - SCAN_K, SCAN_K);
@@ -1028,12 +1073,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
                 pa4[i] = make_float4(v.dl, v.dy, BSUMM ? 0.f : v.dzf, BSUMM ? 0.f : v.sig);
             }
         });
-        if (ORD == 3 && k + 1 < kend) flush(k + 1);  // v54: beside this chunk's pass
-        __syncthreads();
-        if (LATE) {  // stage (k - 1) & 1 was flushed before the barrier above
-            if (k > kbeg) issue(k - 1);
-            cp_async_commit();
-        }
+        Sync::pass_done(k, kbeg, kend - 1, issue, flush);
         if (BSUMM) {  // the carry alone, from zero at the segment's end (see above)
             anyst |= mask;
 #pragma unroll 2
@@ -1167,24 +1207,15 @@ __global__ void __launch_bounds__(CH *BG, 1)
                 }
             }
             R[warp * 2 * SCAN_N + ridx] = bc_sum(vpend);  // token 0's
-            if (!LATE) {
-                __syncthreads();
-                // (stage k & 1 is refilled only after the barrier that ends this chunk)
-                flush(k);
-            }
+            Sync::walk_done(k, flush);
         }
         if (k > kbeg) {
             bc.store(bcf + ((k - 1) & 1) * SCAN_K * 2 * SCAN_N);
             mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
         }
-        // R, pass arrays and stage k & 1 are rewritten next chunk; bcf[(k-1) & 1] published (orders 2 and 3: by
-        // the barrier that opens the next chunk)
-        if (ORD == 0) __syncthreads();
+        Sync::close();
     }
-    if (LATE) {  // the last chunk's outputs
-        __syncthreads();
-        flush(kbeg);
-    }
+    Sync::finish(kbeg, flush);
     if (BSUMM) {
         if (active) {
             float *Gp = sum_at(seg, 0), *Pp = sum_at(seg, 1);
@@ -1323,8 +1354,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         bwd_flush_chunk<NT, CH>(R, bc_part, mrow + tt, min(SCAN_K, T - tt), du_out, ddpre_out, dz_out,
                                 RE ? y_out : nullptr, ldz, c0, Cd, fu + TSTR, fu + 2 * TSTR, fu + 3 * TSTR, oy);
     };
-    constexpr int ORD = BWD_ORDER4;
-    constexpr bool LATE = ORD == 3;
+    using Sync = BwdChunkSync<BWD_ORDER4>;
     for (int k = nck - 1; k >= 0; k--) {
         const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
         const unsigned mask = mask_next;
@@ -1333,18 +1363,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
             const float4 ck = ck_next;  // slot order (see up)
             s[0] = up ? ck.z : ck.x, s[1] = up ? ck.w : ck.y, s[2] = up ? ck.x : ck.z, s[3] = up ? ck.y : ck.w;
         }
-        if (ORD != 0) {
-            cp_async_wait0();
-        } else {
-            if (k > 0) issue(k - 1);
-            cp_async_commit();
-            cp_async_wait1();
-        }
-        __syncthreads();
-        if (ORD == 2) {  // v54: the stage refilled here was flushed before the barrier above
-            if (k > 0) issue(k - 1);
-            cp_async_commit();
-        }
+        Sync::open(k, 0, issue);
         if (k > 0) {  // in flight during the chunk
             bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
             pv_next = pos_fetch(pos, mrow + t0 - SCAN_K, SCAN_K);
@@ -1368,12 +1387,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                                  uu);
             K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
         });
-        if (ORD == 3 && k + 1 < nck) flush(k + 1);  // v54 (see scan_bwd_staged_kernel)
-        __syncthreads();
-        if (LATE) {
-            if (k > 0) issue(k - 1);
-            cp_async_commit();
-        }
+        Sync::pass_done(k, 0, nck - 1, issue, flush);
         // recompute the chunk's states from its checkpoint (tokens past the row's end: delta = 0, input 0)
         // (into registers, v21: both token loops are unrolled, so Sr[j] is a compile-time register index)
         float Sr[SCAN_K][NS];
@@ -1459,20 +1473,14 @@ __global__ void __launch_bounds__(CH *BG4, 3)
             }
         }
         R[warp * 2 * SCAN_N + ridx] = bc_sum(vpend);  // token 0's
-        if (!LATE) {
-            __syncthreads();
-            flush(k);
-        }
+        Sync::walk_done(k, flush);
         if (k > 0) {
             bc_store((k - 1) & 1);
             mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
         }
-        if (ORD == 0) __syncthreads();
+        Sync::close();
     }
-    if (LATE) {  // the last chunk's outputs
-        __syncthreads();
-        flush(0);
-    }
+    Sync::finish(0, flush);
     if (active) {
         float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
         if (q == 1) pp[0] = acc;
