@@ -1,8 +1,9 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v57 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the backward
-// walks' r = ds a_t s_{t-1} from the new carry and the previous token's state (v57: a multiply fewer a state and
-// token); fewer barriers
+// Version v61 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the 4-thread
+// backward's cooperative pass without a branch, its inputs loaded first (v61, as the 2-thread one's since v51);
+// the backward walks' r = ds a_t s_{t-1} from the new carry and the previous token's state (v57: a multiply fewer
+// a state and token); fewer barriers
 // a chunk (v54: the forward two, the backward three, or two where two blocks share an SM); the backward
 // walks' stores held to the end of each pair of tokens (v52) and the cooperative passes' loads issued before their
 // stores (v51), so shared loads are not held behind earlier shared stores; 64-wide forward
@@ -124,6 +125,9 @@ static constexpr bool FWD_TWO_BARRIERS = PM_SCAN_FWD_TWO_BARRIERS;
 #define PM_SCAN_BWD_R_CARRY4 1
 #endif
 static constexpr bool BWD_R_CARRY = PM_SCAN_BWD_R_CARRY, BWD_R_CARRY4 = PM_SCAN_BWD_R_CARRY4;
+#ifndef PM_SCAN_BWD4_PASS_BRANCH  // v61: 0 (see bwd_coop_pass)
+#define PM_SCAN_BWD4_PASS_BRANCH 0
+#endif
 
 template <typename... Args>
 static void scan_die(const char *fmt, Args... args) {  // one clear line and exit
@@ -791,8 +795,9 @@ struct PassVals {
 // fixed-length recompute and walk. Each kernel lays the values out as its walk reads them (put); what put does
 // not store is not computed. v34 (BRANCHLESS): no branch on the row's end (the loads go first since v51, below):
 // past it the tiles are zero (load_tile), so with delta forced to 0 every value
-// is +0 (dy, the dz factor and silu(z) from z = dout = 0; softplus' = 1 - 2^-0 = 0). (The 4-thread kernel keeps
-// the branch: without it ptxas spilled 24-28 bytes there and it ran 0.5% slower, v34.)
+// is +0 (dy, the dz factor and silu(z) from z = dout = 0; softplus' = 1 - 2^-0 = 0). (The 4-thread kernel kept
+// the branch from v34 to v57: without it ptxas spilled 24-28 bytes there and it ran 0.5% slower at v34, and
+// loading first +0.7% at v51; v61 measured it -1.5% on v57, see bwd_coop_pass.)
 __device__ __forceinline__ PassVals pass_vals(float dpre, float zz, float go, float biasA, bool in) {
     const float sp = softplus_f(dpre + biasA), dl = in ? sp : 0.f, sz = sigmoid_f(zz);
     return {dl, go * zz * sz, go * sz * fmaf(zz, 1.f - sz, 1.f), 1.f - ex2_approx(-dl * LOG2E), zz * sz};
@@ -806,8 +811,11 @@ __device__ __forceinline__ void bwd_coop_pass(const __nv_bfloat16 *tdp, const __
     // memory, which the compiler cannot tell apart from the tiles, so with each item's loads after the previous
     // item's stores it ran the items one after another, each waiting on its loads and then on its chain of three
     // MUFU results (ncu, call108: the 2-thread backward's pass 12.6% of its time for 8% of its instructions;
-    // v51 measured -3.4% on that backward). With the branch the items are separate basic blocks anyway, and
-    // loading first measured +0.7% on the 4-thread backward (call109, call110), so it loads as it goes.
+    // v51 measured -3.4% on that backward). v61: the 4-thread backward too (it had kept v34's branch on the row's
+    // end, the items separate basic blocks, loading as it went, since loading first measured +0.7% there in
+    // call109 and call110): on v57, fwd+bwd at B8 D1536 0.934 -> 0.920-0.921 ms (call138; loading in groups of 1
+    // or 2 items: 0.926-0.930). The RE kernel's one 4-byte spill, outside the chunk loop, is v57's.
+    // -DPM_SCAN_BWD4_PASS_BRANCH=1: the branch (A/B).
     float dp[IT], zz[IT], go[IT], uu[IT];
     if (BRANCHLESS) {
 #pragma unroll
@@ -1382,7 +1390,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         // which lane q reads element q alone (one 4-byte load, no selects). v26: delta log2 e is +inf at a
         // document start, so a_t = 2^(+inf A) = 0 there (A < 0 in every lane) with no per-thread start test in the
         // loops below; elsewhere the product is the one the forward forms (fmaf(delta log2 e, A, 0)): same bits
-        bwd_coop_pass<NT, CH, false>(tdp, tz, tdo, tu, len, biasA, [&](int i, const PassVals &v, float uu) {
+        bwd_coop_pass<NT, CH, !PM_SCAN_BWD4_PASS_BRANCH>(tdp, tz, tdo, tu, len, biasA, [&](int i, const PassVals &v, float uu) {
             pa4[i] = make_float4(v.dl, v.dy, ((mask >> (i / CH)) & 1u) ? __int_as_float(0x7f800000) : v.dl * LOG2E,
                                  uu);
             K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
