@@ -115,8 +115,9 @@ static constexpr bool FWD_TWO_BARRIERS = PM_SCAN_FWD_TWO_BARRIERS;
 // (a_t ds) times the previous token's recomputed state, which the walk holds in registers anyway, instead of as
 // ds (s_t - delta u B_t): one multiply a state and token instead of a fused multiply-add and a multiply. At a
 // chunk's first token, whose previous state is the checkpoint (no longer held), the old form stays: holding the
-// checkpoint for it measured +1.3 to +1.6% fwd+bwd (lab, call129). The 2-thread kernel at B8 D2048: -1.2%
-// fwd+bwd; B2 D4096 L8192 (64-wide blocks) and the 4-thread kernel at B8 D1536: within the runs' spread.
+// checkpoint for it measured +1.3 to +1.8% fwd+bwd (lab, call129). The 2-thread kernel at B8 D2048: -1.3% fwd+bwd
+// (medians; -1.1 to -1.6% run to run); B2 D4096 L8192 (64-wide blocks) and the 4-thread kernel at B8 D1536: within
+// the runs' spread.
 // -DPM_SCAN_BWD_R_CARRY=0 (2-thread kernel), -DPM_SCAN_BWD_R_CARRY4=0 (4-thread kernel): the old form (A/B).
 #ifndef PM_SCAN_BWD_R_CARRY
 #define PM_SCAN_BWD_R_CARRY 1
@@ -128,6 +129,7 @@ static constexpr bool BWD_R_CARRY = PM_SCAN_BWD_R_CARRY, BWD_R_CARRY4 = PM_SCAN_
 #ifndef PM_SCAN_BWD4_PASS_BRANCH  // v61: 0 (see bwd_coop_pass)
 #define PM_SCAN_BWD4_PASS_BRANCH 0
 #endif
+static constexpr bool BWD4_PASS_BRANCH = PM_SCAN_BWD4_PASS_BRANCH;
 
 template <typename... Args>
 static void scan_die(const char *fmt, Args... args) {  // one clear line and exit
@@ -814,7 +816,8 @@ __device__ __forceinline__ void bwd_coop_pass(const __nv_bfloat16 *tdp, const __
     // v51 measured -3.4% on that backward). v61: the 4-thread backward too (it had kept v34's branch on the row's
     // end, the items separate basic blocks, loading as it went, since loading first measured +0.7% there in
     // call109 and call110): on v57, fwd+bwd at B8 D1536 0.934 -> 0.920-0.921 ms (call138; loading in groups of 1
-    // or 2 items: 0.926-0.930). The RE kernel's one 4-byte spill, outside the chunk loop, is v57's.
+    // or 2 items: 0.926-0.930). ptxas reports the RE kernel's 4-byte spill of v57 unchanged (in v57's SASS one
+    // store before the chunk loop and one load after it).
     // -DPM_SCAN_BWD4_PASS_BRANCH=1: the branch (A/B).
     float dp[IT], zz[IT], go[IT], uu[IT];
     if (BRANCHLESS) {
@@ -836,16 +839,28 @@ __device__ __forceinline__ void bwd_coop_pass(const __nv_bfloat16 *tdp, const __
     }
 }
 
-// The end of a backward chunk (after the barrier that ends the walk), NT threads: the warps' dB/dC sums R
+// The backward kernels' input tiles u/dpre/z/dout of a stage, each (SCAN_K, CH) bf16, lie bwd_tstr(CH) elements
+// apart: 32 bytes more than a tile (v30). The walk writes its outputs into the dpre, z and dout tiles, and the
+// lanes of a channel each write a different one at the same (token, channel): with tiles a multiple of 128 bytes
+// apart those stores fell in the same banks (2-way in the 2-thread kernel, 4-way with the forward's output in the
+// 4-thread one); 32 bytes apart, and the staged forward's output at 0 mod 128 bytes, they do not.
+__host__ __device__ static constexpr int bwd_tstr(int CH) { return SCAN_K * CH + 16; }
+
+// The end of backward chunk kk (after the barrier that ends its walk), NT threads: the warps' dB/dC sums R
 // (SCAN_K, NT/32, 2N) summed over the warps in a fixed order into this block's partials bc_part (M, nblk, 2N),
-// and the staged du / ddpre / dz (and, if y_out is not NULL, the forward's output) tiles (SCAN_K, CH) stored.
+// and the du / ddpre / dz tiles (SCAN_K, CH) that the walk staged in the dpre, z and dout tiles of the chunk's
+// stage (tiles: the two stages of u, dpre, z, dout, each bwd_tstr(CH) apart) stored, and, if y_out is not NULL,
+// the forward's output staged in oy. Both backward kernels flush through this.
 template <int NT, int CH>
-__device__ __forceinline__ void bwd_flush_chunk(const float *R, float *bc_part, size_t m0, int len,
+__device__ __forceinline__ void bwd_flush_chunk(int kk, int T, size_t mrow, const float *R, float *bc_part,
                                                 __nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out,
                                                 __nv_bfloat16 *dz_out, __nv_bfloat16 *y_out, int ldz, int c0, int Cd,
-                                                const __nv_bfloat16 *odu, const __nv_bfloat16 *oddp,
-                                                const __nv_bfloat16 *odz, const __nv_bfloat16 *oy) {
-    constexpr int BWARPS = NT / 32;
+                                                const __nv_bfloat16 *tiles, const __nv_bfloat16 *oy) {
+    constexpr int BWARPS = NT / 32, TSTR = bwd_tstr(CH);
+    const int tt = kk * SCAN_K;
+    const size_t m0 = mrow + tt;
+    const int len = min(SCAN_K, T - tt);
+    const __nv_bfloat16 *fu = tiles + (size_t)(kk & 1) * 4 * TSTR;
     for (int idx = threadIdx.x; idx < len * 2 * SCAN_N; idx += NT) {
         const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
         float acc = 0.f;
@@ -853,18 +868,12 @@ __device__ __forceinline__ void bwd_flush_chunk(const float *R, float *bc_part, 
         for (int w = 0; w < BWARPS; w++) acc += R[(j * BWARPS + w) * 2 * SCAN_N + e];
         bc_part[((m0 + j) * gridDim.x + blockIdx.x) * 2 * SCAN_N + e] = acc;
     }
-    store_tile<SCAN_K, NT, CH>(du_out, Cd, m0, len, c0, Cd, odu);
-    store_tile<SCAN_K, NT, CH>(ddpre_out, Cd, m0, len, c0, Cd, oddp);
-    store_tile<SCAN_K, NT, CH>(dz_out, ldz, m0, len, c0, Cd, odz);
+    store_tile<SCAN_K, NT, CH>(du_out, Cd, m0, len, c0, Cd, fu + TSTR);
+    store_tile<SCAN_K, NT, CH>(ddpre_out, Cd, m0, len, c0, Cd, fu + 2 * TSTR);
+    store_tile<SCAN_K, NT, CH>(dz_out, ldz, m0, len, c0, Cd, fu + 3 * TSTR);
     if (y_out) store_tile<SCAN_K, NT, CH>(y_out, Cd, m0, len, c0, Cd, oy);
 }
 
-// The backward kernels' input tiles u/dpre/z/dout of a stage, each (SCAN_K, CH) bf16, lie bwd_tstr(CH) elements
-// apart: 32 bytes more than a tile (v30). The walk writes its outputs into the dpre, z and dout tiles, and the
-// lanes of a channel each write a different one at the same (token, channel): with tiles a multiple of 128 bytes
-// apart those stores fell in the same banks (2-way in the 2-thread kernel, 4-way with the forward's output in the
-// 4-thread one); 32 bytes apart, and the staged forward's output at 0 mod 128 bytes, they do not.
-__host__ __device__ static constexpr int bwd_tstr(int CH) { return SCAN_K * CH + 16; }
 // Backward main pass, staged. grid (nblk, rows), CH*BG threads; thread (channel cl = tid / BG, half q = tid % BG)
 // holds states q*NS .. q*NS+NS-1; the chunk's recomputed states are in registers (v21). Dynamic smem:
 // tiles (2 stages, u/dpre/z/dout, each bwd_tstr apart) bf16 |
@@ -1045,10 +1054,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
 
     // chunk kk's staged outputs (in its stage's dpre, z and dout tiles, R, and oy) to global memory
     auto flush = [&](int kk) {
-        const int tt = kk * SCAN_K;
-        __nv_bfloat16 *fu = tiles + (size_t)(kk & 1) * 4 * TSTR;
-        bwd_flush_chunk<NT, CH>(R, bc_part, mrow + tt, min(SCAN_K, T - tt), du_out, ddpre_out, dz_out,
-                                RE ? y_out : nullptr, ldz, c0, Cd, fu + TSTR, fu + 2 * TSTR, fu + 3 * TSTR, oy);
+        bwd_flush_chunk<NT, CH>(kk, T, mrow, R, bc_part, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz, c0,
+                                Cd, tiles, oy);
     };
     for (int k = kend - 1; k >= kbeg; k--) {
         const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
@@ -1357,10 +1364,8 @@ __global__ void __launch_bounds__(CH *BG4, 3)
     int pv_next = 1;
 
     auto flush = [&](int kk) {  // as in scan_bwd_staged_kernel
-        const int tt = kk * SCAN_K;
-        __nv_bfloat16 *fu = tiles + (size_t)(kk & 1) * 4 * TSTR;
-        bwd_flush_chunk<NT, CH>(R, bc_part, mrow + tt, min(SCAN_K, T - tt), du_out, ddpre_out, dz_out,
-                                RE ? y_out : nullptr, ldz, c0, Cd, fu + TSTR, fu + 2 * TSTR, fu + 3 * TSTR, oy);
+        bwd_flush_chunk<NT, CH>(kk, T, mrow, R, bc_part, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz, c0,
+                                Cd, tiles, oy);
     };
     using Sync = BwdChunkSync<BWD_ORDER4>;
     for (int k = nck - 1; k >= 0; k--) {
@@ -1390,7 +1395,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         // which lane q reads element q alone (one 4-byte load, no selects). v26: delta log2 e is +inf at a
         // document start, so a_t = 2^(+inf A) = 0 there (A < 0 in every lane) with no per-thread start test in the
         // loops below; elsewhere the product is the one the forward forms (fmaf(delta log2 e, A, 0)): same bits
-        bwd_coop_pass<NT, CH, !PM_SCAN_BWD4_PASS_BRANCH>(tdp, tz, tdo, tu, len, biasA, [&](int i, const PassVals &v, float uu) {
+        bwd_coop_pass<NT, CH, !BWD4_PASS_BRANCH>(tdp, tz, tdo, tu, len, biasA, [&](int i, const PassVals &v, float uu) {
             pa4[i] = make_float4(v.dl, v.dy, ((mask >> (i / CH)) & 1u) ? __int_as_float(0x7f800000) : v.dl * LOG2E,
                                  uu);
             K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
