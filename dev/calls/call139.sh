@@ -1,5 +1,5 @@
 #!/bin/bash
-# session 18, call 11 (refused: the session's device time ran out; not run): the CUDA op tests of the v61 build (.gpu: the 4-thread backward's pass without the branch,
+# session 18, call 11 (refused then for lack of device time; run as the nineteenth session's call 2): the CUDA op tests of the v61 build (.gpu: the 4-thread backward's pass without the branch,
 # inputs loaded first); end to end, v57 (.gpu/ab/v57: the previous commit's packmamba) against v61, interleaved
 # twice, at 130m keeping activations and by default (the shapes that run the 4-thread backward)
 R=$OUT; export LD_LIBRARY_PATH=$PWD/.gpu/lib; cp -r .gpu/lib .gpu/ab/v57/lib
