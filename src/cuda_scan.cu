@@ -93,13 +93,14 @@ static_assert(WALK_GROUP > 0 && WALK_GROUP4 > 0 && 4 % WALK_GROUP == 0 && 4 % WA
 // (call121: -1.5% at B2 D4096 L8192, where 64-wide blocks share an SM; at B8 D2048, one block an SM, +0.1 to +0.5%
 // against order 0, +0.7 to +1.3% against order 2). (1, the flush before the pass, measured +0.5 to +2% everywhere,
 // call119: dropped.) Defaults: order 2 for
-// 128-wide blocks and the 4-thread kernel, 3 for 64-wide blocks. -DPM_SCAN_BWD_ORDER=N (2-thread kernel),
+// 128-wide blocks, 3 for 64-wide blocks and the 4-thread kernel (v63: once v61's pass loaded first, order 3 measured
+// -2.5% fwd+bwd at B8 D1536 against order 2, call143; on v52's pass it had been +0.2%, call121). -DPM_SCAN_BWD_ORDER=N (2-thread kernel),
 // -DPM_SCAN_BWD_ORDER4=N (4-thread kernel) force an order (A/B runs).
 #ifndef PM_SCAN_BWD_ORDER
 #define PM_SCAN_BWD_ORDER -1
 #endif
 #ifndef PM_SCAN_BWD_ORDER4
-#define PM_SCAN_BWD_ORDER4 2
+#define PM_SCAN_BWD_ORDER4 3
 #endif
 static constexpr int BWD_ORDER = PM_SCAN_BWD_ORDER, BWD_ORDER4 = PM_SCAN_BWD_ORDER4;
 static_assert(BWD_ORDER <= 3 && BWD_ORDER != 1 && BWD_ORDER4 >= 0 && BWD_ORDER4 <= 3 && BWD_ORDER4 != 1,
