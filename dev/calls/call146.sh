@@ -6,13 +6,5 @@
 # end to end against v63 (.gpu/ab/v63) at 130m keeping activations and by default, interleaved twice
 R=$OUT; export LD_LIBRARY_PATH=$PWD/.gpu/lib
 LAB_BIGS=8x2048x1536,8x2048x2048 bash dev/kernels/lab_rounds.sh 2 "v63 wg4 b64"
-cp -r .gpu/lib .gpu/ab/wg4/lib; cp -r .gpu/lib .gpu/ab/v63/lib
-OUT=$R/t PM_GPU_DIR=.gpu/ab/wg4 PM_BENCH=0 PM_E2E=0 PM_SANITIZE=0 timeout 200 bash dev/gpu.sh run > $R/optests.log 2>&1; echo "== op tests rc $?"
-grep -E "ok,|FAIL" $R/t/summary.txt | head -5
-CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
-for tool in racecheck memcheck; do
-    timeout 45 $CS --tool $tool --print-limit 5 .gpu/scan/scan_lab_wg4 small prod+st >$R/cs_$tool.log 2>&1
-    echo "== $tool rc $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|correctness' $R/cs_$tool.log | paste -sd' ')"
-done
-OUT=$R PM_AB_TIMEOUT=120 bash dev/ab_bench.sh BIN ".gpu/ab/v63 .gpu/ab/wg4 .gpu/ab/v63 .gpu/ab/wg4" \
+SAN_S=45 bash dev/confirm_build.sh .gpu/ab/wg4 .gpu/ab/v63 .gpu/scan/scan_lab_wg4 \
   "--preset 130m --batch 8 --keep-activations" "--preset 130m --batch 8"
