@@ -12,9 +12,5 @@ for b in "$new" "$base"; do [ -d "$b/lib" ] || cp -r .gpu/lib "$b/lib"; done
 OUT=$R/t PM_GPU_DIR=$new PM_BENCH=0 PM_E2E=0 PM_SANITIZE=0 timeout 200 bash dev/gpu.sh run >"$R/optests.log" 2>&1
 echo "== op tests rc $?"
 grep -E "ok,|FAIL" "$R/t/summary.txt" | head -5
-CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
-for tool in racecheck memcheck; do
-    timeout "${SAN_S:-60}" "$CS" --tool $tool --print-limit 5 "$lab" small prod+st >"$R/cs_$tool.log" 2>&1
-    echo "== $tool rc $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|correctness' "$R/cs_$tool.log" | paste -sd' ')"
-done
+SAN_TOOLS="racecheck memcheck" SAN_S=${SAN_S:-60} bash dev/kernels/lab_sanitize.sh "$lab" prod+st
 OUT=$R PM_AB_TIMEOUT=${PM_AB_TIMEOUT:-120} bash dev/ab_bench.sh BIN "$base $new $base $new" "$@"

@@ -1,7 +1,8 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v61 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the 4-thread
-// backward's cooperative pass without a branch, its inputs loaded first (v61, as the 2-thread one's since v51);
+// Version v63 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the 4-thread
+// backward's chunks with two barriers (v63: order 3, see PM_SCAN_BWD_ORDER4), its cooperative pass without a
+// branch, its inputs loaded first (v61, as the 2-thread one's since v51);
 // the backward walks' r = ds a_t s_{t-1} from the new carry and the previous token's state (v57: a multiply fewer
 // a state and token); fewer barriers
 // a chunk (v54: the forward two, the backward three, or two where two blocks share an SM); the backward
@@ -131,16 +132,6 @@ static constexpr bool BWD_R_CARRY = PM_SCAN_BWD_R_CARRY, BWD_R_CARRY4 = PM_SCAN_
 #define PM_SCAN_BWD4_PASS_BRANCH 0
 #endif
 static constexpr bool BWD4_PASS_BRANCH = PM_SCAN_BWD4_PASS_BRANCH;
-// v64 (trial, off by default; written in the nineteenth session, not yet run): the 4-thread backward with one barrier
-// a chunk. Its cooperative pass runs one chunk ahead of the walk, so phase k is: the barrier; the flush of chunk
-// k + 1; the pass of chunk k - 1; the walk of chunk k. The pass arrays, R and the staged output are double-buffered
-// and the input tiles take four stages (phase k flushes stage k + 1, walks into stage k, passes over stage k - 1
-// and copies chunk k - 2 into the fourth): ~74 KB of shared memory a block at 32-wide blocks instead of 41.
-// -DPM_SCAN_BWD4_ONE_BARRIER=1 builds it; 0 builds v63's kernel.
-#ifndef PM_SCAN_BWD4_ONE_BARRIER
-#define PM_SCAN_BWD4_ONE_BARRIER 0
-#endif
-static constexpr bool BWD4_ONE = PM_SCAN_BWD4_ONE_BARRIER;
 
 template <typename... Args>
 static void scan_die(const char *fmt, Args... args) {  // one clear line and exit
@@ -862,17 +853,16 @@ __host__ __device__ static constexpr int bwd_tstr(int CH) { return SCAN_K * CH +
 // and the du / ddpre / dz tiles (SCAN_K, CH) that the walk staged in the dpre, z and dout tiles of the chunk's
 // stage (tiles: the two stages of u, dpre, z, dout, each bwd_tstr(CH) apart) stored, and, if y_out is not NULL,
 // the forward's output staged in oy. Both backward kernels flush through this.
-template <int NT, int CH, int NSTG = 2>  // NSTG: tile stages (chunk kk's in stage kk % NSTG)
+template <int NT, int CH>
 __device__ __forceinline__ void bwd_flush_chunk(int kk, int T, size_t mrow, const float *R, float *bc_part,
                                                 __nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out,
                                                 __nv_bfloat16 *dz_out, __nv_bfloat16 *y_out, int ldz, int c0, int Cd,
                                                 const __nv_bfloat16 *tiles, const __nv_bfloat16 *oy) {
     constexpr int BWARPS = NT / 32, TSTR = bwd_tstr(CH);
-    static_assert(NSTG == 2 || NSTG == 4, "stages: a power of two");
     const int tt = kk * SCAN_K;
     const size_t m0 = mrow + tt;
     const int len = min(SCAN_K, T - tt);
-    const __nv_bfloat16 *fu = tiles + (size_t)(kk & (NSTG - 1)) * 4 * TSTR;
+    const __nv_bfloat16 *fu = tiles + (size_t)(kk & 1) * 4 * TSTR;
     for (int idx = threadIdx.x; idx < len * 2 * SCAN_N; idx += NT) {
         const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
         float acc = 0.f;
@@ -1285,12 +1275,11 @@ __global__ void __launch_bounds__(CH *BG, 1)
 static constexpr int BG4 = 4;
 // Dynamic smem: tiles (2 stages, u/dpre/z/dout, each bwd_tstr apart) bf16 | bcf (2 stages, 2 copies, SCAN_K, 2N)
 // f32 | K (SCAN_K, CH) float4 | pa4 (SCAN_K, CH) float4 | R (SCAN_K, warps, 2N) f32 | the forward's output
-// (SCAN_K, CH) bf16, staged (v24): 41 KB at CH = 32. v64 (BWD4_ONE): 4 tile stages, and {K, pa4}, R and the
-// staged output twice each: ~74 KB.
+// (SCAN_K, CH) bf16, staged (v24): 41 KB at CH = 32
 static constexpr size_t bwd4_smem(int CH) {
-    return (size_t)(BWD4_ONE ? 4 : 2) * 4 * bwd_tstr(CH) * 2 + (size_t)2 * 2 * SCAN_K * 2 * SCAN_N * 4 +
-           (size_t)(BWD4_ONE ? 2 : 1) * ((size_t)(16 + 16) * SCAN_K * CH +
-                                         (size_t)SCAN_K * (CH * BG4 / 32) * 2 * SCAN_N * 4 + (size_t)SCAN_K * CH * 2);
+    return (size_t)2 * 4 * bwd_tstr(CH) * 2 + (size_t)2 * 2 * SCAN_K * 2 * SCAN_N * 4 +
+           (size_t)(16 + 16) * SCAN_K * CH + (size_t)SCAN_K * (CH * BG4 / 32) * 2 * SCAN_N * 4 +
+           (size_t)SCAN_K * CH * 2;
 }
 template <int CH, bool RE>  // RE: as in scan_bwd_staged_kernel
 __global__ void __launch_bounds__(CH *BG4, 3)
@@ -1301,19 +1290,17 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                      const int32_t *pos, int T, int Cd, int nck) {
     constexpr int NT = CH * BG4, BWARPS = NT / 32, NS = SCAN_N / BG4, TILE = SCAN_K * CH, BCS = SCAN_K * 2 * SCAN_N,
                   TSTR = bwd_tstr(CH);
-    // v64 (BWD4_ONE): NSTG tile stages; NPB buffers of {K, pa4}, R and the staged output (chunk k's in buffer k & 1)
-    constexpr int NSTG = BWD4_ONE ? 4 : 2, NPB = BWD4_ONE ? 2 : 1, RSZ = SCAN_K * BWARPS * 2 * SCAN_N;
-    constexpr size_t B_TILES = (size_t)NSTG * 4 * TSTR * 2, B_BC = (size_t)2 * 2 * BCS * 4,
+    constexpr size_t B_TILES = (size_t)2 * 4 * TSTR * 2, B_BC = (size_t)2 * 2 * BCS * 4,
                      B_PA = (size_t)TILE * (16 + 16);
     static_assert(NS == 4 && CH % 8 == 0, "the layout below assumes 4 threads per channel");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *tiles = (__nv_bfloat16 *)smem_raw;
     float *bcf = (float *)(smem_raw + B_TILES);  // (stage, copy, SCAN_K, 2N)
-    float4 *K = (float4 *)(smem_raw + B_TILES + B_BC);  // (K first: 16-byte aligned; buffer b at + 2 b TILE)
+    float4 *K = (float4 *)(smem_raw + B_TILES + B_BC);  // (K first: 16-byte aligned)
     float4 *pa4 = (float4 *)(K + TILE);
-    float *R = (float *)(smem_raw + B_TILES + B_BC + NPB * B_PA);  // (buffer b at + b RSZ)
-    __nv_bfloat16 *oy = (__nv_bfloat16 *)(R + NPB * RSZ);  // the forward's output, staged (buffer b at + b TILE)
-    static_assert((B_TILES + B_BC + NPB * B_PA + (size_t)NPB * RSZ * 4) % 128 == 0 && (size_t)RSZ * 4 % 128 == 0,
+    float *R = (float *)(smem_raw + B_TILES + B_BC + B_PA);
+    __nv_bfloat16 *oy = (__nv_bfloat16 *)(R + SCAN_K * BWARPS * 2 * SCAN_N);  // the forward's output, staged
+    static_assert((B_TILES + B_BC + B_PA + (size_t)SCAN_K * BWARPS * 2 * SCAN_N * 4) % 128 == 0,
                   "the staged output's stores must not share banks with the tiles' (v30)");
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, q = tid & 3, cl = tid >> 2;
     const float *Kq = (const float *)K + q;  // this lane's element of K
@@ -1342,9 +1329,9 @@ __global__ void __launch_bounds__(CH *BG4, 3)
     for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
     float acc = 0.f, dDacc = 0.f;  // acc: the running sum of this lane's output (lane q = 1: ddelta = dbias)
 
-    auto issue = [&](int k) {  // tiles of chunk k into stage k % NSTG
+    auto issue = [&](int k) {  // tiles of chunk k into stage k & 1
         int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
-        __nv_bfloat16 *st = tiles + (size_t)(k & (NSTG - 1)) * 4 * TSTR;
+        __nv_bfloat16 *st = tiles + (size_t)(k & 1) * 4 * TSTR;
         load_tile<SCAN_K, NT, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
         load_tile<SCAN_K, NT, CH>(st + TSTR, dpre, Cd, mrow + t0, len, c0, Cd);
         load_tile<SCAN_K, NT, CH>(st + 2 * TSTR, z, ldz, mrow + t0, len, c0, Cd);
@@ -1379,43 +1366,9 @@ __global__ void __launch_bounds__(CH *BG4, 3)
     int pv_next = 1;
 
     auto flush = [&](int kk) {  // as in scan_bwd_staged_kernel
-        bwd_flush_chunk<NT, CH, NSTG>(kk, T, mrow, R + (BWD4_ONE ? (kk & 1) * RSZ : 0), bc_part, du_out, ddpre_out,
-                                      dz_out, RE ? y_out : nullptr, ldz, c0, Cd, tiles,
-                                      oy + (BWD4_ONE ? (kk & 1) * TILE : 0));
+        bwd_flush_chunk<NT, CH>(kk, T, mrow, R, bc_part, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz, c0,
+                                Cd, tiles, oy);
     };
-    // cooperative pass (v24b) of a chunk, from its dpre, z, dout and u tiles (lenp tokens, maskp its document
-    // starts) into its pass arrays pap = {delta, dy,
-    // delta log2 e, u (v30)}, which every lane of a channel reads, and Kp = the factor of each lane's one output,
-    // {dz factor, softplus'(v), delta, silu(z) (RE) or delta}, of which lane q reads element q alone (one 4-byte
-    // load, no selects). v26: delta log2 e is +inf at a document start, so a_t = 2^(+inf A) = 0 there (A < 0 in
-    // every lane) with no per-thread start test in the loops below; elsewhere the product is the one the forward
-    // forms (fmaf(delta log2 e, A, 0)): same bits
-    auto coop = [&](const __nv_bfloat16 *pdp, const __nv_bfloat16 *pz, const __nv_bfloat16 *pdo,
-                    const __nv_bfloat16 *pu, int lenp, unsigned maskp, float4 *Kp, float4 *pap) {
-        bwd_coop_pass<NT, CH, !BWD4_PASS_BRANCH>(pdp, pz, pdo, pu, lenp, biasA, [&](int i, const PassVals &v, float uu) {
-            pap[i] = make_float4(v.dl, v.dy, ((maskp >> (i / CH)) & 1u) ? __int_as_float(0x7f800000) : v.dl * LOG2E,
-                                 uu);
-            Kp[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
-        });
-    };
-    // v64: chunk kp's pass, from its stage into its buffer
-    auto coop_ahead = [&](int kp, unsigned maskp) {
-        const __nv_bfloat16 *pu = tiles + (size_t)(kp & (NSTG - 1)) * 4 * TSTR;
-        float4 *Kp = K + (kp & 1) * 2 * TILE;
-        coop(pu + TSTR, pu + 2 * TSTR, pu + 3 * TSTR, pu, min(SCAN_K, T - kp * SCAN_K), maskp, Kp, Kp + TILE);
-    };
-    if (BWD4_ONE) {  // v64: chunk nck - 2's copies in flight, and the last chunk's pass ahead of the loop
-        if (nck > 1) {
-            issue(nck - 2);
-            pv_next = pos_fetch(pos, mrow + (nck - 2) * SCAN_K, SCAN_K);
-        }
-        cp_async_commit();
-        if (nck > 1) cp_async_wait1();
-        else cp_async_wait0();
-        __syncthreads();
-        coop_ahead(nck - 1, mask_next);
-        if (nck > 1) mask_next = start_mask(pv_next, (nck - 2) * SCAN_K, SCAN_K);  // for chunk nck - 2's pass
-    }
     using Sync = BwdChunkSync<BWD_ORDER4>;
     for (int k = nck - 1; k >= 0; k--) {
         const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
@@ -1425,51 +1378,38 @@ __global__ void __launch_bounds__(CH *BG4, 3)
             const float4 ck = ck_next;  // slot order (see up)
             s[0] = up ? ck.z : ck.x, s[1] = up ? ck.w : ck.y, s[2] = up ? ck.x : ck.z, s[3] = up ? ck.y : ck.w;
         }
-        if (BWD4_ONE) {  // v64's phase k: the one barrier, then flush k + 1 and pass k - 1 (the walk of k below)
-            cp_async_wait0();  // chunk k - 1's tiles, copied during phase k + 1
-            __syncthreads();   // ends phase k + 1: its walk's outputs and R, and chunk k's pass arrays, published
-            if (k >= 2) {      // into stage (k - 2) % 4, flushed in phase k + 1
-                issue(k - 2);
-                pv_next = pos_fetch(pos, mrow + t0 - 2 * SCAN_K, SCAN_K);
-            }
-            cp_async_commit();
-            if (k > 0) {
-                bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
-                ck_next = load_ck(k - 1);
-            }
-            if (k < nck - 1) flush(k + 1);
-            if (k > 0) coop_ahead(k - 1, mask);  // (mask holds chunk k - 1's starts here)
-        } else {
-            Sync::open(k, 0, issue);
-            if (k > 0) {  // in flight during the chunk
-                bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
-                pv_next = pos_fetch(pos, mrow + t0 - SCAN_K, SCAN_K);
-                ck_next = load_ck(k - 1);
-            }
+        Sync::open(k, 0, issue);
+        if (k > 0) {  // in flight during the chunk
+            bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
+            pv_next = pos_fetch(pos, mrow + t0 - SCAN_K, SCAN_K);
+            ck_next = load_ck(k - 1);
         }
-        __nv_bfloat16 *tu = tiles + (size_t)(k & (NSTG - 1)) * 4 * TSTR, *tdp = tu + TSTR, *tz = tu + 2 * TSTR,
+        __nv_bfloat16 *tu = tiles + (size_t)(k & 1) * 4 * TSTR, *tdp = tu + TSTR, *tz = tu + 2 * TSTR,
                       *tdo = tu + 3 * TSTR;
-        // this chunk's pass arrays, R and staged output (v64: buffer k & 1)
-        const float4 *pa4k = BWD4_ONE ? pa4 + (k & 1) * 2 * TILE : pa4;
-        const float *Kqk = BWD4_ONE ? Kq + (k & 1) * 2 * TILE * 4 : Kq;
-        float *Rk = BWD4_ONE ? R + (k & 1) * RSZ : R;
         // once the cooperative pass has read them, the dpre, z and dout tiles hold the chunk's du, ddpre and dz;
         // lane q writes one of them or the forward's output: q = 0 dz, 1 ddpre, 2 du, 3 the output (oy; without
         // RE lane 3 writes du as lane 2 does)
         __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo;
-        __nv_bfloat16 *oq = q == 0 ? odz : q == 1 ? oddp : q == 2 || !RE ? odu : BWD4_ONE ? oy + (k & 1) * TILE : oy;
+        __nv_bfloat16 *oq = q == 0 ? odz : q == 1 ? oddp : q == 2 || !RE ? odu : oy;
         const float *bck = bcf + (size_t)(k & 1) * 2 * BCS + up * BCS + 4 * q;  // this lane's B (C at + N)
-        if (!BWD4_ONE) {
-            coop(tdp, tz, tdo, tu, len, mask, K, pa4);
-            Sync::pass_done(k, 0, nck - 1, issue, flush);
-        }
+        // cooperative pass (v24b): pa4 = {delta, dy, delta log2 e, u (v30)}, which every lane of a channel reads, and
+        // K = the factor of each lane's one output, {dz factor, softplus'(v), delta, silu(z) (RE) or delta}, of
+        // which lane q reads element q alone (one 4-byte load, no selects). v26: delta log2 e is +inf at a
+        // document start, so a_t = 2^(+inf A) = 0 there (A < 0 in every lane) with no per-thread start test in the
+        // loops below; elsewhere the product is the one the forward forms (fmaf(delta log2 e, A, 0)): same bits
+        bwd_coop_pass<NT, CH, !BWD4_PASS_BRANCH>(tdp, tz, tdo, tu, len, biasA, [&](int i, const PassVals &v, float uu) {
+            pa4[i] = make_float4(v.dl, v.dy, ((mask >> (i / CH)) & 1u) ? __int_as_float(0x7f800000) : v.dl * LOG2E,
+                                 uu);
+            K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
+        });
+        Sync::pass_done(k, 0, nck - 1, issue, flush);
         // recompute the chunk's states from its checkpoint (tokens past the row's end: delta = 0, input 0)
         // (into registers, v21: both token loops are unrolled, so Sr[j] is a compile-time register index)
         float Sr[SCAN_K][NS];
 #pragma unroll
         for (int j = 0; j < SCAN_K; j++) {
             const int i = j * CH + cl;
-            const float4 pv = pa4k[i];
+            const float4 pv = pa4[i];
             const float dlL = pv.z, dlu = pv.x * pv.w;
             const float4 b = *(const float4 *)(bck + j * 2 * SCAN_N);
             const float bb[NS] = {b.x, b.y, b.z, b.w};
@@ -1492,7 +1432,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
 #pragma unroll
             for (int jj = 3; jj >= 0; jj--) {
                 const int j = j0 + jj, i = j * CH + cl;
-                const float4 pa = pa4k[i];
+                const float4 pa = pa4[i];
                 const float uu = pa.w, dl = pa.x, gy = pa.y, dlL = pa.z, dlu = dl * uu;
                 const float *bcj = bck + j * 2 * SCAN_N;
                 const float4 b = *(const float4 *)bcj, cv = *(const float4 *)(bcj + SCAN_N);
@@ -1526,7 +1466,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                 // stay one basic block the scheduler can interleave (v13)
                 // (k1 from K: dz factor, softplus'(v), delta, silu(z); k2 = -0 rather than 0 on the other lanes, so
                 // that k1 x + k2 is exactly the product k1 x, sign of a zero included)
-                const float k1 = Kqk[4 * i], k2 = k2_du ? gy * Dc : -0.f;
+                const float k1 = Kq[4 * i], k2 = k2_du ? gy * Dc : -0.f;
                 const float val = fmaf(k1, fmaf(kD, uu, w[0]), k2);
                 acc += val;
                 dDacc = fmaf(gy, uu, dDacc);
@@ -1542,26 +1482,20 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                     for (int jd = jj + WALK_GROUP4 - 1; jd >= jj; jd--) {
                         const int jt = j0 + jd;
                         oq[jt * CH + cl] = __float2bfloat16(ov[jd]);
-                        if (jt + 1 < SCAN_K) Rk[((jt + 1) * BWARPS + warp) * 2 * SCAN_N + ridx] = rv[jd];
+                        if (jt + 1 < SCAN_K) R[((jt + 1) * BWARPS + warp) * 2 * SCAN_N + ridx] = rv[jd];
                     }
                 }
             }
         }
-        Rk[warp * 2 * SCAN_N + ridx] = bc_sum(vpend);  // token 0's
-        if (!BWD4_ONE) Sync::walk_done(k, flush);
+        R[warp * 2 * SCAN_N + ridx] = bc_sum(vpend);  // token 0's
+        Sync::walk_done(k, flush);
         if (k > 0) {
             bc_store((k - 1) & 1);
-            if (!BWD4_ONE) mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
-            else if (k >= 2) mask_next = start_mask(pv_next, t0 - 2 * SCAN_K, SCAN_K);  // for chunk k - 2's pass
+            mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
         }
-        if (!BWD4_ONE) Sync::close();
+        Sync::close();
     }
-    if (BWD4_ONE) {
-        __syncthreads();
-        flush(0);
-    } else {
-        Sync::finish(0, flush);
-    }
+    Sync::finish(0, flush);
     if (active) {
         float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
         if (q == 1) pp[0] = acc;
@@ -1694,10 +1628,7 @@ struct BwdPlan {
 static bool scan_use_bwd4(int rows, int Cd) {
     static int per_sm = -1;
     if (per_sm < 0) {
-        const size_t smem = bwd4_smem(32);  // 41 KB (v64: ~74 KB, opted in); registers hold it to 3 per SM
-        if (smem > 48 * 1024 && cudaFuncSetAttribute((const void *)scan_bwd4_kernel<32, true>,
-                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
-            cudaGetLastError();  // (then the query below reports no blocks, and the 2-thread kernel runs)
+        const size_t smem = bwd4_smem(32);  // 41 KB (< 48 KB: no opt-in); registers hold it to 3 per SM
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scan_bwd4_kernel<32, true>, 32 * BG4, smem) !=
             cudaSuccess) {
             cudaGetLastError();  // (clear it: the next launch check would report it)

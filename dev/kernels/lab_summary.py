@@ -48,7 +48,7 @@ def main():
         print(f"{v}: a run failed its checks or did not finish (see its log)")
     for shape in shapes:
         print(f"{shape}: prod+st fwd / fwd+bwd ms over the rounds; change of the fwd+bwd median against {variants[0]}")
-        base = None
+        base = None  # the first variant's fwd+bwd median (None: it has no timing here, so no changes are printed)
         for v in variants:
             p = [t[("prod+st", shape)] for t, _ in runs[v] if ("prod+st", shape) in t]
             q = [t[("v43+st", shape)][1] for t, _ in runs[v] if ("v43+st", shape) in t]
@@ -57,10 +57,12 @@ def main():
                 continue
             fw, fb = [x[0] for x in p], [x[1] for x in p]
             med = statistics.median(fb)
-            base = med if base is None else base
+            if v == variants[0]:
+                base = med
+            change = f"{100 * (med / base - 1):+.1f}%" if base else "no baseline"
             v43 = f"   v43 {statistics.median(q):.3f}" if q else ""
             print(f"  {v:<12} fwd {min(fw):.3f}-{max(fw):.3f}  fwd+bwd {min(fb):.3f}-{max(fb):.3f}"
-                  f" (median {med:.3f}, {100 * (med / base - 1):+.1f}%, {len(fb)} runs){v43}")
+                  f" (median {med:.3f}, {change}, {len(fb)} runs){v43}")
 
 
 if __name__ == "__main__":

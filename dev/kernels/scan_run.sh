@@ -9,13 +9,7 @@ set -o pipefail
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 timeout ${LAB_S:-90} .gpu/scan/scan_lab 2>&1 | tee $OUT/lab.log
 echo "== lab rc $?"
-CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
-for v in ${SAN:-v6}; do
-    for tool in ${SAN_TOOLS:-memcheck racecheck}; do
-        timeout ${SAN_S:-25} $CS --tool $tool --print-limit 5 .gpu/scan/scan_lab small $v >$OUT/cs_${tool}_$v.log 2>&1
-        echo "== $tool $v rc $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|correctness' $OUT/cs_${tool}_$v.log | paste -sd' ')"
-    done
-done
+bash dev/kernels/lab_sanitize.sh .gpu/scan/scan_lab ${SAN:-v6}
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 for v in "$@"; do
     timeout 60 $NCU --clock-control none -k regex:scan_ --launch-skip 5 --launch-count 5 \
