@@ -1,9 +1,9 @@
 #!/bin/bash
 # lab_sanitize.sh LAB VERSION... — on the GPU machine: compute-sanitizer (SAN_TOOLS, default "memcheck racecheck")
 # on a scan lab binary's correctness checks (`LAB small VERSION`: every staged kernel at the lab's checking shapes)
-# for each version named; each run's log in $OUT/cs_TOOL_VERSION.log (a "+" in VERSION written as "_", which the
-# device tool brings back), one summary line printed per run. SAN_S: the
-# time limit of each run (seconds, default 25).
+# for each version named; each run's log in $OUT/cs_TOOL_VERSION.log (a "+" in VERSION written as "_": the device
+# tool does not bring back names with a "+"), one summary line printed per run. SAN_S: the time limit of each run
+# (seconds, default 25).
 R=${OUT:?set OUT}; lab=${1:?lab binary}; shift
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
 for v in "$@"; do
