@@ -7,7 +7,8 @@
 # VAR=BIN alternates builds instead: each value is a build folder of dev/gpu.sh pack relative to the root (".gpu",
 # ".gpu/old": PM_GPU_DIR), whose bin/packmamba runs with its own lib/ first on the library path.
 # The common arguments are fixed (T=2048, 10 timed steps after 3 warm-ups, fixed-length rows); PM_AB_TIMEOUT
-# bounds each run (s). Logs of the last run go to ${OUT:-/tmp}/ab_last.log.
+# bounds each run (s). Logs of the last run go to ${OUT:-/tmp}/ab_last.log. A run with --memory-budget also prints the
+# settings the budget picked.
 set -u
 var=$1 vals=$2; shift 2
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -21,6 +22,7 @@ for a in "$@"; do
         else bin="$root/.gpu/bin/packmamba" envset="$var=$v"; fi
         env "$envset" timeout "${PM_AB_TIMEOUT:-150}" "$bin" bench $common $a --out /tmp/pm_ab \
             >"${OUT:-/tmp}/ab_last.log" 2>&1 || { echo "$var=$v $a: bench failed ($(tail -1 "${OUT:-/tmp}/ab_last.log"))"; continue; }
+        grep -m1 -o -- "--memory-budget [0-9.]* GiB: .*" "${OUT:-/tmp}/ab_last.log" | sed "s|^|$var=$v picked |"
         python3 - "$var=$v" "$a" "$runs" <<'PY'
 import csv, sys
 r = list(csv.DictReader(open('/tmp/pm_ab/results.csv')))[0]

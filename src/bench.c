@@ -722,7 +722,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     }
     // Will the activations fit? (bk->alloc dies when memory runs out, losing the sweep.)
     double need = (double)model_activation_bytes(&m->cfg, bk, c->B, c->T, ms.keep_scan_states, ms.keep_activations,
-                                                 ms.recompute_in_proj);
+                                                 ms.keep_in_proj);
     size_t avail = mem_available();
     if (avail) avail += cat_bytes(MEM_ACTS);  // the previous configuration's activations are freed first
     if (avail && need > 0.9 * (double)avail) {
@@ -939,9 +939,11 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     json_object_set_new(r, "memory_settings",
-                        json_pack("{s:b, s:i, s:b, s:I}", "keep_activations", ms.keep_activations, "scan_states_layers",
-                                  model_state_layers(&m->cfg, bk, ms.keep_scan_states), "recompute_in_proj",
-                                  ms.recompute_in_proj, "train_bytes_estimate", (json_int_t)est));
+                        json_pack("{s:b, s:i, s:b, s:i, s:I}", "keep_activations", ms.keep_activations,
+                                  "scan_states_layers", model_state_layers(&m->cfg, bk, ms.keep_scan_states),
+                                  "recompute_in_proj", model_in_proj_layers(&m->cfg, ms.keep_in_proj) == 0,
+                                  "in_proj_layers", model_in_proj_layers(&m->cfg, ms.keep_in_proj),
+                                  "train_bytes_estimate", (json_int_t)est));
     json_object_set_new(r, "fp32_logits", json_boolean(m->fp32_logits));
     json_object_set_new(r, "memory",
                         json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "activations_estimate",

@@ -147,7 +147,7 @@ const float *decoder_prefill(Decoder *d, Model *m, const int32_t *tokens, int n)
     if (n < 1) pm_die("decoder_prefill: empty prompt");
     // (the prefill reads every layer's own xz below: a model that recomputes it gets per-layer buffers again)
     if (!m->layers || n > m->T || !m->layers[0].xz) {
-        m->recompute_in_proj = 0;
+        m->keep_in_proj = -1;
         model_alloc_activations(m, 1, n);
     }
     Batch b = batch_alloc(1, n);

@@ -1,18 +1,19 @@
 // memory_flags.h — the memory/speed flags `train` and `bench` share: --recompute-scan, --scan-states-layers,
-// --keep-activations, --recompute-in-proj and --memory-budget; their checks, and the MemorySettings (model.h) they
-// come to for a model and a batch shape.
+// --keep-activations, --recompute-in-proj, --in-proj-layers and --memory-budget; their checks, and the
+// MemorySettings (model.h) they come to for a model and a batch shape.
 #pragma once
 #include "args.h"
 #include "backend.h"
 #include "model.h"
 
 typedef struct {
-    int recompute_scan, scan_states_layers, keep_activations, recompute_in_proj;  // scan_states_layers -1: every layer
+    // scan_states_layers, in_proj_layers -1: every layer
+    int recompute_scan, scan_states_layers, keep_activations, recompute_in_proj, in_proj_layers;
     float memory_budget;  // GiB; 0: not used
 } MemoryFlags;
-#define MEMORY_FLAGS_DEFAULT {0, -1, 0, 0, 0.0f}
+#define MEMORY_FLAGS_DEFAULT {0, -1, 0, 0, -1, 0.0f}
 
-// The five flags' entries of a command's ArgSpec table, writing into the MemoryFlags f.
+// The six flags' entries of a command's ArgSpec table, writing into the MemoryFlags f.
 #define MEMORY_FLAG_SPECS(f)                                                                                          \
     {"--recompute-scan", ARG_BOOL, &(f).recompute_scan,                                                               \
      "GPU: the backward recomputes the scan states instead of keeping them from the forward (less memory, slower)"}, \
@@ -23,18 +24,21 @@ typedef struct {
          "(faster, more memory)"},                                                                                    \
         {"--recompute-in-proj", ARG_BOOL, &(f).recompute_in_proj,                                                     \
          "the backward recomputes each layer's in_proj output instead of keeping it (less memory, slower)"},          \
+        {"--in-proj-layers", ARG_INT, &(f).in_proj_layers,                                                            \
+         "only the last N layers keep their in_proj output (between --recompute-in-proj and the default, all)"},      \
         {"--memory-budget", ARG_FLOAT, &(f).memory_budget,                                                            \
-         "GiB: the fastest of the four settings above whose estimated training bytes fit (0: not used)"}
+         "GiB: the fastest of the settings above whose estimated training bytes fit (0: not used)"}
 
-// Dies with one line naming cmd on a negative --scan-states-layers or --memory-budget, or a budget given together
-// with any of the four settings it picks itself.
+// Dies with one line naming cmd on a negative --scan-states-layers, --in-proj-layers or --memory-budget,
+// --in-proj-layers given with --recompute-in-proj, or a budget given together with any of the settings it picks
+// itself.
 void memory_flags_check(const MemoryFlags *f, const char *cmd);
-// The settings for a model c on bk training batches (B, T): the four flags' as given, or with a budget the fastest
+// The settings for a model c on bk training batches (B, T): the flags' as given, or with a budget the fastest
 // that fit (model_fit_memory), and in *bytes their estimated training bytes (model_train_bytes). Returns 0, or -1
 // when even the leanest does not fit (*s is then the leanest).
 int memory_flags_settings(const MemoryFlags *f, const ModelConfig *c, const Backend *bk, int B, int T,
                           MemorySettings *s, size_t *bytes);
 // One line for logs, from the settings and estimate memory_flags_settings gave: "--memory-budget 29.76 GiB:
-// recompute activations, scan states for 33 of 48 layers, in_proj recomputed (estimated 29.75 GiB)".
+// recompute activations, scan states for 0 of 48 layers, in_proj outputs for 18 of 48 layers (estimated 29.7 GiB)".
 void memory_flags_describe(char *buf, size_t n, const MemoryFlags *f, const ModelConfig *c, const Backend *bk,
                            const MemorySettings *s, size_t bytes);

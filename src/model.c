@@ -123,6 +123,7 @@ void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t se
     config_derive(&m->cfg);
     m->bk = bk;
     m->keep_scan_states = -1;  // every layer
+    m->keep_in_proj = -1;      // every layer
     m->n_tensors = model_param_infos(&m->cfg, NULL);
     m->tensors = pm_malloc(sizeof(ParamInfo) * m->n_tensors);
     model_param_infos(&m->cfg, m->tensors);
@@ -276,7 +277,6 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, int
         struct LayerActs *L = &m->layers[l];
         L->res = carve(f, M * d);
         L->rstd = carve(f, M);
-        L->xz = m->recompute_in_proj ? NULL : carve(a, M * 2 * di);
         L->xdbl = carve(a, M * nx);
         if (m->keep_activations) {
             L->xn = carve(a, M * d);
@@ -285,6 +285,10 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, int
             L->y = carve(a, M * di);
         }
     }
+    // the kept in_proj outputs after the loop, so that every layer's buffers above stay the same distance apart
+    // whichever layers keep one (a group's batched weight gradients step through xdbl, u and y by one stride)
+    const int l0 = c->n_layer - model_in_proj_layers(c, m->keep_in_proj);
+    for (int l = 0; l < c->n_layer; l++) m->layers[l].xz = l >= l0 ? carve(a, M * 2 * di) : NULL;
     if (!m->keep_activations) {  // one buffer each, shared by the layers (refilled by the backward's recompute)
         m->xn = carve(a, M * d);
         m->u = carve_copies(a, M * di, group, &m->u_cs);
@@ -292,7 +296,8 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, int
     } else {
         m->xn = m->u = m->dpre = NULL, m->u_cs = 0;
     }
-    m->xz = m->recompute_in_proj ? carve(a, M * 2 * di) : NULL;  // shared: refilled by the backward's recompute
+    // shared by the layers that keep none of their own: refilled by the backward's recompute
+    m->xz = l0 > 0 ? carve(a, M * 2 * di) : NULL;
     m->h = carve(a, M * d);
     m->y = NULL, m->y_cs = 0;
     if (!m->keep_activations) m->y = carve_copies(a, M * di, group, &m->y_cs);
@@ -340,12 +345,18 @@ int model_state_layers(const ModelConfig *c, const Backend *bk, int keep_scan_st
 void model_set_memory_settings(Model *m, const MemorySettings *s) {
     m->keep_activations = s->keep_activations;
     m->keep_scan_states = s->keep_scan_states;
-    m->recompute_in_proj = s->recompute_in_proj;
+    m->keep_in_proj = s->keep_in_proj;
+}
+
+int model_in_proj_layers(const ModelConfig *c, int keep_in_proj) {
+    return keep_in_proj < 0 || keep_in_proj >= c->n_layer ? c->n_layer : keep_in_proj;
 }
 
 void model_memory_settings_text(char *buf, size_t n, const ModelConfig *c, const Backend *bk, const MemorySettings *s) {
-    snprintf(buf, n, "%s, scan states for %d of %d layers%s", s->keep_activations ? "keep activations" : "recompute activations",
-             model_state_layers(c, bk, s->keep_scan_states), c->n_layer, s->recompute_in_proj ? ", in_proj recomputed" : "");
+    snprintf(buf, n, "%s, scan states for %d of %d layers, in_proj outputs for %d of %d layers",
+             s->keep_activations ? "keep activations" : "recompute activations",
+             model_state_layers(c, bk, s->keep_scan_states), c->n_layer, model_in_proj_layers(c, s->keep_in_proj),
+             c->n_layer);
 }
 
 size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states) {
@@ -353,10 +364,10 @@ size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, i
 }
 
 size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states,
-                              int keep_activations, int recompute_in_proj) {
+                              int keep_activations, int keep_in_proj) {
     Model tmp = {0};
     tmp.keep_activations = keep_activations;
-    tmp.recompute_in_proj = recompute_in_proj;
+    tmp.keep_in_proj = keep_in_proj;
     tmp.layers = pm_calloc(c->n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
     layout_activations(c, &tmp, B, T, model_dw_group(c, bk), &a, &f);
@@ -368,7 +379,7 @@ size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, in
 size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, const MemorySettings *s) {
     const size_t np = model_num_params(c), f = bk->f32_bytes;
     size_t bytes = np * (4 * f + (bk->act_bytes != f ? bk->act_bytes : 0));  // params, grads, m, v (+ ACT copy)
-    bytes += model_activation_bytes(c, bk, B, T, s->keep_scan_states, s->keep_activations, s->recompute_in_proj);
+    bytes += model_activation_bytes(c, bk, B, T, s->keep_scan_states, s->keep_activations, s->keep_in_proj);
     if (bk->workspace_bytes)
         bytes += bk->workspace_bytes(B * T, T, c->d_model, c->d_inner, c->d_state, c->d_conv, c->vocab_pad);
     return bytes;
@@ -376,14 +387,17 @@ size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, 
 
 int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size_t budget, MemorySettings *s) {
     const int L = c->n_layer;
-    MemorySettings cand = {1, -1, 0};  // keep activations, every layer's states
+    MemorySettings cand = {1, -1, -1};  // keep activations, every layer's states and in_proj output
     if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
-    for (int rip = 0; rip <= 1; rip++)
-        for (int n = L; n >= 0; n--) {  // the default (n = L: every layer), then states for fewer layers
-            cand = (MemorySettings){0, n == L ? -1 : n, rip};
-            if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
-        }
-    *s = cand;  // the leanest: no states kept, in_proj recomputed
+    for (int n = L; n >= 0; n--) {  // the default (n = L: every layer), then states for fewer layers
+        cand = (MemorySettings){0, n == L ? -1 : n, -1};
+        if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
+    }
+    for (int k = L - 1; k >= 0; k--) {  // no states; in_proj outputs for fewer layers
+        cand = (MemorySettings){0, 0, k};
+        if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
+    }
+    *s = cand;  // the leanest: no states, no in_proj output kept
     return -1;
 }
 
@@ -452,7 +466,7 @@ void model_destroy(Model *m) {
         if ((m)->hook) (m)->hook((m)->hook_ctx, (name), 0); \
     } while (0)
 
-// A layer's xz, xn, u, dpre, y: its own where it keeps them (xz unless recompute_in_proj; the rest with
+// A layer's xz, xn, u, dpre, y: its own where it keeps them (xz as keep_in_proj says; the rest with
 // keep_activations), else the shared buffers.
 static void layer_mixer_buffers(const Model *m, const struct LayerActs *L, void **xz, void **xn, void **u,
                                 void **dpre, void **y) {
@@ -647,7 +661,7 @@ static void backward_body(Model *m) {
         REGION(m, "bwd.out_proj",
                bk->matmul_bwd(m->dy, di, 0, NULL, NULL, dh, d, NULL, di, PACT(l, P_OUT_PROJ), M, d, di));
         if (side) bk->side_wait(t_layer);  // the layer above's weight gradients read what is rewritten below
-        // Recompute what the forward did not keep: xn (norm), xz (in_proj, with recompute_in_proj), u (conv +
+        // Recompute what the forward did not keep: xn (norm), xz (in_proj, where not kept), u (conv +
         // SiLU), dpre (dt_proj). The same ops on the same inputs as the forward's: the same bits.
         if (!m->keep_activations || !L->xz)
             REGION(m, "bwd.recompute", {

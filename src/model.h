@@ -69,7 +69,8 @@ typedef struct {
     struct LayerActs {
         void *res;    // F32 (M, d_model) residual stream entering this layer's norm
         void *rstd;   // F32 (M)
-        void *xz;     // ACT (M, 2*d_inner) in_proj output: xi | z (NULL with recompute_in_proj: m->xz is used)
+        void *xz;     // ACT (M, 2*d_inner) in_proj output: xi | z (NULL where the layer does not keep it, see
+                      // keep_in_proj: m->xz is used)
         void *xdbl;   // ACT (M, dt_rank + 2N) x_proj output: dt_low | B | C
         void *scan_states;  // the scan states the training forward leaves for the backward (backend-defined,
                             // Backend.scan_states_bytes), or NULL when not kept
@@ -88,11 +89,12 @@ typedef struct {
     // (d_model + 3 d_inner) ACT values per token per layer more memory. Either way the results are the same bits.
     // Read by model_alloc_activations.
     int keep_activations;
-    // 0 (the default): every layer keeps its in_proj output xz. 1: none does; the backward recomputes it (one
-    // in_proj GEMM per layer, ~1/3 of in_proj's training FLOPs) from xn — the largest per-layer activation
-    // (2 d_inner ACT values per token) traded for compute, for when memory is what limits the model or the batch.
-    // The same bits either way. Read by model_alloc_activations.
-    int recompute_in_proj;
+    // How many layers keep their in_proj output xz, as keep_scan_states counts: negative (model_create's default)
+    // or n_layer and more: every layer; 0: none; in between, the last keep_in_proj layers. A layer that does not
+    // keep it has the backward recompute it (one in_proj GEMM, ~1/3 of in_proj's training FLOPs) from xn — the
+    // largest per-layer activation (2 d_inner ACT values per token) traded for compute, for when memory is what
+    // limits the model or the batch. The same bits either way. Read by model_alloc_activations.
+    int keep_in_proj;
     // 0 (the default): a training step's classifier (model_forward_backward, model_backward) may round the logits
     // to bf16 before the softmax, as PyTorch's autocast LM head does (Backend.classifier's bf16_logits; on the GPU
     // half the bytes through the classifier: +0.4% to +1.5% measured, docs/perf.md). 1: fp32 logits in training too
@@ -102,7 +104,8 @@ typedef struct {
     void *arena_states;    // one allocation for every layer's scan_states
     size_t states_cap;     // bytes of each layer's scan_states
     int states_valid;      // the last forward left scan states for model_backward
-    void *xz;          // ACT (M, 2*d_inner) in_proj output of the current layer (with recompute_in_proj, else NULL)
+    void *xz;          // ACT (M, 2*d_inner) in_proj output of the current layer where some layer does not keep its
+                       // own (keep_in_proj), else NULL
     void *xn;          // ACT (M, d_model) normed input of the current layer's mixer (NULL with keep_activations)
     void *u;           // ACT (M, d_inner) silu(conv(xi)) of the current layer (NULL with keep_activations)
     void *dpre;        // ACT (M, d_inner) dt_proj output (before bias and softplus) of the current layer (ditto)
@@ -166,23 +169,29 @@ void model_limit_dw_group(int max_group);
 // Bytes model_alloc_activations(B, T) allocates on bk (both arenas, the integer inputs, and the scan states
 // when keep_scan_states is set and the backend keeps them), for the given keep_* / recompute_* settings.
 size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states,
-                              int keep_activations, int recompute_in_proj);
-// The memory/speed settings of a training model (Model.keep_activations, keep_scan_states, recompute_in_proj).
+                              int keep_activations, int keep_in_proj);
+// The memory/speed settings of a training model (Model.keep_activations, keep_scan_states, keep_in_proj; the
+// counts as those fields take them: -1 every layer).
 typedef struct {
-    int keep_activations, keep_scan_states, recompute_in_proj;
+    int keep_activations, keep_scan_states, keep_in_proj;
 } MemorySettings;
 // Device bytes a training step at (B, T) holds on bk with settings s: the parameters (F32 masters and, where ACT
 // differs, the compute copy), gradients, Adam moments, activations (model_activation_bytes) and the backend's
 // own buffers (Backend.workspace_bytes: an estimate; 0 where the backend has none).
 size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, const MemorySettings *s);
 // --memory-budget: the fastest settings whose model_train_bytes fit in budget bytes. Candidates, fastest first
-// (docs/perf.md measures each step): keep activations (and every layer's scan states); the default (every layer's
-// states); states for one layer fewer at a time down to none; then the in_proj outputs recomputed too, with states
-// for as many layers as fit. Returns 0, or -1 when even the leanest does not fit (*s is then the leanest).
+// (docs/perf.md measures each step): keep activations (and every layer's scan states and in_proj output); the
+// default (every layer's states and in_proj output); states for one layer fewer at a time down to none; then, with
+// no states, in_proj outputs for one layer fewer at a time down to none. (On the GPU a layer's states and its
+// in_proj output take the same bytes, M d_inner 4, and recomputing the in_proj output, a GEMM, costs more than
+// recomputing the states, a scan pass: 0.20 against 0.17 ms a 370m layer, 0.42 against 0.16 at 1.4b; so the
+// states go first.) Returns 0, or -1 when even the leanest does not fit (*s is then the leanest).
 int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size_t budget, MemorySettings *s);
-// Sets Model.keep_activations, keep_scan_states and recompute_in_proj (before model_alloc_activations).
+// Sets Model.keep_activations, keep_scan_states and keep_in_proj (before model_alloc_activations).
 void model_set_memory_settings(Model *m, const MemorySettings *s);
-// One line for logs: "keep activations, scan states for 24 of 24 layers, in_proj recomputed".
+// How many layers keep their in_proj output under keep_in_proj (Model.keep_in_proj).
+int model_in_proj_layers(const ModelConfig *c, int keep_in_proj);
+// One line for logs: "keep activations, scan states for 24 of 24 layers, in_proj outputs for 24 of 24 layers".
 void model_memory_settings_text(char *buf, size_t n, const ModelConfig *c, const Backend *bk, const MemorySettings *s);
 // How many layers keep their scan states under keep_scan_states (Model.keep_scan_states) on bk: 0 where the
 // backend keeps none (Backend.scan_states_bytes NULL).

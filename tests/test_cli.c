@@ -412,7 +412,10 @@ static void test_bad_configs(void **state) {
         {"--batch -1", "batch"},   {"--batch x", "batch"},     {"--no-such-flag", "no-such-flag"},
         {"--config missing.json", "missing.json"}, {"--scan-states-layers -3", "scan-states-layers"},
         {"--memory-budget -1", "memory-budget"},
+        {"--in-proj-layers -2", "in-proj-layers"},
+        {"--in-proj-layers 1 --recompute-in-proj", "in-proj-layers"},  // one dial, two spellings
         {"--memory-budget 8 --keep-activations", "memory-budget"},  // the budget picks the settings itself
+        {"--memory-budget 8 --in-proj-layers 1", "memory-budget"},
         {"--memory-budget 0.000001 " TINY, "memory-budget"},         // even the leanest settings do not fit
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {

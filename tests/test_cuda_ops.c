@@ -1407,7 +1407,7 @@ static void test_model_side_stream(void **state) {
         model_create(&m, &cfg, GD, 5);
         model_alloc_optimizer(&m);
         m.keep_activations = r / 2 == 1;
-        m.recompute_in_proj = r / 2 == 2;
+        m.keep_in_proj = r / 2 == 2 ? 0 : -1;
         model_alloc_activations(&m, B, T);
         const int tickets0 = backend_cuda_side_tickets();
         for (int s = 0; s < 2; s++) {
@@ -1451,7 +1451,7 @@ static void test_model_side_stream(void **state) {
 // batch of shorter rows than allocated (more rows, more chunk states than the buffer holds): the model must fall
 // back to recomputing, with the same result. And with only the last layer keeping its states
 // (--scan-states-layers 1): the same bits as recomputing every layer's. And with every layer's in_proj output
-// recomputed in the backward (Model.recompute_in_proj): the same bits as keeping it.
+// recomputed in the backward (Model.keep_in_proj 0), or all but the last layer's (1): the same bits as keeping it.
 static void test_model_scan_states(void **state) {
     (void)state;
     NEED_GPU();
@@ -1460,20 +1460,20 @@ static void test_model_scan_states(void **state) {
     const int B = 2, T = 160;
     Batch bs[3] = {make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size),
                    make_batch(18, 17, cfg.vocab_size)};  // 18 rows x 2 chunks of 16 > 2 rows x 10
-    double losses[5][3];
-    int valid[5][3];
-    float *params[5];
+    double losses[6][3];
+    int valid[6][3];
+    float *params[6];
     OptimConfig o = optim_defaults();
     // kept states; recomputed; kept states and kept activations (Model.keep_*); only the last layer keeps states;
-    // kept states and the in_proj output recomputed
-    for (int r = 0; r < 5; r++) {
+    // kept states and the in_proj output recomputed; the same with the last layer keeping its in_proj output
+    for (int r = 0; r < 6; r++) {
         Model m;
         model_create(&m, &cfg, GD, 5);  // deterministic mode: the embedding backward's atomics would differ run to run
         model_alloc_optimizer(&m);
         assert_true(cfg.n_layer >= 2);  // else "the last layer only" would be every layer
         m.keep_scan_states = r == 1 ? 0 : r == 3 ? 1 : cfg.n_layer;
         m.keep_activations = r == 2;
-        m.recompute_in_proj = r == 4;
+        m.keep_in_proj = r == 4 ? 0 : r == 5 ? 1 : -1;
         model_alloc_activations(&m, B, T);
         if (r != 1) assert_non_null(m.arena_states);  // else the comparison below would be vacuous
         if (r == 1) assert_null(m.arena_states);
@@ -1506,9 +1506,14 @@ static void test_model_scan_states(void **state) {
             check_same_bits("in_proj recomputed: losses", losses[0], losses[4], sizeof losses[0]);
             check_same_bits("in_proj recomputed: params after 3 steps", params[0], params[4], m.n_params * sizeof(float));
         }
+        if (r == 5) {
+            g_fails += !(m.xz && !m.layers[0].xz && m.layers[cfg.n_layer - 1].xz);
+            check_same_bits("last layer's in_proj kept: losses", losses[0], losses[5], sizeof losses[0]);
+            check_same_bits("last layer's in_proj kept: params", params[0], params[5], m.n_params * sizeof(float));
+        }
         model_destroy(&m);
     }
-    for (int r = 0; r < 5; r++) free(params[r]);
+    for (int r = 0; r < 6; r++) free(params[r]);
     for (int s = 0; s < 3; s++) batch_free(&bs[s]);
     FINISH();
 }

@@ -168,7 +168,7 @@ static void test_parallel_prefill_matches_recurrent(void **state) {
     model_destroy(&m);
 }
 
-// A model set to recompute its in_proj outputs (Model.recompute_in_proj, a training setting) keeps no per-layer xz,
+// A model set to recompute its in_proj outputs (Model.keep_in_proj 0, a training setting) keeps no per-layer xz,
 // which the prefill reads: the prefill must still work on it (it allocates per-layer buffers again), with the same
 // logits as on a model that keeps them.
 static void test_prefill_on_recompute_in_proj_model(void **state) {
@@ -177,7 +177,7 @@ static void test_prefill_on_recompute_in_proj_model(void **state) {
     Model a, b;
     make_model(&a, T);
     make_model(&b, T);
-    b.recompute_in_proj = 1;
+    b.keep_in_proj = 0;
     model_alloc_activations(&b, 1, T);
     assert_null(b.layers[0].xz);  // else the test would not test the case
     int32_t tok[37];

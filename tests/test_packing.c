@@ -248,9 +248,9 @@ static void test_overfit_one_packed_batch(void **state) {
 }
 
 // Model.keep_activations (each layer keeps xn, u, dpre, y instead of the backward recomputing them) and
-// Model.recompute_in_proj (no layer keeps its in_proj output xz; the backward recomputes it), alone and together,
-// must not change anything: on a packed batch, the losses and every parameter gradient are bit-identical to the
-// default model's.
+// Model.keep_in_proj (no layer, or only the last, keeps its in_proj output xz; the backward recomputes the others'),
+// alone and together, must not change anything: on a packed batch, the losses and every parameter gradient are
+// bit-identical to the default model's.
 static void test_keep_activations_same(void **state) {
     (void)state;
     const int B = 9, T = 32;  // 3 source documents of <= 3T tokens always fit in 9 rows
@@ -261,19 +261,21 @@ static void test_keep_activations_same(void **state) {
     int n = make_docs(&rng, T, c.vocab_size, 3, docs, 16);
     Batch b = batch_alloc(B, T);
     assert_true(pack_docs(docs, n, &b));
-    float *g[4];
-    double loss[4];
-    for (int k = 0; k < 4; k++) {  // bit 0: keep_activations, bit 1: recompute_in_proj
+    float *g[6];
+    double loss[6];
+    assert_true(c.n_layer >= 2);  // else "the last layer only" would be every layer
+    for (int k = 0; k < 6; k++) {  // bit 0: keep_activations; k >> 1: in_proj kept by every layer, none, the last
         Model m;
         model_create(&m, &c, backend_cpu(), 9);
         m.keep_activations = k & 1;
-        m.recompute_in_proj = k >> 1;
+        m.keep_in_proj = k >> 1 == 0 ? -1 : k >> 1 == 1 ? 0 : 1;
         model_alloc_activations(&m, B, T);
         // else the comparison would be vacuous
         if (k & 1) assert_non_null(m.layers[0].xn);
         else assert_null(m.layers[0].xn);
         if (k >> 1) assert_true(m.layers[0].xz == NULL && m.xz != NULL);
         else assert_true(m.layers[0].xz != NULL && m.xz == NULL);
+        assert_true((m.layers[c.n_layer - 1].xz != NULL) == (k >> 1 != 1));
         model_zero_grad(&m);
         loss[k] = model_forward_backward(&m, &b, 1.0f / (float)b.n_valid, NULL);
         g[k] = pm_malloc(m.n_params * sizeof(float));
@@ -282,7 +284,7 @@ static void test_keep_activations_same(void **state) {
         assert_true(loss[0] == loss[k]);
         model_destroy(&m);
     }
-    for (int k = 0; k < 4; k++) free(g[k]);
+    for (int k = 0; k < 6; k++) free(g[k]);
     for (int d = 0; d < n; d++) free(docs[d].tok);
     batch_free(&b);
 }
@@ -325,7 +327,7 @@ static void test_weight_gradient_groups_same(void **state) {
         TwoBatches tb;
         two_batches(&tb, &rng, &c, B, T);
         const Batch *b = tb.b;
-        for (int k = 0; k < 3; k++) {  // default, keep_activations, recompute_in_proj
+        for (int k = 0; k < 4; k++) {  // default, keep_activations, no in_proj kept, only the top layer's kept
             float *g[2];
             double loss[2];
             size_t np = 0;
@@ -335,7 +337,7 @@ static void test_weight_gradient_groups_same(void **state) {
                 setenv("PM_DW_GROUP", gs, 1);
                 Model m;
                 model_create(&m, &c, backend_cpu(), 9);
-                m.keep_activations = k == 1, m.recompute_in_proj = k == 2;
+                m.keep_activations = k == 1, m.keep_in_proj = k == 2 ? 0 : k == 3 ? 1 : -1;
                 model_alloc_activations(&m, B, T);
                 unsetenv("PM_DW_GROUP");
                 assert_int_equal(m.dw_group, w ? cases[ci][1] : 1);  // else the comparison would be vacuous
@@ -377,13 +379,13 @@ static void test_grads_written_not_cleared(void **state) {
     two_batches(&tb, &rng, &c, B, T);
     const Batch *b = tb.b;
     assert_non_null(backend_cpu()->grads_write);  // (else this compares the old path with itself)
-    for (int k = 0; k < 3; k++) {  // default, keep_activations, recompute_in_proj
+    for (int k = 0; k < 4; k++) {  // default, keep_activations, no in_proj kept, only the top layer's kept
         float *g[2];
         size_t np = 0;
         for (int w = 0; w < 2; w++) {  // w = 0: cleared (reference); 1: written
             Model m;
             model_create(&m, &c, backend_cpu(), 9);
-            m.keep_activations = k == 1, m.recompute_in_proj = k == 2;
+            m.keep_activations = k == 1, m.keep_in_proj = k == 2 ? 0 : k == 3 ? 1 : -1;
             model_alloc_activations(&m, B, T);
             np = m.n_params;
             float *nan = pm_malloc(np * sizeof(float));
@@ -423,7 +425,8 @@ static void test_grads_written_not_cleared(void **state) {
 // workspace (the CPU backend with a states size like the CUDA backend's and a fixed workspace; the CPU scan ignores
 // the states it is given): for a budget equal to each candidate's bytes, the pick is the first candidate of that
 // order that fits; below the leanest, -1 and the leanest. And the accounting: recomputing in_proj saves n_layer - 1
-// xz buffers exactly (one shared one remains); keeping activations costs xn, u, dpre, y per layer less the shared
+// xz buffers exactly (one shared one remains), and keeping it for only some layers one fewer than the layers that
+// do not; keeping activations costs xn, u, dpre, y per layer less the shared
 // ones; and without the workspace, the bytes are those a model with the settings allocates.
 static size_t fake_states_bytes(int M, int T, int Cd, int N) {
     (void)T;
@@ -448,11 +451,11 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
     const int B = 2, T = 128, L = c.n_layer;
     const size_t M = (size_t)B * T, a = bk.act_bytes;
     // the documented order, fastest first
-    MemorySettings order[2 * (4 + 1) + 1];
+    MemorySettings order[1 + (4 + 1) + 4];
     int n = 0;
-    order[n++] = (MemorySettings){1, -1, 0};
-    for (int rip = 0; rip <= 1; rip++)
-        for (int k = L; k >= 0; k--) order[n++] = (MemorySettings){0, k == L ? -1 : k, rip};
+    order[n++] = (MemorySettings){1, -1, -1};
+    for (int k = L; k >= 0; k--) order[n++] = (MemorySettings){0, k == L ? -1 : k, -1};  // states for fewer layers
+    for (int k = L - 1; k >= 0; k--) order[n++] = (MemorySettings){0, 0, k};  // then in_proj outputs for fewer
     size_t bytes[16];
     for (int i = 0; i < n; i++) bytes[i] = model_train_bytes(&c, &bk, B, T, &order[i]);
     for (int i = 0; i < n; i++) {
@@ -473,6 +476,8 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
     assert_true(xz % 256 == 0 && states % 256 == 0 && keep % 256 == 0 && M * c.d_model * a % 256 == 0);
     assert_int_equal(bytes[1] - bytes[n - 1], (size_t)L * states + (size_t)(L - 1) * xz);  // default vs leanest
     assert_int_equal(bytes[1] - bytes[L + 1], (size_t)L * states);  // the default vs no states kept
+    // in_proj outputs for j fewer layers save j - 1 xz buffers: the first one dropped brings the shared one back
+    for (int j = 1; j <= L; j++) assert_int_equal(bytes[L + 1] - bytes[L + 1 + j], (size_t)(j - 1) * xz);
     // keep activations: xn, u, dpre, y per layer instead of one shared each (and, where the weight gradients go in
     // groups of layers, instead of the shared u and y's other copies: Model.dw_group)
     const size_t group_copies = (size_t)(model_dw_group(&c, &bk) - 1) * 2 * M * c.d_inner * a;
