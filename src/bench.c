@@ -938,9 +938,10 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     size_t work = peak > counted ? peak - counted : 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    const int act_layers = model_activation_layers(&m->cfg, ms.keep_activations, m->dw_copies);
     json_object_set_new(r, "memory_settings",
-                        json_pack("{s:b, s:i, s:b, s:i, s:I}", "keep_activations", ms.keep_activations,
-                                  "scan_states_layers", model_state_layers(&m->cfg, bk, ms.keep_scan_states),
+                        json_pack("{s:b, s:i, s:i, s:b, s:i, s:I}", "keep_activations", act_layers == m->cfg.n_layer,
+                                  "activations_layers", act_layers, "scan_states_layers", model_state_layers(&m->cfg, bk, ms.keep_scan_states),
                                   "recompute_in_proj", model_in_proj_layers(&m->cfg, ms.keep_in_proj) == 0,
                                   "in_proj_layers", model_in_proj_layers(&m->cfg, ms.keep_in_proj),
                                   "train_bytes_estimate", (json_int_t)est));

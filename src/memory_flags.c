@@ -9,21 +9,25 @@
 void memory_flags_check(const MemoryFlags *f, const char *cmd) {
     if (f->scan_states_layers < -1) pm_die("%s: --scan-states-layers %d: must be >= 0", cmd, f->scan_states_layers);
     if (f->in_proj_layers < -1) pm_die("%s: --in-proj-layers %d: must be >= 0", cmd, f->in_proj_layers);
+    if (f->activations_layers < -1) pm_die("%s: --activations-layers %d: must be >= 0", cmd, f->activations_layers);
+    if (f->activations_layers != -1 && f->keep_activations)
+        pm_die("%s: --activations-layers and --keep-activations: give one (--keep-activations is every layer)", cmd);
     if (f->in_proj_layers != -1 && f->recompute_in_proj)
         pm_die("%s: --in-proj-layers and --recompute-in-proj: give one (--recompute-in-proj is --in-proj-layers 0)", cmd);
     if (f->memory_budget < 0 || !isfinite(f->memory_budget))
         pm_die("%s: --memory-budget %g: must be a positive number of GiB", cmd, (double)f->memory_budget);
     if (f->memory_budget > 0 &&
-        (f->recompute_scan || f->keep_activations || f->scan_states_layers != -1 || f->recompute_in_proj ||
-         f->in_proj_layers != -1))
-        pm_die("%s: --memory-budget picks --keep-activations, --recompute-scan, --scan-states-layers, "
-               "--recompute-in-proj and --in-proj-layers itself: give it or them",
+        (f->recompute_scan || f->keep_activations || f->activations_layers != -1 || f->scan_states_layers != -1 ||
+         f->recompute_in_proj || f->in_proj_layers != -1))
+        pm_die("%s: --memory-budget picks --keep-activations, --activations-layers, --recompute-scan, "
+               "--scan-states-layers, --recompute-in-proj and --in-proj-layers itself: give it or them",
                cmd);
 }
 
 int memory_flags_settings(const MemoryFlags *f, const ModelConfig *c, const Backend *bk, int B, int T,
                           MemorySettings *s, size_t *bytes) {
-    *s = (MemorySettings){f->keep_activations, f->recompute_scan ? 0 : f->scan_states_layers,
+    *s = (MemorySettings){f->keep_activations ? -1 : f->activations_layers > 0 ? f->activations_layers : 0,
+                          f->recompute_scan ? 0 : f->scan_states_layers,
                           f->recompute_in_proj ? 0 : f->in_proj_layers};
     const int rc = f->memory_budget <= 0
                        ? 0

@@ -1,5 +1,5 @@
 // memory_flags.h — the memory/speed flags `train` and `bench` share: --recompute-scan, --scan-states-layers,
-// --keep-activations, --recompute-in-proj, --in-proj-layers and --memory-budget; their checks, and the
+// --keep-activations, --activations-layers, --recompute-in-proj, --in-proj-layers and --memory-budget; their checks, and the
 // MemorySettings (model.h) they come to for a model and a batch shape.
 #pragma once
 #include "args.h"
@@ -7,13 +7,13 @@
 #include "model.h"
 
 typedef struct {
-    // scan_states_layers, in_proj_layers -1: every layer
-    int recompute_scan, scan_states_layers, keep_activations, recompute_in_proj, in_proj_layers;
+    // scan_states_layers, in_proj_layers -1: every layer; activations_layers -1: not given (none)
+    int recompute_scan, scan_states_layers, keep_activations, activations_layers, recompute_in_proj, in_proj_layers;
     float memory_budget;  // GiB; 0: not used
 } MemoryFlags;
-#define MEMORY_FLAGS_DEFAULT {0, -1, 0, 0, -1, 0.0f}
+#define MEMORY_FLAGS_DEFAULT {0, -1, 0, -1, 0, -1, 0.0f}
 
-// The six flags' entries of a command's ArgSpec table, writing into the MemoryFlags f.
+// The seven flags' entries of a command's ArgSpec table, writing into the MemoryFlags f.
 #define MEMORY_FLAG_SPECS(f)                                                                                          \
     {"--recompute-scan", ARG_BOOL, &(f).recompute_scan,                                                               \
      "GPU: the backward recomputes the scan states instead of keeping them from the forward (less memory, slower)"}, \
@@ -22,6 +22,8 @@ typedef struct {
         {"--keep-activations", ARG_BOOL, &(f).keep_activations,                                                       \
          "every layer keeps its norm, conv, dt_proj and scan outputs instead of the backward recomputing them "       \
          "(faster, more memory)"},                                                                                    \
+        {"--activations-layers", ARG_INT, &(f).activations_layers,                                                    \
+         "only the last N layers keep them (between the default, none, and --keep-activations, all)"},                \
         {"--recompute-in-proj", ARG_BOOL, &(f).recompute_in_proj,                                                     \
          "the backward recomputes each layer's in_proj output instead of keeping it (less memory, slower)"},          \
         {"--in-proj-layers", ARG_INT, &(f).in_proj_layers,                                                            \
@@ -29,8 +31,9 @@ typedef struct {
         {"--memory-budget", ARG_FLOAT, &(f).memory_budget,                                                            \
          "GiB: the fastest of the settings above whose estimated training bytes fit (0: not used)"}
 
-// Dies with one line naming cmd on a negative --scan-states-layers, --in-proj-layers or --memory-budget,
-// --in-proj-layers given with --recompute-in-proj, or a budget given together with any of the settings it picks
+// Dies with one line naming cmd on a negative --scan-states-layers, --activations-layers, --in-proj-layers or
+// --memory-budget, --in-proj-layers given with --recompute-in-proj or --activations-layers with
+// --keep-activations, or a budget given together with any of the settings it picks
 // itself.
 void memory_flags_check(const MemoryFlags *f, const char *cmd);
 // The settings for a model c on bk training batches (B, T): the flags' as given, or with a budget the fastest

@@ -278,29 +278,34 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, int
         L->res = carve(f, M * d);
         L->rstd = carve(f, M);
         L->xdbl = carve(a, M * nx);
-        if (m->keep_activations) {
+    }
+    // What only some layers keep, after the loop, so that every layer's buffers above stay the same distance apart
+    // whichever layers keep those (a group's batched weight gradients step through xdbl by one stride), and those
+    // that keep activations have theirs the same distance apart too (u and y, ditto).
+    const int a0 = c->n_layer - model_activation_layers(c, m->keep_activations, group);
+    for (int l = 0; l < c->n_layer; l++) {
+        struct LayerActs *L = &m->layers[l];
+        L->xn = L->u = L->dpre = L->y = NULL;
+        if (l >= a0) {
             L->xn = carve(a, M * d);
             L->u = carve(a, M * di);
             L->dpre = carve(a, M * di);
             L->y = carve(a, M * di);
         }
     }
-    // the kept in_proj outputs after the loop, so that every layer's buffers above stay the same distance apart
-    // whichever layers keep one (a group's batched weight gradients step through xdbl, u and y by one stride)
     const int l0 = c->n_layer - model_in_proj_layers(c, m->keep_in_proj);
     for (int l = 0; l < c->n_layer; l++) m->layers[l].xz = l >= l0 ? carve(a, M * 2 * di) : NULL;
-    if (!m->keep_activations) {  // one buffer each, shared by the layers (refilled by the backward's recompute)
+    // one buffer each, shared by the layers that keep none of their own (refilled by the backward's recompute)
+    m->xn = m->u = m->dpre = NULL, m->u_cs = 0;
+    if (a0 > 0) {
         m->xn = carve(a, M * d);
         m->u = carve_copies(a, M * di, group, &m->u_cs);
         m->dpre = carve(a, M * di);
-    } else {
-        m->xn = m->u = m->dpre = NULL, m->u_cs = 0;
     }
-    // shared by the layers that keep none of their own: refilled by the backward's recompute
     m->xz = l0 > 0 ? carve(a, M * 2 * di) : NULL;
     m->h = carve(a, M * d);
     m->y = NULL, m->y_cs = 0;
-    if (!m->keep_activations) m->y = carve_copies(a, M * di, group, &m->y_cs);
+    if (a0 > 0) m->y = carve_copies(a, M * di, group, &m->y_cs);
     m->res_f = carve(f, M * d);
     m->rstd_f = carve(f, M);
     m->losses = carve(f, M);
@@ -352,9 +357,18 @@ int model_in_proj_layers(const ModelConfig *c, int keep_in_proj) {
     return keep_in_proj < 0 || keep_in_proj >= c->n_layer ? c->n_layer : keep_in_proj;
 }
 
+int model_activation_layers(const ModelConfig *c, int keep_activations, int group) {
+    if (keep_activations < 0 || keep_activations >= c->n_layer) return c->n_layer;
+    return group > 1 ? keep_activations / group * group : keep_activations;
+}
+
 void model_memory_settings_text(char *buf, size_t n, const ModelConfig *c, const Backend *bk, const MemorySettings *s) {
-    snprintf(buf, n, "%s, scan states for %d of %d layers, in_proj outputs for %d of %d layers",
-             s->keep_activations ? "keep activations" : "recompute activations",
+    const int na = model_activation_layers(c, s->keep_activations, model_dw_group(c, bk));
+    char acts[64];
+    if (na == c->n_layer) snprintf(acts, sizeof acts, "keep activations");
+    else if (na == 0) snprintf(acts, sizeof acts, "recompute activations");
+    else snprintf(acts, sizeof acts, "activations for %d of %d layers", na, c->n_layer);
+    snprintf(buf, n, "%s, scan states for %d of %d layers, in_proj outputs for %d of %d layers", acts,
              model_state_layers(c, bk, s->keep_scan_states), c->n_layer, model_in_proj_layers(c, s->keep_in_proj),
              c->n_layer);
 }
@@ -387,8 +401,12 @@ size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, 
 
 int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size_t budget, MemorySettings *s) {
     const int L = c->n_layer;
-    MemorySettings cand = {1, -1, -1};  // keep activations, every layer's states and in_proj output
-    if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
+    const int G = model_dw_group(c, bk);
+    MemorySettings cand;
+    for (int n = L; n > 0; n -= n == L && L % G ? L % G : G) {  // activations for fewer layers (whole groups)
+        cand = (MemorySettings){n == L ? -1 : n, -1, -1};
+        if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
+    }
     for (int n = L; n >= 0; n--) {  // the default (n = L: every layer), then states for fewer layers
         cand = (MemorySettings){0, n == L ? -1 : n, -1};
         if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
@@ -663,13 +681,13 @@ static void backward_body(Model *m) {
         if (side) bk->side_wait(t_layer);  // the layer above's weight gradients read what is rewritten below
         // Recompute what the forward did not keep: xn (norm), xz (in_proj, where not kept), u (conv +
         // SiLU), dpre (dt_proj). The same ops on the same inputs as the forward's: the same bits.
-        if (!m->keep_activations || !L->xz)
+        if (!L->u || !L->xz)
             REGION(m, "bwd.recompute", {
-                if (!m->keep_activations)
+                if (!L->xn)
                     bk->add_rmsnorm_fwd(L->res, xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d,
                                         c->norm_eps);
                 if (!L->xz) bk->matmul_fwd(xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d);
-                if (!m->keep_activations) {
+                if (!L->u) {
                     bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B),
                                       m->pos, M, T, di, K);
                     bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);

@@ -74,7 +74,7 @@ typedef struct {
         void *xdbl;   // ACT (M, dt_rank + 2N) x_proj output: dt_low | B | C
         void *scan_states;  // the scan states the training forward leaves for the backward (backend-defined,
                             // Backend.scan_states_bytes), or NULL when not kept
-        void *xn, *u, *dpre, *y;  // with keep_activations: this layer's own ACT (M, d_model), (M, d_inner) x 3 (y:
+        void *xn, *u, *dpre, *y;  // where it keeps activations: this layer's own ACT (M, d_model), (M, d_inner) x 3 (y:
                                   // the gated scan output), so the backward recomputes nothing; else NULL (the
                                   // shared buffers below are used)
     } *layers;         // (n_layer)
@@ -84,10 +84,12 @@ typedef struct {
     // and more: every layer; 0: none; in between, the last keep_scan_states layers (a memory/speed dial). Read by
     // model_alloc_activations.
     int keep_scan_states;
-    // 0 (the default): the backward recomputes each layer's xn, u, dpre and y (a norm, the conv, the dt_proj
-    // GEMM; y in the scan's backward). 1: every layer keeps them — faster (no recompute: 4-5% of a step), for
-    // (d_model + 3 d_inner) ACT values per token per layer more memory. Either way the results are the same bits.
-    // Read by model_alloc_activations.
+    // How many layers keep their xn, u, dpre and y. 0 (the default): none; the backward recomputes them (a norm, the
+    // conv, the dt_proj GEMM; y in the scan's backward). Negative or n_layer and more: every layer — faster (no
+    // recompute: 4-5% of a step), for (d_model + 3 d_inner) ACT values per token per layer more memory. In
+    // between: the last keep_activations layers, rounded down to whole weight-gradient groups (dw_group: a group's
+    // batched GEMMs read every member's u and y the same way). Either way the results are the same bits. Read by
+    // model_alloc_activations.
     int keep_activations;
     // How many layers keep their in_proj output xz, as keep_scan_states counts: negative (model_create's default)
     // or n_layer and more: every layer; 0: none; in between, the last keep_in_proj layers. A layer that does not
@@ -180,7 +182,9 @@ typedef struct {
 // own buffers (Backend.workspace_bytes: an estimate; 0 where the backend has none).
 size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, const MemorySettings *s);
 // --memory-budget: the fastest settings whose model_train_bytes fit in budget bytes. Candidates, fastest first
-// (docs/perf.md measures each step): keep activations (and every layer's scan states and in_proj output); the
+// (docs/perf.md measures each step): keep activations (and every layer's scan states and in_proj output), then
+// for one weight-gradient group of layers fewer at a time (a layer's activations are the cheapest to recompute
+// for their bytes: 0.11 ms for 0.21 GiB at 370m B8); the
 // default (every layer's states and in_proj output); states for one layer fewer at a time down to none; then, with
 // no states, in_proj outputs for one layer fewer at a time down to none. (On the GPU a layer's states and its
 // in_proj output take the same bytes, M d_inner 4, and recomputing the in_proj output, a GEMM, costs more than
@@ -191,6 +195,9 @@ int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size
 void model_set_memory_settings(Model *m, const MemorySettings *s);
 // How many layers keep their in_proj output under keep_in_proj (Model.keep_in_proj).
 int model_in_proj_layers(const ModelConfig *c, int keep_in_proj);
+// How many layers keep their activations under keep_activations (Model.keep_activations) with weight-gradient
+// groups of `group` layers (model_dw_group).
+int model_activation_layers(const ModelConfig *c, int keep_activations, int group);
 // One line for logs: "keep activations, scan states for 24 of 24 layers, in_proj outputs for 24 of 24 layers".
 void model_memory_settings_text(char *buf, size_t n, const ModelConfig *c, const Backend *bk, const MemorySettings *s);
 // How many layers keep their scan states under keep_scan_states (Model.keep_scan_states) on bk: 0 where the

@@ -413,6 +413,8 @@ static void test_bad_configs(void **state) {
         {"--config missing.json", "missing.json"}, {"--scan-states-layers -3", "scan-states-layers"},
         {"--memory-budget -1", "memory-budget"},
         {"--in-proj-layers -2", "in-proj-layers"},
+        {"--activations-layers -2", "activations-layers"},
+        {"--activations-layers 1 --keep-activations", "activations-layers"},
         {"--in-proj-layers 1 --recompute-in-proj", "in-proj-layers"},  // one dial, two spellings
         {"--memory-budget 8 --keep-activations", "memory-budget"},  // the budget picks the settings itself
         {"--memory-budget 8 --in-proj-layers 1", "memory-budget"},

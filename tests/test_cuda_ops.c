@@ -1301,7 +1301,7 @@ static void test_model_grads_written(void **state) {
         for (int w = 0; w < 2; w++) {
             Model m;
             model_create(&m, &cfg, bks[r / 2], 5);
-            m.keep_activations = r % 2;
+            m.keep_activations = r % 2 ? -1 : 0;
             model_alloc_activations(&m, B, T);
             np = m.n_params;
             fill_grads_nan(&m);
@@ -1350,7 +1350,7 @@ static void test_model_deferred_reductions(void **state) {
             if (batch[r]) setenv("PM_REDUCTION_BATCH", batch[r], 1);
             Model m;
             model_create(&m, &cfg, GD, 5);
-            m.keep_activations = keep;
+            m.keep_activations = keep ? -1 : 0;
             model_alloc_activations(&m, B, T);
             np = m.n_params;
             fill_grads_nan(&m);
@@ -1406,7 +1406,7 @@ static void test_model_side_stream(void **state) {
         Model m;
         model_create(&m, &cfg, GD, 5);
         model_alloc_optimizer(&m);
-        m.keep_activations = r / 2 == 1;
+        m.keep_activations = r / 2 == 1 ? -1 : 0;
         m.keep_in_proj = r / 2 == 2 ? 0 : -1;
         model_alloc_activations(&m, B, T);
         const int tickets0 = backend_cuda_side_tickets();
@@ -1452,6 +1452,7 @@ static void test_model_side_stream(void **state) {
 // back to recomputing, with the same result. And with only the last layer keeping its states
 // (--scan-states-layers 1): the same bits as recomputing every layer's. And with every layer's in_proj output
 // recomputed in the backward (Model.keep_in_proj 0), or all but the last layer's (1): the same bits as keeping it.
+// And with activations kept by the top two layers only (Model.keep_activations 2): the same bits as keeping none.
 static void test_model_scan_states(void **state) {
     (void)state;
     NEED_GPU();
@@ -1460,19 +1461,20 @@ static void test_model_scan_states(void **state) {
     const int B = 2, T = 160;
     Batch bs[3] = {make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size),
                    make_batch(18, 17, cfg.vocab_size)};  // 18 rows x 2 chunks of 16 > 2 rows x 10
-    double losses[6][3];
-    int valid[6][3];
-    float *params[6];
+    double losses[7][3];
+    int valid[7][3];
+    float *params[7];
     OptimConfig o = optim_defaults();
     // kept states; recomputed; kept states and kept activations (Model.keep_*); only the last layer keeps states;
-    // kept states and the in_proj output recomputed; the same with the last layer keeping its in_proj output
-    for (int r = 0; r < 6; r++) {
+    // kept states and the in_proj output recomputed; the same with the last layer keeping its in_proj output;
+    // kept states, activations kept by the top two layers (a whole weight-gradient group)
+    for (int r = 0; r < 7; r++) {
         Model m;
         model_create(&m, &cfg, GD, 5);  // deterministic mode: the embedding backward's atomics would differ run to run
         model_alloc_optimizer(&m);
         assert_true(cfg.n_layer >= 2);  // else "the last layer only" would be every layer
         m.keep_scan_states = r == 1 ? 0 : r == 3 ? 1 : cfg.n_layer;
-        m.keep_activations = r == 2;
+        m.keep_activations = r == 2 ? -1 : r == 6 ? 2 : 0;
         m.keep_in_proj = r == 4 ? 0 : r == 5 ? 1 : -1;
         model_alloc_activations(&m, B, T);
         if (r != 1) assert_non_null(m.arena_states);  // else the comparison below would be vacuous
@@ -1511,9 +1513,15 @@ static void test_model_scan_states(void **state) {
             check_same_bits("last layer's in_proj kept: losses", losses[0], losses[5], sizeof losses[0]);
             check_same_bits("last layer's in_proj kept: params", params[0], params[5], m.n_params * sizeof(float));
         }
+        if (r == 6) {
+            g_fails += !(cfg.n_layer > 2 && m.layers[cfg.n_layer - 1].u && m.layers[cfg.n_layer - 2].u &&
+                         !m.layers[0].u && m.u);
+            check_same_bits("top two layers' activations kept: losses", losses[0], losses[6], sizeof losses[0]);
+            check_same_bits("top two layers' activations kept: params", params[0], params[6], m.n_params * sizeof(float));
+        }
         model_destroy(&m);
     }
-    for (int r = 0; r < 6; r++) free(params[r]);
+    for (int r = 0; r < 7; r++) free(params[r]);
     for (int s = 0; s < 3; s++) batch_free(&bs[s]);
     FINISH();
 }

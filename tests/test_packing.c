@@ -247,10 +247,11 @@ static void test_overfit_one_packed_batch(void **state) {
     model_destroy(&m);
 }
 
-// Model.keep_activations (each layer keeps xn, u, dpre, y instead of the backward recomputing them) and
-// Model.keep_in_proj (no layer, or only the last, keeps its in_proj output xz; the backward recomputes the others'),
-// alone and together, must not change anything: on a packed batch, the losses and every parameter gradient are
-// bit-identical to the default model's.
+// Model.keep_activations (every layer, or only the last, keeps xn, u, dpre, y instead of the backward recomputing
+// them) and Model.keep_in_proj (no layer, or only the last, keeps its in_proj output xz; the backward recomputes the
+// others'), alone and together, must not change anything: on a packed batch, the losses and every parameter
+// gradient are bit-identical to the default model's. (PM_DW_GROUP=1: a group of 2 would round "the last layer" to
+// none.)
 static void test_keep_activations_same(void **state) {
     (void)state;
     const int B = 9, T = 32;  // 3 source documents of <= 3T tokens always fit in 9 rows
@@ -261,21 +262,25 @@ static void test_keep_activations_same(void **state) {
     int n = make_docs(&rng, T, c.vocab_size, 3, docs, 16);
     Batch b = batch_alloc(B, T);
     assert_true(pack_docs(docs, n, &b));
-    float *g[6];
-    double loss[6];
+    float *g[9];
+    double loss[9];
     assert_true(c.n_layer >= 2);  // else "the last layer only" would be every layer
-    for (int k = 0; k < 6; k++) {  // bit 0: keep_activations; k >> 1: in_proj kept by every layer, none, the last
+    setenv("PM_DW_GROUP", "1", 1);
+    for (int k = 0; k < 9; k++) {  // k % 3: activations kept by no layer, every one, the last; k / 3: in_proj
+                                   // outputs kept by every layer, none, the last
         Model m;
         model_create(&m, &c, backend_cpu(), 9);
-        m.keep_activations = k & 1;
-        m.keep_in_proj = k >> 1 == 0 ? -1 : k >> 1 == 1 ? 0 : 1;
+        m.keep_activations = k % 3 == 0 ? 0 : k % 3 == 1 ? -1 : 1;
+        m.keep_in_proj = k / 3 == 0 ? -1 : k / 3 == 1 ? 0 : 1;
         model_alloc_activations(&m, B, T);
         // else the comparison would be vacuous
-        if (k & 1) assert_non_null(m.layers[0].xn);
+        if (k % 3 == 1) assert_non_null(m.layers[0].xn);
         else assert_null(m.layers[0].xn);
-        if (k >> 1) assert_true(m.layers[0].xz == NULL && m.xz != NULL);
+        assert_true((m.layers[c.n_layer - 1].xn != NULL) == (k % 3 != 0));
+        assert_true((m.xn != NULL) == (k % 3 != 1));  // the shared buffers, where any layer recomputes
+        if (k / 3) assert_true(m.layers[0].xz == NULL && m.xz != NULL);
         else assert_true(m.layers[0].xz != NULL && m.xz == NULL);
-        assert_true((m.layers[c.n_layer - 1].xz != NULL) == (k >> 1 != 1));
+        assert_true((m.layers[c.n_layer - 1].xz != NULL) == (k / 3 != 1));
         model_zero_grad(&m);
         loss[k] = model_forward_backward(&m, &b, 1.0f / (float)b.n_valid, NULL);
         g[k] = pm_malloc(m.n_params * sizeof(float));
@@ -284,7 +289,8 @@ static void test_keep_activations_same(void **state) {
         assert_true(loss[0] == loss[k]);
         model_destroy(&m);
     }
-    for (int k = 0; k < 6; k++) free(g[k]);
+    unsetenv("PM_DW_GROUP");
+    for (int k = 0; k < 9; k++) free(g[k]);
     for (int d = 0; d < n; d++) free(docs[d].tok);
     batch_free(&b);
 }
@@ -327,7 +333,8 @@ static void test_weight_gradient_groups_same(void **state) {
         TwoBatches tb;
         two_batches(&tb, &rng, &c, B, T);
         const Batch *b = tb.b;
-        for (int k = 0; k < 4; k++) {  // default, keep_activations, no in_proj kept, only the top layer's kept
+        // default, keep_activations, no in_proj kept, only the top layer's kept, activations kept by the top group
+        for (int k = 0; k < 5; k++) {
             float *g[2];
             double loss[2];
             size_t np = 0;
@@ -337,13 +344,16 @@ static void test_weight_gradient_groups_same(void **state) {
                 setenv("PM_DW_GROUP", gs, 1);
                 Model m;
                 model_create(&m, &c, backend_cpu(), 9);
-                m.keep_activations = k == 1, m.keep_in_proj = k == 2 ? 0 : k == 3 ? 1 : -1;
+                m.keep_activations = k == 1 ? -1 : k == 4 ? cases[ci][1] : 0;
+                m.keep_in_proj = k == 2 ? 0 : k == 3 ? 1 : -1;
                 model_alloc_activations(&m, B, T);
                 unsetenv("PM_DW_GROUP");
                 assert_int_equal(m.dw_group, w ? cases[ci][1] : 1);  // else the comparison would be vacuous
                 // the copies: evenly spaced right above each shared buffer (kept activations are per layer)
                 assert_true(m.dh_cs >= (size_t)B * T * c.d_model * sizeof(float) && m.ddpre_cs && m.dxdbl_cs);
-                assert_true(k == 1 ? !m.u && !m.u_cs && !m.y_cs : m.u_cs && m.y_cs);
+                const int kept = k == 1 || (k == 4 && cases[ci][1] >= c.n_layer);  // every layer keeps them
+                assert_true(kept ? !m.u && !m.u_cs && !m.y_cs : m.u_cs && m.y_cs);
+                if (k == 4) assert_non_null(m.layers[c.n_layer - 1].u);
                 np = m.n_params;
                 model_zero_grad(&m);
                 loss[w] = 0;
@@ -385,7 +395,7 @@ static void test_grads_written_not_cleared(void **state) {
         for (int w = 0; w < 2; w++) {  // w = 0: cleared (reference); 1: written
             Model m;
             model_create(&m, &c, backend_cpu(), 9);
-            m.keep_activations = k == 1, m.keep_in_proj = k == 2 ? 0 : k == 3 ? 1 : -1;
+            m.keep_activations = k == 1 ? -1 : 0, m.keep_in_proj = k == 2 ? 0 : k == 3 ? 1 : -1;
             model_alloc_activations(&m, B, T);
             np = m.n_params;
             float *nan = pm_malloc(np * sizeof(float));
@@ -426,7 +436,8 @@ static void test_grads_written_not_cleared(void **state) {
 // the states it is given): for a budget equal to each candidate's bytes, the pick is the first candidate of that
 // order that fits; below the leanest, -1 and the leanest. And the accounting: recomputing in_proj saves n_layer - 1
 // xz buffers exactly (one shared one remains), and keeping it for only some layers one fewer than the layers that
-// do not; keeping activations costs xn, u, dpre, y per layer less the shared
+// do not; keeping activations for all but a group of layers saves that group's less the shared buffers; keeping
+// activations costs xn, u, dpre, y per layer less the shared
 // ones; and without the workspace, the bytes are those a model with the settings allocates.
 static size_t fake_states_bytes(int M, int T, int Cd, int N) {
     (void)T;
@@ -451,9 +462,13 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
     const int B = 2, T = 128, L = c.n_layer;
     const size_t M = (size_t)B * T, a = bk.act_bytes;
     // the documented order, fastest first
-    MemorySettings order[1 + (4 + 1) + 4];
+    const int G = model_dw_group(&c, &bk);
+    assert_int_equal(G, 2);  // (the CPU backend groups layers in pairs at this width: L / G - 1 partial candidates)
+    MemorySettings order[L / 2 + (4 + 1) + 4];
     int n = 0;
-    order[n++] = (MemorySettings){1, -1, -1};
+    order[n++] = (MemorySettings){-1, -1, -1};
+    for (int k = L - G; k > 0; k -= G) order[n++] = (MemorySettings){k, -1, -1};  // activations for fewer layers
+    const int D = n;  // the default
     for (int k = L; k >= 0; k--) order[n++] = (MemorySettings){0, k == L ? -1 : k, -1};  // states for fewer layers
     for (int k = L - 1; k >= 0; k--) order[n++] = (MemorySettings){0, 0, k};  // then in_proj outputs for fewer
     size_t bytes[16];
@@ -474,15 +489,19 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
     const size_t xz = M * 2 * c.d_inner * a, states = fake_states_bytes((int)M, T, c.d_inner, c.d_state);
     const size_t keep = M * (c.d_model + 2 * c.d_inner) * a;  // xn, u, dpre per layer (y: see below)
     assert_true(xz % 256 == 0 && states % 256 == 0 && keep % 256 == 0 && M * c.d_model * a % 256 == 0);
-    assert_int_equal(bytes[1] - bytes[n - 1], (size_t)L * states + (size_t)(L - 1) * xz);  // default vs leanest
-    assert_int_equal(bytes[1] - bytes[L + 1], (size_t)L * states);  // the default vs no states kept
+    assert_int_equal(bytes[D] - bytes[n - 1], (size_t)L * states + (size_t)(L - 1) * xz);  // default vs leanest
+    assert_int_equal(bytes[D] - bytes[D + L], (size_t)L * states);  // the default vs no states kept
     // in_proj outputs for j fewer layers save j - 1 xz buffers: the first one dropped brings the shared one back
-    for (int j = 1; j <= L; j++) assert_int_equal(bytes[L + 1] - bytes[L + 1 + j], (size_t)(j - 1) * xz);
+    for (int j = 1; j <= L; j++) assert_int_equal(bytes[D + L] - bytes[D + L + j], (size_t)(j - 1) * xz);
     // keep activations: xn, u, dpre, y per layer instead of one shared each (and, where the weight gradients go in
     // groups of layers, instead of the shared u and y's other copies: Model.dw_group)
     const size_t group_copies = (size_t)(model_dw_group(&c, &bk) - 1) * 2 * M * c.d_inner * a;
     assert_true(group_copies > 0);  // (the CPU backend groups: the copies are counted)
-    assert_int_equal(bytes[0] - bytes[1], (size_t)(L - 1) * (keep + M * c.d_inner * a) - group_copies);
+    assert_int_equal(bytes[0] - bytes[D], (size_t)(L - 1) * (keep + M * c.d_inner * a) - group_copies);
+    // activations for all but the bottom group: that group's own buffers less the shared ones (u and y with their
+    // copies: G each)
+    const size_t shared = M * (c.d_model + c.d_inner) * a + 2 * (size_t)G * M * c.d_inner * a;
+    assert_int_equal(bytes[0] - bytes[1], (size_t)G * (keep + M * c.d_inner * a) - shared);
     // and the whole: without the workspace, model_train_bytes is what a model with those settings really allocates
     // (parameters, gradients, Adam moments, activations, scan states), counted through the backend's allocator
     bk.workspace_bytes = NULL;
@@ -499,25 +518,25 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
     }
     // model_limit_dw_group (dist_attach's, before the plan): the estimate and the allocation both leave out the
     // groups' copies, the same bytes as with the groups turned off through PM_DW_GROUP=1; lifting it restores them
-    const size_t grouped = model_train_bytes(&c, &bk, B, T, &order[1]);
+    const size_t grouped = model_train_bytes(&c, &bk, B, T, &order[D]);
     setenv("PM_DW_GROUP", "1", 1);
-    const size_t alone = model_train_bytes(&c, &bk, B, T, &order[1]);
+    const size_t alone = model_train_bytes(&c, &bk, B, T, &order[D]);
     unsetenv("PM_DW_GROUP");
     assert_true(alone < grouped);  // (the CPU backend groups by default: there are copies to leave out)
     model_limit_dw_group(1);
-    assert_int_equal(model_train_bytes(&c, &bk, B, T, &order[1]), alone);
+    assert_int_equal(model_train_bytes(&c, &bk, B, T, &order[D]), alone);
     g_alloc_bytes = 0;
     Model m;
     model_create(&m, &c, &bk, 3);
     model_alloc_optimizer(&m);
-    model_set_memory_settings(&m, &order[1]);
+    model_set_memory_settings(&m, &order[D]);
     model_alloc_activations(&m, B, T);
     assert_int_equal(g_alloc_bytes, alone);
     assert_int_equal(m.dw_group, 1);
     assert_int_equal(m.dw_copies, 1);
     model_destroy(&m);
     model_limit_dw_group(0);
-    assert_int_equal(model_train_bytes(&c, &bk, B, T, &order[1]), grouped);
+    assert_int_equal(model_train_bytes(&c, &bk, B, T, &order[D]), grouped);
 }
 
 // Model.hook_orders_itself (dist's overlap hook): with such a hook the backward keeps the backend's side queue and
