@@ -237,9 +237,35 @@ static unsigned elementwise_grid(size_t n) {
     size_t g = (n + 255) / 256, cap = (size_t)pm_cuda_sm_count() * 32;
     return (unsigned)(g < 1 ? 1 : g > cap ? cap : g);
 }
+__device__ __forceinline__ uint2 f4_to_bf16x4(float4 f) {
+    __nv_bfloat162 lo = __floats2bfloat162_rn(f.x, f.y), hi = __floats2bfloat162_rn(f.z, f.w);
+    uint2 u;
+    memcpy(&u.x, &lo, 4);
+    memcpy(&u.y, &hi, 4);
+    return u;
+}
+
+// 8 values a thread and step: two 16-byte loads, one 16-byte store (src 16- and dst 16-byte aligned; n8 pieces of
+// 8). The same rounding as f32_to_bf16_kernel (round to nearest even), so the same bits. With Model.cast_weights
+// the backward and forward cast each layer's weights with this (~160 MB a 1.4b layer), where the scalar kernel's
+// 2-byte stores ran well below the copy rate.
+__global__ void f32_to_bf16_x8_kernel(uint4 *dst, const float4 *src, size_t n8) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n8; i += (size_t)gridDim.x * blockDim.x) {
+        const float4 a = src[2 * i], b = src[2 * i + 1];
+        const uint2 lo = f4_to_bf16x4(a), hi = f4_to_bf16x4(b);
+        dst[i] = make_uint4(lo.x, lo.y, hi.x, hi.y);
+    }
+}
 static void cu_f32_to_act(void *dst, const void *src, size_t n) {
     if (n == 0) return;
-    f32_to_bf16_kernel<<<elementwise_grid(n), 256, 0, g_stream>>>((bf16 *)dst, (const float *)src, n);
+    size_t n8 = (uintptr_t)dst % 16 == 0 && (uintptr_t)src % 16 == 0 ? n / 8 : 0;
+    if (n8) {
+        f32_to_bf16_x8_kernel<<<elementwise_grid(n8), 256, 0, g_stream>>>((uint4 *)dst, (const float4 *)src, n8);
+        cudaLaunchCheck();
+    }
+    if (n > n8 * 8)  // the tail, or everything where the pointers are not aligned
+        f32_to_bf16_kernel<<<elementwise_grid(n - n8 * 8), 256, 0, g_stream>>>((bf16 *)dst + n8 * 8,
+                                                                              (const float *)src + n8 * 8, n - n8 * 8);
     cudaLaunchCheck();
 }
 static void cu_act_to_f32(void *dst, const void *src, size_t n) {
@@ -331,13 +357,6 @@ __device__ __forceinline__ float4 bf16x4_to_f4(uint2 u) {
     memcpy(&hi, &u.y, 4);
     float2 a = __bfloat1622float2(lo), b = __bfloat1622float2(hi);
     return make_float4(a.x, a.y, b.x, b.y);
-}
-__device__ __forceinline__ uint2 f4_to_bf16x4(float4 f) {
-    __nv_bfloat162 lo = __floats2bfloat162_rn(f.x, f.y), hi = __floats2bfloat162_rn(f.z, f.w);
-    uint2 u;
-    memcpy(&u.x, &lo, 4);
-    memcpy(&u.y, &hi, 4);
-    return u;
 }
 
 // ---------------------------------------------------------------------------------------------------------

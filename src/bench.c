@@ -731,8 +731,9 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
                  avail / 1073741824.0);
         return skipped(c, ci, label, why);
     }
-    g_cat = MEM_ACTS;
+    g_cat = MEM_PARAMS;  // (with cast_weights the weights' compute copy is laid out again: a parameter buffer)
     model_set_memory_settings(m, &ms);
+    g_cat = MEM_ACTS;
     m->fp32_logits = bn->fp32_logits;
     if (bn->mem.memory_budget > 0) {
         char line[320];
@@ -871,7 +872,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     double prof_step_ms = psteps ? 1e3 * prof_t / psteps : 0;
     json_object_set_new(r, "profiled_step_ms", jr(prof_step_ms));
     CostShape cs = {&m->cfg, m->n_params, psteps ? prof_M / psteps : 0, bk->act_bytes, bk->f32_bytes,
-                    m->params_act != m->params};
+                    m->params_act != m->params && !m->weights_cast};
     json_t *ops = json_array(), *cats = json_object();
     for (int k = 0; op_categories[k]; k++)
         json_object_set_new(cats, op_categories[k], json_pack("{s:f}", "ms", 0.0));
@@ -940,10 +941,11 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     getrusage(RUSAGE_SELF, &ru);
     const int act_layers = model_activation_layers(&m->cfg, ms.keep_activations, m->dw_copies);
     json_object_set_new(r, "memory_settings",
-                        json_pack("{s:b, s:i, s:i, s:b, s:i, s:I}", "keep_activations", act_layers == m->cfg.n_layer,
+                        json_pack("{s:b, s:i, s:i, s:b, s:i, s:b, s:I}", "keep_activations", act_layers == m->cfg.n_layer,
                                   "activations_layers", act_layers, "scan_states_layers", model_state_layers(&m->cfg, bk, ms.keep_scan_states),
                                   "recompute_in_proj", model_in_proj_layers(&m->cfg, ms.keep_in_proj) == 0,
                                   "in_proj_layers", model_in_proj_layers(&m->cfg, ms.keep_in_proj),
+                                  "cast_weights", m->weights_cast,
                                   "train_bytes_estimate", (json_int_t)est));
     json_object_set_new(r, "fp32_logits", json_boolean(m->fp32_logits));
     json_object_set_new(r, "memory",

@@ -670,7 +670,7 @@ double dist_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     //    backend.h): half the bytes of the F32 masters, and no conversion pass. The other F32 masters stay stale
     //    until dist_gather_optimizer (before a checkpoint). PM_DIST_FP32_GATHER=1: gather all F32 masters instead.
     const char *e = getenv("PM_DIST_FP32_GATHER");
-    int act_gather = m->params_act != m->params && !(e && strcmp(e, "1") == 0);
+    int act_gather = m->params_act != m->params && !m->weights_cast && !(e && strcmp(e, "1") == 0);
     bk->adamw((char *)m->params + lo * es, act_gather ? (char *)m->params_act + lo * bk->act_bytes : NULL,
               (char *)m->grads + lo * es, g_mom[0], g_mom[1], g_segs, ns, &a);
     if (act_gather) {

@@ -18,9 +18,10 @@ void memory_flags_check(const MemoryFlags *f, const char *cmd) {
         pm_die("%s: --memory-budget %g: must be a positive number of GiB", cmd, (double)f->memory_budget);
     if (f->memory_budget > 0 &&
         (f->recompute_scan || f->keep_activations || f->activations_layers != -1 || f->scan_states_layers != -1 ||
-         f->recompute_in_proj || f->in_proj_layers != -1))
+         f->recompute_in_proj || f->in_proj_layers != -1 || f->cast_weights))
         pm_die("%s: --memory-budget picks --keep-activations, --activations-layers, --recompute-scan, "
-               "--scan-states-layers, --recompute-in-proj and --in-proj-layers itself: give it or them",
+               "--scan-states-layers, --recompute-in-proj, --in-proj-layers and --cast-weights itself: give it or "
+               "them",
                cmd);
 }
 
@@ -28,7 +29,7 @@ int memory_flags_settings(const MemoryFlags *f, const ModelConfig *c, const Back
                           MemorySettings *s, size_t *bytes) {
     *s = (MemorySettings){f->keep_activations ? -1 : f->activations_layers > 0 ? f->activations_layers : 0,
                           f->recompute_scan ? 0 : f->scan_states_layers,
-                          f->recompute_in_proj ? 0 : f->in_proj_layers};
+                          f->recompute_in_proj ? 0 : f->in_proj_layers, f->cast_weights};
     const int rc = f->memory_budget <= 0
                        ? 0
                        : model_fit_memory(c, bk, B, T, (size_t)((double)f->memory_budget * 1073741824.0), s);

@@ -1,5 +1,6 @@
 // memory_flags.h — the memory/speed flags `train` and `bench` share: --recompute-scan, --scan-states-layers,
-// --keep-activations, --activations-layers, --recompute-in-proj, --in-proj-layers and --memory-budget; their checks, and the
+// --keep-activations, --activations-layers, --recompute-in-proj, --in-proj-layers, --cast-weights and
+// --memory-budget; their checks, and the
 // MemorySettings (model.h) they come to for a model and a batch shape.
 #pragma once
 #include "args.h"
@@ -9,11 +10,12 @@
 typedef struct {
     // scan_states_layers, in_proj_layers -1: every layer; activations_layers -1: not given (none)
     int recompute_scan, scan_states_layers, keep_activations, activations_layers, recompute_in_proj, in_proj_layers;
+    int cast_weights;
     float memory_budget;  // GiB; 0: not used
 } MemoryFlags;
-#define MEMORY_FLAGS_DEFAULT {0, -1, 0, -1, 0, -1, 0.0f}
+#define MEMORY_FLAGS_DEFAULT {0, -1, 0, -1, 0, -1, 0, 0.0f}
 
-// The seven flags' entries of a command's ArgSpec table, writing into the MemoryFlags f.
+// The eight flags' entries of a command's ArgSpec table, writing into the MemoryFlags f.
 #define MEMORY_FLAG_SPECS(f)                                                                                          \
     {"--recompute-scan", ARG_BOOL, &(f).recompute_scan,                                                               \
      "GPU: the backward recomputes the scan states instead of keeping them from the forward (less memory, slower)"}, \
@@ -28,6 +30,9 @@ typedef struct {
          "the backward recomputes each layer's in_proj output instead of keeping it (less memory, slower)"},          \
         {"--in-proj-layers", ARG_INT, &(f).in_proj_layers,                                                            \
          "only the last N layers keep their in_proj output (between --recompute-in-proj and the default, all)"},      \
+        {"--cast-weights", ARG_BOOL, &(f).cast_weights,                                                               \
+         "GPU: keep no bf16 copy of the layers' weights; cast each layer's from the fp32 masters when it runs "        \
+         "(2 bytes a parameter less, slower)"},                                                                       \
         {"--memory-budget", ARG_FLOAT, &(f).memory_budget,                                                            \
          "GiB: the fastest of the settings above whose estimated training bytes fit (0: not used)"}
 

@@ -112,7 +112,14 @@ static inline size_t poff(const Model *m, int l, int which) {
     return m->tensors[model_tensor_index(&m->cfg, l, which)].offset;
 }
 #define PF32(buf, l, w) f32_at(m, (buf), poff(m, (l), (w)))     // F32 view (master, grads)
-#define PACT(l, w) act_at(m, m->params_act, poff(m, (l), (w)))  // ACT compute copy of a weight
+// ACT compute copy of a weight: in params_act's full layout, or (weights_cast) a layer's in its slot
+static inline void *pact(const Model *m, int l, int which) {
+    if (m->weights_cast && l >= 0)
+        return act_at(m, m->params_act,
+                      m->tensors[0].size + (size_t)(l & 1) * m->layer_span + poff(m, l, which) - poff(m, l, 0));
+    return act_at(m, m->params_act, poff(m, l, which));
+}
+#define PACT(l, w) pact(m, (l), (w))
 
 // ---------------------------------------------------------------------------------------------------------------
 // creation and initialization
@@ -124,6 +131,7 @@ void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t se
     m->bk = bk;
     m->keep_scan_states = -1;  // every layer
     m->keep_in_proj = -1;      // every layer
+    m->slot_layer[0] = m->slot_layer[1] = -1;
     m->n_tensors = model_param_infos(&m->cfg, NULL);
     m->tensors = pm_malloc(sizeof(ParamInfo) * m->n_tensors);
     model_param_infos(&m->cfg, m->tensors);
@@ -136,6 +144,8 @@ void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t se
     // The CPU computes straight from the master weights; a backend with a narrower ACT type keeps a copy.
     int same = bk->act_bytes == bk->f32_bytes && strcmp(bk->name, "cpu") == 0;
     m->params_act = same ? m->params : bk->alloc(m->n_params * bk->act_bytes);
+    // the layers lie between the embedding and the final norm, each layer_span elements
+    m->layer_span = (m->tensors[m->n_tensors - 1].offset - m->tensors[1].offset) / (size_t)m->cfg.n_layer;
     model_init_weights(m, seed);
 }
 
@@ -202,7 +212,27 @@ void model_init_weights(Model *m, uint64_t seed) {
 }
 
 void model_sync_compute_weights(Model *m) {
-    if (m->params_act != m->params) m->bk->f32_to_act(m->params_act, m->params, m->n_params);
+    if (m->params_act == m->params) return;
+    m->slot_layer[0] = m->slot_layer[1] = -1;  // (cast again from the masters when next used)
+    m->bk->f32_to_act(m->params_act, m->params, m->weights_cast ? m->tensors[0].size : m->n_params);
+}
+
+// Lays params_act out for Model.cast_weights (the embedding's copy and two slots) or the full copy, if it is not
+// already; a backend that computes from the masters has nothing to lay out.
+static void layout_weight_copy(Model *m) {
+    const Backend *bk = m->bk;
+    if (m->params_act == m->params || (m->cast_weights != 0) == m->weights_cast) return;
+    bk->free(m->params_act);
+    m->weights_cast = m->cast_weights != 0;
+    m->params_act = bk->alloc(model_weight_copy_elems(&m->cfg, m->weights_cast) * bk->act_bytes);
+    model_sync_compute_weights(m);
+}
+
+// Layer l's weights into its slot (weights_cast), unless the slot holds them already.
+static void layer_weights_ready(Model *m, int l) {
+    if (!m->weights_cast || m->slot_layer[l & 1] == l) return;
+    m->bk->f32_to_act(pact(m, l, 0), PF32(m->params, l, 0), m->layer_span);
+    m->slot_layer[l & 1] = l;
 }
 
 // Host float <-> backend F32 (which is double in the float64 test build).
@@ -351,6 +381,18 @@ void model_set_memory_settings(Model *m, const MemorySettings *s) {
     m->keep_activations = s->keep_activations;
     m->keep_scan_states = s->keep_scan_states;
     m->keep_in_proj = s->keep_in_proj;
+    m->cast_weights = s->cast_weights;
+    layout_weight_copy(m);  // (now, so the allocation is not made among the activations')
+}
+
+size_t model_weight_copy_elems(const ModelConfig *c, int cast_weights) {
+    const int n = model_param_infos(c, NULL);
+    ParamInfo *t = pm_malloc(sizeof(ParamInfo) * n);
+    model_param_infos(c, t);
+    const size_t all = t[n - 1].offset + t[n - 1].size, span = (t[n - 1].offset - t[1].offset) / (size_t)c->n_layer;
+    const size_t elems = cast_weights ? t[0].size + 2 * span : all;
+    free(t);
+    return elems;
 }
 
 int model_in_proj_layers(const ModelConfig *c, int keep_in_proj) {
@@ -368,9 +410,9 @@ void model_memory_settings_text(char *buf, size_t n, const ModelConfig *c, const
     if (na == c->n_layer) snprintf(acts, sizeof acts, "keep activations");
     else if (na == 0) snprintf(acts, sizeof acts, "recompute activations");
     else snprintf(acts, sizeof acts, "activations for %d of %d layers", na, c->n_layer);
-    snprintf(buf, n, "%s, scan states for %d of %d layers, in_proj outputs for %d of %d layers", acts,
+    snprintf(buf, n, "%s, scan states for %d of %d layers, in_proj outputs for %d of %d layers%s", acts,
              model_state_layers(c, bk, s->keep_scan_states), c->n_layer, model_in_proj_layers(c, s->keep_in_proj),
-             c->n_layer);
+             c->n_layer, s->cast_weights && bk->act_bytes != bk->f32_bytes ? ", layer weights cast when used" : "");
 }
 
 size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states) {
@@ -392,7 +434,8 @@ size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, in
 
 size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, const MemorySettings *s) {
     const size_t np = model_num_params(c), f = bk->f32_bytes;
-    size_t bytes = np * (4 * f + (bk->act_bytes != f ? bk->act_bytes : 0));  // params, grads, m, v (+ ACT copy)
+    size_t bytes = np * 4 * f;  // params, grads, m, v (+ the ACT copy)
+    if (bk->act_bytes != f) bytes += model_weight_copy_elems(c, s->cast_weights) * bk->act_bytes;
     bytes += model_activation_bytes(c, bk, B, T, s->keep_scan_states, s->keep_activations, s->keep_in_proj);
     if (bk->workspace_bytes)
         bytes += bk->workspace_bytes(B * T, T, c->d_model, c->d_inner, c->d_state, c->d_conv, c->vocab_pad);
@@ -404,18 +447,23 @@ int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size
     const int G = model_dw_group(c, bk);
     MemorySettings cand;
     for (int n = L; n > 0; n -= n == L && L % G ? L % G : G) {  // activations for fewer layers (whole groups)
-        cand = (MemorySettings){n == L ? -1 : n, -1, -1};
+        cand = (MemorySettings){n == L ? -1 : n, -1, -1, 0};
         if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
     }
     for (int n = L; n >= 0; n--) {  // the default (n = L: every layer), then states for fewer layers
-        cand = (MemorySettings){0, n == L ? -1 : n, -1};
+        cand = (MemorySettings){0, n == L ? -1 : n, -1, 0};
+        if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
+    }
+    const int cw = bk->act_bytes != bk->f32_bytes;  // a weight copy to give up: cast the layers' when used
+    if (cw) {
+        cand = (MemorySettings){0, 0, -1, 1};
         if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
     }
     for (int k = L - 1; k >= 0; k--) {  // no states; in_proj outputs for fewer layers
-        cand = (MemorySettings){0, 0, k};
+        cand = (MemorySettings){0, 0, k, cw};
         if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
     }
-    *s = cand;  // the leanest: no states, no in_proj output kept
+    *s = cand;  // the leanest: no states, no in_proj output kept, the layers' weights cast when used
     return -1;
 }
 
@@ -437,6 +485,7 @@ static void free_activations(Model *m) {
 void model_alloc_activations(Model *m, int B, int T) {
     const Backend *bk = m->bk;
     free_activations(m);  // re-allocation for a new shape
+    layout_weight_copy(m);
     m->B = B, m->T = T;
     m->layers = pm_calloc(m->cfg.n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
@@ -513,6 +562,7 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
     for (int l = 0; l < c->n_layer; l++) {
         struct LayerActs *L = &m->layers[l];
         void *xz, *xn, *u, *dpre, *y;
+        layer_weights_ready(m, l);
         layer_mixer_buffers(m, L, &xz, &xn, &u, &dpre, &y);
         const void *res_in = l == 0 ? L->res : m->layers[l - 1].res;
         const void *h_in = l == 0 ? NULL : m->h;  // the previous layer's mixer output
@@ -660,6 +710,7 @@ static void backward_body(Model *m) {
         *g_dxdbl[PM_DW_GROUP_MAX];  // the group's members' (j = 0 ..)
     for (int l = c->n_layer - 1; l >= 0; l--) {
         struct LayerActs *L = &m->layers[l];
+        layer_weights_ready(m, l);
         int count;  // this layer's place in its group, j, and the group's layers
         const int j = group_index(m, l, &count);
         // m->dh holds d(h_l), the gradient of this layer's mixer output: copy j, as ddpre, dxdbl (and u, y where
@@ -803,8 +854,10 @@ double model_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     m->step++;
     AdamWArgs a = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, scale, m->step};
     REGION(m, "opt.adamw",
-           m->bk->adamw(m->params, m->params_act == m->params ? NULL : m->params_act, m->grads, m->adam_m, m->adam_v,
-                        m->segments, m->n_tensors, &a));
+           m->bk->adamw(m->params, m->params_act == m->params || m->weights_cast ? NULL : m->params_act, m->grads,
+                        m->adam_m, m->adam_v, m->segments, m->n_tensors, &a));
+    // (cast_weights: the embedding's copy from its new masters; the layers' when next used)
+    if (m->weights_cast) model_sync_compute_weights(m);
     return norm;
 }
 

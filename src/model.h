@@ -52,7 +52,8 @@ typedef struct {
     size_t n_params;
 
     void *params;      // F32 (n_params) master weights, reference layout
-    void *params_act;  // ACT (n_params) compute copy; == params when ACT and F32 coincide
+    void *params_act;  // ACT (n_params) compute copy; == params when ACT and F32 coincide; with weights_cast
+                       // only the embedding's copy (vocab_pad, d_model) and two layer slots (2, layer_span)
     void *grads;       // F32 (n_params)
     void *adam_m, *adam_v;  // F32 (n_params), allocated by model_alloc_optimizer
     int step;          // optimizer steps taken
@@ -97,6 +98,16 @@ typedef struct {
     // largest per-layer activation (2 d_inner ACT values per token) traded for compute, for when memory is what
     // limits the model or the batch. The same bits either way. Read by model_alloc_activations.
     int keep_in_proj;
+    // 0 (the default): an ACT copy of every weight lives beside the F32 masters (refreshed by the optimizer).
+    // 1 (where the backend keeps a copy at all): only the embedding's; each layer's weights are cast from the
+    // masters into one of two slots (layer l: slot l % 2) when its forward or backward starts and the slot does
+    // not already hold them: 2 bytes a parameter less memory for a cast of each layer's weights about twice a
+    // step (the backward finds the forward's last two layers still in their slots). The same bits either way (the
+    // cast rounds as the optimizer's copy does). Read by model_alloc_activations, which lays params_act out.
+    int cast_weights;
+    int weights_cast;       // params_act is laid out for cast_weights (model_alloc_activations)
+    int slot_layer[2];      // the layer whose weights each slot holds; -1: none, or stale
+    size_t layer_span;      // elements of one layer's parameters (they lie together, layer after layer)
     // 0 (the default): a training step's classifier (model_forward_backward, model_backward) may round the logits
     // to bf16 before the softmax, as PyTorch's autocast LM head does (Backend.classifier's bf16_logits; on the GPU
     // half the bytes through the classifier: +0.4% to +1.5% measured, docs/perf.md). 1: fp32 logits in training too
@@ -173,9 +184,9 @@ void model_limit_dw_group(int max_group);
 size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states,
                               int keep_activations, int keep_in_proj);
 // The memory/speed settings of a training model (Model.keep_activations, keep_scan_states, keep_in_proj; the
-// counts as those fields take them: -1 every layer).
+// counts as those fields take them: -1 every layer; and Model.cast_weights).
 typedef struct {
-    int keep_activations, keep_scan_states, keep_in_proj;
+    int keep_activations, keep_scan_states, keep_in_proj, cast_weights;
 } MemorySettings;
 // Device bytes a training step at (B, T) holds on bk with settings s: the parameters (F32 masters and, where ACT
 // differs, the compute copy), gradients, Adam moments, activations (model_activation_bytes) and the backend's
@@ -186,12 +197,17 @@ size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, 
 // for one weight-gradient group of layers fewer at a time (a layer's activations are the cheapest to recompute
 // for their bytes: 0.11 ms for 0.21 GiB at 370m B8); the
 // default (every layer's states and in_proj output); states for one layer fewer at a time down to none; then, with
-// no states, in_proj outputs for one layer fewer at a time down to none. (On the GPU a layer's states and its
+// no states, the layers' weights cast when used (cast_weights, where the backend keeps a weight copy: at 1.4b ~3.6
+// ms a step for 2.3 GiB, about the states' cost for their bytes); then in_proj outputs for one layer fewer at a
+// time down to none. (On the GPU a layer's states and its
 // in_proj output take the same bytes, M d_inner 4, and recomputing the in_proj output, a GEMM, costs more than
 // recomputing the states, a scan pass: 0.20 against 0.17 ms a 370m layer, 0.42 against 0.16 at 1.4b; so the
 // states go first.) Returns 0, or -1 when even the leanest does not fit (*s is then the leanest).
 int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size_t budget, MemorySettings *s);
-// Sets Model.keep_activations, keep_scan_states and keep_in_proj (before model_alloc_activations).
+// Elements of the ACT weight copy a backend with one keeps: every parameter's, or with cast_weights the
+// embedding's and two layers' (Model.cast_weights).
+size_t model_weight_copy_elems(const ModelConfig *c, int cast_weights);
+// Sets Model.keep_activations, keep_scan_states, keep_in_proj and cast_weights (before model_alloc_activations).
 void model_set_memory_settings(Model *m, const MemorySettings *s);
 // How many layers keep their in_proj output under keep_in_proj (Model.keep_in_proj).
 int model_in_proj_layers(const ModelConfig *c, int keep_in_proj);

@@ -68,7 +68,7 @@ typedef struct {
 
 static char *train_args_json(const TrainArgs *a) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:f, s:f, s:f, s:f, "
-                          "s:f, s:f, s:i, s:i, s:b, s:i, s:b, s:i, s:b, s:i, s:f, s:b}",
+                          "s:f, s:f, s:i, s:i, s:b, s:i, s:b, s:i, s:b, s:i, s:b, s:f, s:b}",
                           "data", a->data, "preset", a->preset, "device", a->device, "packing", a->packing,
                           "seq_len", a->seq_len, "batch", a->batch, "steps", a->steps, "seed", a->seed, "warmup",
                           a->warmup, "grad_accum", a->grad_accum, "save_every", a->save_every, "window", a->window,
@@ -79,6 +79,7 @@ static char *train_args_json(const TrainArgs *a) {
                           "scan_states_layers", a->mem.scan_states_layers, "keep_activations", a->mem.keep_activations,
                           "activations_layers", a->mem.activations_layers,
                           "recompute_in_proj", a->mem.recompute_in_proj, "in_proj_layers", a->mem.in_proj_layers,
+                          "cast_weights", a->mem.cast_weights,
                           "memory_budget", (double)a->mem.memory_budget, "fp32_logits", a->fp32_logits);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);

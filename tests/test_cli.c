@@ -418,6 +418,7 @@ static void test_bad_configs(void **state) {
         {"--in-proj-layers 1 --recompute-in-proj", "in-proj-layers"},  // one dial, two spellings
         {"--memory-budget 8 --keep-activations", "memory-budget"},  // the budget picks the settings itself
         {"--memory-budget 8 --in-proj-layers 1", "memory-budget"},
+        {"--memory-budget 8 --cast-weights", "memory-budget"},
         {"--memory-budget 0.000001 " TINY, "memory-budget"},         // even the leanest settings do not fit
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {

@@ -300,13 +300,19 @@ static void test_convert(void **state) {
     float *x = rnd(n, -300, 300);
     void *gx = g_f32(x, n);
     void *ga = G->alloc(n * G->act_bytes);
-    G->f32_to_act(ga, gx, n);
-    float *back = g_get_act(ga, n);
-    size_t bad = 0;
-    for (size_t i = 0; i < n; i++) bad += back[i] != bfr(x[i]);
-    printf("    f32 -> bf16 -> f32 mismatches vs host round-to-nearest-even: %zu of %zu\n", bad, n);
-    assert_int_equal(bad, 0);
-    free(x), free(back), G->free(gx), G->free(ga);
+    // from element o on: o = 0 (both aligned: 8 values a thread, then a tail of 3), 1 (neither aligned: one a
+    // thread), 8 (aligned again); the elements before o keep what the previous pass wrote
+    for (size_t o = 0; o <= 8; o += o ? 7 : 1) {
+        G->f32_to_act((char *)ga + o * G->act_bytes, (const char *)gx + o * 4, n - o);
+        float *back = g_get_act(ga, n);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) bad += back[i] != bfr(x[i]);
+        printf("    from element %zu: f32 -> bf16 -> f32 mismatches vs host round-to-nearest-even: %zu of %zu\n", o,
+               bad, n);
+        assert_int_equal(bad, 0);
+        free(back);
+    }
+    free(x), G->free(gx), G->free(ga);
     FINISH();
 }
 
@@ -1445,6 +1451,34 @@ static void test_model_side_stream(void **state) {
     FINISH();
 }
 
+// --memory-budget on the GPU at 1.4b B4 with 0.8x the official peak (29.76 GiB): with every layer's scan states
+// given up, the layers' bf16 weight copy goes next (Model.cast_weights) before in_proj outputs do, and that saves
+// exactly the copy's bytes beyond the embedding's and two layers' (model_weight_copy_elems), 2 bytes an element.
+static void test_memory_budget_casts_weights(void **state) {
+    (void)state;
+    NEED_GPU();
+    ModelConfig c;
+    assert_int_equal(config_preset("1.4b", 50280, &c), 0);
+    const int B = 4, T = 2048;
+    const size_t np = model_num_params(&c), cast = model_weight_copy_elems(&c, 1);
+    assert_int_equal(model_weight_copy_elems(&c, 0), np);
+    assert_true(cast < np / 8);  // the embedding's copy (103M) and two layers' (2 x 26M) of 1.4G
+    MemorySettings keep = {0, 0, -1, 0}, give = {0, 0, -1, 1};
+    const size_t bk = model_train_bytes(&c, G, B, T, &keep), bg = model_train_bytes(&c, G, B, T, &give);
+    if (bk - bg != (np - cast) * G->act_bytes) {
+        printf("    casting the weights saves %zu bytes, expected %zu\n", bk - bg, (np - cast) * G->act_bytes);
+        g_fails++;
+    }
+    MemorySettings got;
+    assert_int_equal(model_fit_memory(&c, G, B, T, (size_t)(29.76 * 1073741824.0), &got), 0);
+    char line[200];
+    model_memory_settings_text(line, sizeof line, &c, G, &got);
+    printf("    1.4b B4 in 29.76 GiB: %s\n", line);
+    g_fails += !(got.cast_weights == 1 && got.keep_scan_states == 0 && got.keep_activations == 0 &&
+                 got.keep_in_proj > 17 && got.keep_in_proj < c.n_layer);
+    FINISH();
+}
+
 // Kept scan states (Model.keep_scan_states, the training default on the GPU) against recomputing them: two
 // optimizer steps of model_forward_backward on packed batches (documents starting inside rows), once with each;
 // losses and parameters must be bit-identical (the backward reads the same state values either way). Also a
@@ -1453,6 +1487,8 @@ static void test_model_side_stream(void **state) {
 // (--scan-states-layers 1): the same bits as recomputing every layer's. And with every layer's in_proj output
 // recomputed in the backward (Model.keep_in_proj 0), or all but the last layer's (1): the same bits as keeping it.
 // And with activations kept by the top two layers only (Model.keep_activations 2): the same bits as keeping none.
+// And with no bf16 copy of the layers' weights kept (Model.cast_weights: each layer's cast into a slot when used,
+// the slots refreshed after each optimizer step): the same bits as keeping it.
 static void test_model_scan_states(void **state) {
     (void)state;
     NEED_GPU();
@@ -1461,20 +1497,23 @@ static void test_model_scan_states(void **state) {
     const int B = 2, T = 160;
     Batch bs[3] = {make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size),
                    make_batch(18, 17, cfg.vocab_size)};  // 18 rows x 2 chunks of 16 > 2 rows x 10
-    double losses[7][3];
-    int valid[7][3];
-    float *params[7];
+    double losses[8][3];
+    int valid[8][3];
+    float *params[8];
     OptimConfig o = optim_defaults();
     // kept states; recomputed; kept states and kept activations (Model.keep_*); only the last layer keeps states;
     // kept states and the in_proj output recomputed; the same with the last layer keeping its in_proj output;
-    // kept states, activations kept by the top two layers (a whole weight-gradient group)
-    for (int r = 0; r < 7; r++) {
+    // kept states, activations kept by the top two layers (a whole weight-gradient group); kept states, the
+    // layers' weights cast when used
+    for (int r = 0; r < 8; r++) {
         Model m;
         model_create(&m, &cfg, GD, 5);  // deterministic mode: the embedding backward's atomics would differ run to run
         model_alloc_optimizer(&m);
         assert_true(cfg.n_layer >= 2);  // else "the last layer only" would be every layer
         m.keep_scan_states = r == 1 ? 0 : r == 3 ? 1 : cfg.n_layer;
         m.keep_activations = r == 2 ? -1 : r == 6 ? 2 : 0;
+        m.cast_weights = r == 7;
+        if (r == 7) model_set_memory_settings(&m, &(MemorySettings){0, m.keep_scan_states, -1, 1});
         m.keep_in_proj = r == 4 ? 0 : r == 5 ? 1 : -1;
         model_alloc_activations(&m, B, T);
         if (r != 1) assert_non_null(m.arena_states);  // else the comparison below would be vacuous
@@ -1519,9 +1558,14 @@ static void test_model_scan_states(void **state) {
             check_same_bits("top two layers' activations kept: losses", losses[0], losses[6], sizeof losses[0]);
             check_same_bits("top two layers' activations kept: params", params[0], params[6], m.n_params * sizeof(float));
         }
+        if (r == 7) {
+            g_fails += !m.weights_cast;  // else the comparison would be vacuous
+            check_same_bits("layer weights cast when used: losses", losses[0], losses[7], sizeof losses[0]);
+            check_same_bits("layer weights cast when used: params", params[0], params[7], m.n_params * sizeof(float));
+        }
         model_destroy(&m);
     }
-    for (int r = 0; r < 7; r++) free(params[r]);
+    for (int r = 0; r < 8; r++) free(params[r]);
     for (int s = 0; s < 3; s++) batch_free(&bs[s]);
     FINISH();
 }
@@ -1682,6 +1726,7 @@ int main(void) {
         cmocka_unit_test(test_model_vs_cpu),
         cmocka_unit_test(test_model_deterministic),
         cmocka_unit_test(test_model_scan_states),
+        cmocka_unit_test(test_memory_budget_casts_weights),
         cmocka_unit_test(test_model_side_stream),
         cmocka_unit_test(test_model_grads_written),
         cmocka_unit_test(test_model_deferred_reductions),

@@ -466,11 +466,12 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
     assert_int_equal(G, 2);  // (the CPU backend groups layers in pairs at this width: L / G - 1 partial candidates)
     MemorySettings order[L / 2 + (4 + 1) + 4];
     int n = 0;
-    order[n++] = (MemorySettings){-1, -1, -1};
-    for (int k = L - G; k > 0; k -= G) order[n++] = (MemorySettings){k, -1, -1};  // activations for fewer layers
+    order[n++] = (MemorySettings){-1, -1, -1, 0};
+    for (int k = L - G; k > 0; k -= G) order[n++] = (MemorySettings){k, -1, -1, 0};  // activations for fewer layers
     const int D = n;  // the default
-    for (int k = L; k >= 0; k--) order[n++] = (MemorySettings){0, k == L ? -1 : k, -1};  // states for fewer layers
-    for (int k = L - 1; k >= 0; k--) order[n++] = (MemorySettings){0, 0, k};  // then in_proj outputs for fewer
+    for (int k = L; k >= 0; k--) order[n++] = (MemorySettings){0, k == L ? -1 : k, -1, 0};  // states for fewer
+    // (the CPU computes from its masters: no weight copy to give up, so no cast_weights candidate)
+    for (int k = L - 1; k >= 0; k--) order[n++] = (MemorySettings){0, 0, k, 0};  // then in_proj outputs for fewer
     size_t bytes[16];
     for (int i = 0; i < n; i++) bytes[i] = model_train_bytes(&c, &bk, B, T, &order[i]);
     for (int i = 0; i < n; i++) {
