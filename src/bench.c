@@ -872,7 +872,9 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     double prof_step_ms = psteps ? 1e3 * prof_t / psteps : 0;
     json_object_set_new(r, "profiled_step_ms", jr(prof_step_ms));
     CostShape cs = {&m->cfg, m->n_params, psteps ? prof_M / psteps : 0, bk->act_bytes, bk->f32_bytes,
-                    m->params_act != m->params && !m->weights_cast};
+                    m->params_act != m->params && !m->weights_cast,
+                    m->cfg.n_layer - model_activation_layers(&m->cfg, ms.keep_activations, m->dw_copies),
+                    m->cfg.n_layer - model_in_proj_layers(&m->cfg, ms.keep_in_proj)};
     json_t *ops = json_array(), *cats = json_object();
     for (int k = 0; op_categories[k]; k++)
         json_object_set_new(cats, op_categories[k], json_pack("{s:f}", "ms", 0.0));

@@ -44,16 +44,19 @@ int op_cost(const CostShape *s, const char *region, OpCost *out) {
     const double a = (double)s->act_bytes, f = (double)s->f32_bytes;
     OpCost o = {0, 0, 0, 0};
     if (!strcmp(region, "bwd.recompute")) {
-        // the backward recomputes, per layer, what the forward did not keep: the layer's norm (xn), the conv + SiLU
-        // (u) and the dt_proj GEMM (dpre) — the forward costs of those ops, once per layer
+        // the backward recomputes what the forward did not keep: in recompute_acts layers the norm (xn), the conv +
+        // SiLU (u) and the dt_proj GEMM (dpre), in recompute_in_proj layers the in_proj GEMM (xz) — the forward
+        // costs of those ops, once per such layer. The layers that keep activations are the top ones, and so
+        // are those that keep xz: the region runs in as many layers as the larger count.
         OpCost part;
-        const char *parts[] = {"fwd.norm", "fwd.conv", "fwd.dt_proj"};
-        for (int i = 0; i < 3; i++) {
+        const char *parts[] = {"fwd.norm", "fwd.conv", "fwd.dt_proj", "fwd.in_proj"};
+        for (int i = 0; i < 4; i++) {
             op_cost(s, parts[i], &part);
-            double scale = i == 0 ? L / (L + 1) : 1.0;  // fwd.norm also counts the final norm
+            // per layer (fwd.norm also counts the final norm), times the layers that recompute it
+            const double scale = (i == 3 ? s->recompute_in_proj : s->recompute_acts) / (i == 0 ? L + 1 : L);
             o.flops += part.flops * scale, o.bytes += part.bytes * scale, o.exps += part.exps * scale;
         }
-        o.calls = c->n_layer;
+        o.calls = s->recompute_acts > s->recompute_in_proj ? s->recompute_acts : s->recompute_in_proj;
     } else if (!strcmp(region, "fwd.embedding")) {
         // gather M rows of the (Vp, d) table into the F32 residual stream; no arithmetic
         o.calls = 1;

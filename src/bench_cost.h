@@ -19,6 +19,9 @@ typedef struct {
     size_t act_bytes;    // Backend.act_bytes
     size_t f32_bytes;    // Backend.f32_bytes
     int act_copy;        // 1: the backend keeps a separate ACT copy of the weights (refreshed by AdamW)
+    // layers whose backward recomputes their norm, conv and dt_proj outputs (Model.keep_activations), and their
+    // in_proj output (Model.keep_in_proj)
+    int recompute_acts, recompute_in_proj;
 } CostShape;
 
 // Cost of one step's region `region` ("fwd.scan", "opt.adamw", ...), summed over its calls. 0, or -1 for a
