@@ -14,7 +14,8 @@ ARGS=(
   "$B --preset 370m --batch 8 --scan-states-layers 28" "$B --preset 370m --batch 8 --recompute-scan"
   "$B --preset 370m --batch 8 --recompute-in-proj" "$B --preset 1.4b --batch 4 --recompute-scan"
   "$B --preset 1.4b --batch 4 --recompute-scan --recompute-in-proj" "$B --preset 130m --batch 8 --memory-budget 14.24"
-  "$B --preset 370m --batch 8 --memory-budget 23.6" "$B --preset 1.4b --batch 4 --memory-budget 29.76"
+  "$B --preset 370m --batch 8 --memory-budget 23.6" "$B --preset 370m --batch 8 --memory-budget 29.5"
+  "$B --preset 1.4b --batch 4 --memory-budget 29.76" "$B --preset 1.4b --batch 4 --recompute-scan --cast-weights"
   "$B --preset 130m --batch 8 --keep-activations --fp32-logits")
 # PM_TABLE=key: only the headline rows (fixed rows by default, 130m keeping activations and with the budget)
 [ "${PM_TABLE:-}" = key ] && ARGS=("$B --preset 130m --batch 8" "$B --preset 370m --batch 8" "$B --preset 1.4b --batch 4"

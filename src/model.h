@@ -193,16 +193,16 @@ typedef struct {
 // own buffers (Backend.workspace_bytes: an estimate; 0 where the backend has none).
 size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, const MemorySettings *s);
 // --memory-budget: the fastest settings whose model_train_bytes fit in budget bytes. Candidates, fastest first
-// (docs/perf.md measures each step): keep activations (and every layer's scan states and in_proj output), then
-// for one weight-gradient group of layers fewer at a time (a layer's activations are the cheapest to recompute
-// for their bytes: 0.11 ms for 0.21 GiB at 370m B8); the
-// default (every layer's states and in_proj output); states for one layer fewer at a time down to none; then, with
-// no states, the layers' weights cast when used (cast_weights, where the backend keeps a weight copy: at 1.4b ~3.6
-// ms a step for 2.3 GiB, about the states' cost for their bytes); then in_proj outputs for one layer fewer at a
-// time down to none. (On the GPU a layer's states and its
-// in_proj output take the same bytes, M d_inner 4, and recomputing the in_proj output, a GEMM, costs more than
-// recomputing the states, a scan pass: 0.20 against 0.17 ms a 370m layer, 0.42 against 0.16 at 1.4b; so the
-// states go first.) Returns 0, or -1 when even the leanest does not fit (*s is then the leanest).
+// (docs/perf.md measures each step), each giving up what costs the least time for its bytes next:
+//   - every layer's activations kept (and every layer's scan states and in_proj output), then one weight-gradient
+//     group of layers fewer at a time (370m B8: 0.094 ms a step for a layer's 0.21 GiB, 0.44 ms a GiB);
+//   - the default (every layer's states and in_proj output, no activations), then states for one layer fewer at a
+//     time down to none (0.16-0.17 ms a step for a layer's 0.125 GiB at 370m and 1.4b: 1.3 ms a GiB);
+//   - with no states, where the backend keeps a weight copy, the layers' weights cast when used (cast_weights:
+//     1.4b B4 about as costly for its 2.3 GiB as the states, 370m 1.2 ms for 0.57 GiB, 2.1 ms a GiB);
+//   - then in_proj outputs for one layer fewer at a time down to none (the same bytes as a layer's states on the
+//     GPU, M d_inner 4, for a GEMM: 0.20 ms a 370m layer, 0.42 at 1.4b: 1.6-3.4 ms a GiB).
+// Returns 0, or -1 when even the leanest does not fit (*s is then the leanest).
 int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size_t budget, MemorySettings *s);
 // Elements of the ACT weight copy a backend with one keeps: every parameter's, or with cast_weights the
 // embedding's and two layers' (Model.cast_weights).
