@@ -734,6 +734,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     g_cat = MEM_PARAMS;  // (with cast_weights the weights' compute copy is laid out again: a parameter buffer)
     model_set_memory_settings(m, &ms);
     g_cat = MEM_ACTS;
+    memory_flags_note_rounding(&bn->mem, &m->cfg, bk, "bench");
     m->fp32_logits = bn->fp32_logits;
     if (bn->mem.memory_budget > 0) {
         char line[320];

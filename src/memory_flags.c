@@ -44,3 +44,14 @@ void memory_flags_describe(char *buf, size_t n, const MemoryFlags *f, const Mode
     snprintf(buf, n, "--memory-budget %.2f GiB: %s (estimated %.2f GiB)", (double)f->memory_budget, what,
              bytes / 1073741824.0);
 }
+
+void memory_flags_note_rounding(const MemoryFlags *f, const ModelConfig *c, const Backend *bk, const char *cmd) {
+    const int want = f->activations_layers, G = model_dw_group(c, bk);
+    if (want <= 0 || want >= c->n_layer) return;
+    const int got = model_activation_layers(c, want, G);
+    if (got != want)
+        fprintf(stderr,
+                "packmamba: %s: --activations-layers %d: %d layers keep activations (whole groups of %d layers: their "
+                "weight gradients are computed together)\n",
+                cmd, want, got, G);
+}

@@ -50,3 +50,6 @@ int memory_flags_settings(const MemoryFlags *f, const ModelConfig *c, const Back
 // recompute activations, scan states for 0 of 48 layers, in_proj outputs for 18 of 48 layers (estimated 29.7 GiB)".
 void memory_flags_describe(char *buf, size_t n, const MemoryFlags *f, const ModelConfig *c, const Backend *bk,
                            const MemorySettings *s, size_t bytes);
+// One stderr line when --activations-layers N is not a whole number of weight-gradient groups (model_dw_group),
+// saying how many layers keep activations (model_activation_layers rounds down).
+void memory_flags_note_rounding(const MemoryFlags *f, const ModelConfig *c, const Backend *bk, const char *cmd);

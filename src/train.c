@@ -213,6 +213,7 @@ int cmd_train(int argc, char **argv) {
                "(estimated): lower --batch or --seq-len",
                (double)a.mem.memory_budget, ms_bytes / 1073741824.0);
     model_set_memory_settings(&m, &ms);
+    if (lead) memory_flags_note_rounding(&a.mem, &cfg, bk, "train");
     if (a.mem.memory_budget > 0 && lead) {
         char line[320];
         memory_flags_describe(line, sizeof line, &a.mem, &cfg, bk, &ms, ms_bytes);

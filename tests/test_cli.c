@@ -439,6 +439,13 @@ static void test_memory_budget_runs(void **state) {
     char *r = read_rel("budrun/run.json");
     assert_non_null(strstr(r, "\"memory_budget\": 64"));
     free(r);
+    // --activations-layers 3 of the tiny model's 4, whose weight gradients go in pairs on the CPU: 2, and it says so;
+    // run.json records the flag as given
+    assert_int_equal(pm("train --data data --out actrun " TINY " --steps 2 --activations-layers 3"), 0);
+    if (!strstr(err_s, "--activations-layers 3: 2 layers keep activations")) fail_msg("stderr: %s", err_s);
+    r = read_rel("actrun/run.json");
+    assert_non_null(strstr(r, "\"activations_layers\": 3"));
+    free(r);
 }
 
 // A good config file: its values are used, the command line overrides them, run.json records the result and can be
