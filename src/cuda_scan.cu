@@ -104,7 +104,8 @@ static_assert(WALK_GROUP > 0 && WALK_GROUP4 > 0 && 4 % WALK_GROUP == 0 && 4 % WA
 #define PM_SCAN_BWD_ORDER4 3
 #endif
 static constexpr int BWD_ORDER = PM_SCAN_BWD_ORDER, BWD_ORDER4 = PM_SCAN_BWD_ORDER4;
-static_assert(BWD_ORDER <= 3 && BWD_ORDER != 1 && BWD_ORDER4 >= 0 && BWD_ORDER4 <= 3 && BWD_ORDER4 != 1,
+static_assert(BWD_ORDER >= -1 && BWD_ORDER <= 3 && BWD_ORDER != 1 && BWD_ORDER4 >= 0 && BWD_ORDER4 <= 3 &&
+                  BWD_ORDER4 != 1,
               "backward orders: 0, 2 or 3 (-1: by block width)");
 // v54: the forward kernel, likewise: two barriers a chunk instead of three. The next chunk's tiles are issued
 // just after the barrier that opens a chunk (it also ends the previous chunk, so their stage is free), and a
