@@ -872,10 +872,12 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     json_object_set_new(r, "profiled_steps", json_integer(psteps));
     double prof_step_ms = psteps ? 1e3 * prof_t / psteps : 0;
     json_object_set_new(r, "profiled_step_ms", jr(prof_step_ms));
+    // layers keeping activations and in_proj outputs (the groups: as allocated)
+    const int act_layers = model_activation_layers(&m->cfg, ms.keep_activations, m->dw_copies),
+              xz_layers = model_in_proj_layers(&m->cfg, ms.keep_in_proj);
     CostShape cs = {&m->cfg, m->n_params, psteps ? prof_M / psteps : 0, bk->act_bytes, bk->f32_bytes,
-                    m->params_act != m->params && !m->weights_cast,
-                    m->cfg.n_layer - model_activation_layers(&m->cfg, ms.keep_activations, m->dw_copies),
-                    m->cfg.n_layer - model_in_proj_layers(&m->cfg, ms.keep_in_proj)};
+                    m->params_act != m->params && !m->weights_cast, m->cfg.n_layer - act_layers,
+                    m->cfg.n_layer - xz_layers};
     json_t *ops = json_array(), *cats = json_object();
     for (int k = 0; op_categories[k]; k++)
         json_object_set_new(cats, op_categories[k], json_pack("{s:f}", "ms", 0.0));
@@ -942,12 +944,10 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     size_t work = peak > counted ? peak - counted : 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    const int act_layers = model_activation_layers(&m->cfg, ms.keep_activations, m->dw_copies);
     json_object_set_new(r, "memory_settings",
                         json_pack("{s:b, s:i, s:i, s:b, s:i, s:b, s:I}", "keep_activations", act_layers == m->cfg.n_layer,
                                   "activations_layers", act_layers, "scan_states_layers", model_state_layers(&m->cfg, bk, ms.keep_scan_states),
-                                  "recompute_in_proj", model_in_proj_layers(&m->cfg, ms.keep_in_proj) == 0,
-                                  "in_proj_layers", model_in_proj_layers(&m->cfg, ms.keep_in_proj),
+                                  "recompute_in_proj", xz_layers == 0, "in_proj_layers", xz_layers,
                                   "cast_weights", m->weights_cast,
                                   "train_bytes_estimate", (json_int_t)est));
     json_object_set_new(r, "fp32_logits", json_boolean(m->fp32_logits));

@@ -100,6 +100,12 @@ size_t model_num_params(const ModelConfig *c) {
     return total;
 }
 
+// Elements of one layer's parameters: the layers lie together between the embedding (tensor 0) and the final norm
+// (the last tensor), layer after layer.
+static size_t layer_span_of(const ParamInfo *t, int n_tensors, int n_layer) {
+    return (t[n_tensors - 1].offset - t[1].offset) / (size_t)n_layer;
+}
+
 // Typed views into flat buffers. F32 buffers hold bk->f32_bytes per element, ACT buffers bk->act_bytes.
 static inline void *f32_at(const Model *m, const void *base, size_t off) {
     return (char *)base + off * m->bk->f32_bytes;
@@ -144,8 +150,7 @@ void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t se
     // The CPU computes straight from the master weights; a backend with a narrower ACT type keeps a copy.
     int same = bk->act_bytes == bk->f32_bytes && strcmp(bk->name, "cpu") == 0;
     m->params_act = same ? m->params : bk->alloc(m->n_params * bk->act_bytes);
-    // the layers lie between the embedding and the final norm, each layer_span elements
-    m->layer_span = (m->tensors[m->n_tensors - 1].offset - m->tensors[1].offset) / (size_t)m->cfg.n_layer;
+    m->layer_span = layer_span_of(m->tensors, m->n_tensors, m->cfg.n_layer);
     model_init_weights(m, seed);
 }
 
@@ -389,8 +394,8 @@ size_t model_weight_copy_elems(const ModelConfig *c, int cast_weights) {
     const int n = model_param_infos(c, NULL);
     ParamInfo *t = pm_malloc(sizeof(ParamInfo) * n);
     model_param_infos(c, t);
-    const size_t all = t[n - 1].offset + t[n - 1].size, span = (t[n - 1].offset - t[1].offset) / (size_t)c->n_layer;
-    const size_t elems = cast_weights ? t[0].size + 2 * span : all;
+    const size_t elems =
+        cast_weights ? t[0].size + 2 * layer_span_of(t, n, c->n_layer) : t[n - 1].offset + t[n - 1].size;
     free(t);
     return elems;
 }
@@ -445,9 +450,10 @@ size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, 
 int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size_t budget, MemorySettings *s) {
     const int L = c->n_layer;
     const int G = model_dw_group(c, bk);
-    MemorySettings cand;
-    for (int n = L; n > 0; n -= n == L && L % G ? L % G : G) {  // activations for fewer layers (whole groups)
-        cand = (MemorySettings){n == L ? -1 : n, -1, -1, 0};
+    MemorySettings cand = {-1, -1, -1, 0};  // every layer's activations
+    if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
+    for (int n = (L - 1) / G * G; n > 0; n -= G) {  // then for fewer layers, whole groups
+        cand = (MemorySettings){n, -1, -1, 0};
         if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
     }
     for (int n = L; n >= 0; n--) {  // the default (n = L: every layer), then states for fewer layers
