@@ -877,7 +877,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
               xz_layers = model_in_proj_layers(&m->cfg, ms.keep_in_proj);
     CostShape cs = {&m->cfg, m->n_params, psteps ? prof_M / psteps : 0, bk->act_bytes, bk->f32_bytes,
                     m->params_act != m->params && !m->weights_cast, m->cfg.n_layer - act_layers,
-                    m->cfg.n_layer - xz_layers};
+                    m->cfg.n_layer - xz_layers, m->cfg.n_layer - model_state_layers(&m->cfg, bk, ms.keep_scan_states)};
     json_t *ops = json_array(), *cats = json_object();
     for (int k = 0; op_categories[k]; k++)
         json_object_set_new(cats, op_categories[k], json_pack("{s:f}", "ms", 0.0));

@@ -124,7 +124,7 @@ int op_cost(const CostShape *s, const char *region, OpCost *out) {
         o.exps = L * M * di * (N + 2);
         o.bytes = L * (4 * a * M * di + 2 * a * M * N + 4 * M);
     } else if (!strcmp(region, "bwd.scan")) {
-        // The states are not stored, so the backward replays the forward recurrence (7 per state, one exp)
+        // The backward replays the forward recurrence from its checkpoints (7 per state, one exp)
         // and then runs the reverse one: ds = dA*ds_next + dy*C (2), dC += s*dy (2), dB += ds*delta*u (2),
         // d(delta) += ds*(A*dA*s_prev + B*u) (4), dA_log += ds*delta*dA*s_prev*A (2) -> 12; per (token,
         // channel) about 25 (softplus and SiLU derivatives, gating, D). Bytes: read u, dpre, z, dout, write
@@ -133,6 +133,13 @@ int op_cost(const CostShape *s, const char *region, OpCost *out) {
         o.flops = L * M * di * (19 * N + 25);
         o.exps = L * M * di * (N + 3);
         o.bytes = L * (7 * a * M * di + 4 * a * M * N + 4 * M);
+        // A layer without kept states (recompute_states) first runs the checkpoint pass in this region: the
+        // forward recurrence without its output, delta*A, exp, delta*u*B, s = dA*s + dBu (5 per state, one exp),
+        // softplus and delta*u (4) per (token, channel); it reads u, dpre and B.
+        const double rs = s->recompute_states;
+        o.flops += rs * M * di * (5 * N + 4);
+        o.exps += rs * M * di * (N + 1);
+        o.bytes += rs * (2 * a * M * di + a * M * N + 4 * M);
     } else if (!strcmp(region, "fwdbwd.classifier")) {
         // logits = x @ wte^T (2 M Vp d), softmax + cross-entropy (about 5 per logit with one exp), dx = dlogits @
         // wte (2 M Vp d), dwte += dlogits^T @ x (2 M Vp d). Bytes: read x and wte, write dx, read-modify-write

@@ -22,6 +22,8 @@ typedef struct {
     // layers whose backward recomputes their norm, conv and dt_proj outputs (Model.keep_activations), and their
     // in_proj output (Model.keep_in_proj)
     int recompute_acts, recompute_in_proj;
+    // layers whose scan states are not kept (Model.keep_scan_states): their backward first runs the checkpoint pass
+    int recompute_states;
 } CostShape;
 
 // Cost of one step's region `region` ("fwd.scan", "opt.adamw", ...), summed over its calls. 0, or -1 for a

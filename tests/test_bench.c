@@ -226,6 +226,34 @@ static void test_op_calls_memory_and_flops_follow_the_model(void **state) {
     json_decref(r);
 }
 
+// The scan backward's cost with layers that do not keep their scan states (--recompute-scan, a partial
+// --scan-states-layers): each such layer adds one checkpoint pass, the forward recurrence without its output
+// (one exp per state and token plus the softplus), so the cost grows by the same amount per layer, and by less
+// than a whole forward scan (which also writes its output and reads C).
+static void test_scan_cost_counts_the_checkpoint_pass(void **state) {
+    (void)state;
+    ModelConfig mc;
+    memset(&mc, 0, sizeof mc);
+    mc.n_layer = 4, mc.d_model = 64, mc.d_state = 16, mc.vocab_size = VOCAB;
+    config_derive(&mc);
+    OpCost c[3], fwd;
+    for (int k = 0; k < 3; k++) {
+        CostShape cs = {&mc, model_num_params(&mc), 1000, 2, 4, 1, 0, 0, k};
+        assert_int_equal(op_cost(&cs, "bwd.scan", &c[k]), 0);
+        assert_int_equal(c[k].calls, mc.n_layer);
+        if (k == 0) assert_int_equal(op_cost(&cs, "fwd.scan", &fwd), 0);
+    }
+    const double per_layer_exps = 1000.0 * mc.d_inner * (mc.d_state + 1);
+    assert_true(fabs(c[1].exps - c[0].exps - per_layer_exps) < 1e-9 * per_layer_exps);
+    assert_true(fabs((c[2].exps - c[1].exps) - (c[1].exps - c[0].exps)) < 1e-9 * per_layer_exps);
+    assert_true(fabs((c[2].flops - c[1].flops) - (c[1].flops - c[0].flops)) < 1e-9 * c[0].flops);
+    assert_true(c[1].bytes > c[0].bytes && c[1].flops > c[0].flops);
+    // one layer's checkpoint pass: less than one layer's forward scan in every count
+    assert_true(c[1].flops - c[0].flops < fwd.flops / mc.n_layer);
+    assert_true(c[1].bytes - c[0].bytes < fwd.bytes / mc.n_layer);
+    assert_true(c[1].exps - c[0].exps < fwd.exps / mc.n_layer);
+}
+
 static void test_trace_is_a_chrome_trace(void **state) {
     json_t *t = load_json("trace.json");
     json_t *ev = json_object_get(t, "traceEvents");
@@ -686,6 +714,7 @@ int main(void) {
         cmocka_unit_test(test_results_have_every_configuration),
         cmocka_unit_test(test_op_times_add_up_to_the_step),
         cmocka_unit_test(test_op_calls_memory_and_flops_follow_the_model),
+        cmocka_unit_test(test_scan_cost_counts_the_checkpoint_pass),
         cmocka_unit_test(test_trace_is_a_chrome_trace),
         cmocka_unit_test(test_report_renders_every_configuration),
         cmocka_unit_test(test_report_can_be_remade),
