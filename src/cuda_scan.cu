@@ -1641,7 +1641,10 @@ static bool scan_use_bwd4(int rows, int Cd) {
     const int env = e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
     const int sms = pm_cuda_sm_count(), blocks = rows * ((Cd + 31) / 32);
     if (env == 2) return per_sm >= 1 && blocks <= per_sm * sms;  // (lab: wherever one wave holds the blocks)
-    return env && per_sm >= 2 && scan_pick_ch(rows, Cd) == 64 && blocks >= 2 * sms && blocks <= per_sm * sms;
+    // (at least 15/8 blocks an SM: the busiest SMs hold two. At 256 blocks on 132 SMs, B2·D4096·L8192 and
+    // B4·D2048·L4096, it measured -2.4% and -2.9% fwd+bwd against the 2-thread kernel's two time segments, which the
+    // rule's earlier bound of 2 blocks an SM left there; at 128 blocks, one an SM, +37%: call159)
+    return env && per_sm >= 2 && scan_pick_ch(rows, Cd) == 64 && 8 * blocks >= 15 * sms && blocks <= per_sm * sms;
 }
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     const int sms = pm_cuda_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
