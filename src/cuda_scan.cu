@@ -1641,10 +1641,28 @@ static bool scan_use_bwd4(int rows, int Cd) {
     const int env = e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
     const int sms = pm_cuda_sm_count(), blocks = rows * ((Cd + 31) / 32);
     if (env == 2) return per_sm >= 1 && blocks <= per_sm * sms;  // (lab: wherever one wave holds the blocks)
-    // (at least 15/8 blocks an SM: the busiest SMs hold two. At 256 blocks on 132 SMs, B2·D4096·L8192 and
+    // At least 15/8 blocks an SM: the busiest SMs hold two. At 256 blocks on 132 SMs, B2·D4096·L8192 and
     // B4·D2048·L4096, it measured -2.4% and -2.9% fwd+bwd against the 2-thread kernel's two time segments, which the
-    // rule's earlier bound of 2 blocks an SM left there; at 128 blocks, one an SM, +37%: call159)
-    return env && per_sm >= 2 && scan_pick_ch(rows, Cd) == 64 && 8 * blocks >= 15 * sms && blocks <= per_sm * sms;
+    // rule's earlier bound of 2 blocks an SM left there; at 128 blocks, one an SM, +37% (call159). But not where the
+    // 2-thread kernel's 64-wide blocks make one wave with at most 11/8 of them an SM: only a few SMs then hold two,
+    // and it measured faster, by 8.4% at 144 of them (B6·D1536), 2.8-3.1% at 160 (B2·D5120, B5·D2048), 1.6% at 168
+    // (B7·D1536), slower by 7.5% at 192 (B8·D1536, B3·D4096, B6·D2048) (call162).
+    const int nb64 = rows * ((Cd + 63) / 64);
+    const bool two_thread_one_wave = nb64 >= sms && 8 * nb64 <= 11 * sms;
+    return env && !two_thread_one_wave && per_sm >= 2 && scan_pick_ch(rows, Cd) == 64 && 8 * blocks >= 15 * sms &&
+           blocks <= per_sm * sms;
+}
+// The 2-thread kernel's plan at block width ch, nb blocks of it, `slots` of them at once on the GPU: no segments,
+// or the segment count with the least cost (see scan_bwd_plan).
+static BwdPlan bwd_pick_segments(int ch, int nb, int slots, int nch) {
+    float best = (float)((nb + slots - 1) / slots) * nch;
+    BwdPlan p = {ch, nch, 1, 2};
+    for (int S = 2; S <= SCAN_SEG_MAX && S <= nch / BSEG_MIN_CHUNKS; S++) {
+        const int slk = (nch + S - 1) / S, ns = (nch + slk - 1) / slk;
+        const float cost = (1.f + BSEG_R * (ns - 1) / ns) * (float)((nb * ns + slots - 1) / slots) * slk;
+        if (cost < best) best = cost, p = {ch, slk, ns, 2};
+    }
+    return p;
 }
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     const int sms = pm_cuda_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
@@ -1652,8 +1670,11 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     if (scan_use_bwd4(rows, Cd)) return {32, nch, 1, 4};
     BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1, 2};
     // 128-wide blocks need bwd_smem(128) of shared memory (104 KB; 212 KB when this check was written, before the
-    // chunk's states moved to registers): a GPU with less per block takes 64-wide ones
-    if (p.ch == 128 && bwd_smem(128) <= (size_t)smem_block) return p;
+    // chunk's states moved to registers): a GPU with less per block takes 64-wide ones. One a SM (registers); where
+    // they are more than the SMs, the last wave runs part full, and time segments may pay (the 790m and 2.8b widths:
+    // B4·D5120 makes 160 blocks on 132 SMs)
+    if (p.ch == 128 && bwd_smem(128) <= (size_t)smem_block)
+        return bwd_pick_segments(128, rows * ((Cd + 127) / 128), sms, nch);
     // 64-wide blocks per SM: two on the H200 (held there by registers since v21: 255 per thread, 128 threads)
     static int per_sm = 0;
     if (!per_sm) {
@@ -1670,15 +1691,7 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
         }
         per_sm = n > 1 ? n : 1;
     }
-    const int nb = rows * ((Cd + 63) / 64), slots = per_sm * sms;
-    float best = (float)((nb + slots - 1) / slots) * nch;
-    p = {64, nch, 1, 2};
-    for (int S = 2; S <= SCAN_SEG_MAX && S <= nch / BSEG_MIN_CHUNKS; S++) {
-        const int slk = (nch + S - 1) / S, ns = (nch + slk - 1) / slk;
-        const float cost = (1.f + BSEG_R * (ns - 1) / ns) * (float)((nb * ns + slots - 1) / slots) * slk;
-        if (cost < best) best = cost, p = {64, slk, ns, 2};
-    }
-    return p;
+    return bwd_pick_segments(64, rows * ((Cd + 63) / 64), per_sm * sms, nch);
 }
 
 // Workspace layout, sized for the narrowest blocks and the most segments so any path fits: checkpoints
