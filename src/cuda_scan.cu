@@ -1566,6 +1566,15 @@ static constexpr float SEG_R = 0.75f, SEG_K2 = 1.5f;
 static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
     const int sms = pm_cuda_sm_count(), nch = (T + FT - 1) / FT, b128 = rows * ((Cd + 127) / 128);
     FwdPlan p;
+#ifdef PM_SCAN_LAB_FWD_PLAN  // (lab builds only) PM_SCAN_FWD_PLAN=ch,minb,segments forces a plan: A/B of plans
+    if (const char *e = getenv("PM_SCAN_FWD_PLAN")) {
+        int ch, minb, ns;
+        if (sscanf(e, "%d,%d,%d", &ch, &minb, &ns) == 3 && ns >= 1 && ns <= SCAN_SEG_MAX) {
+            const int sl = (nch + ns - 1) / ns;
+            return {ch, minb, sl * FT, (nch + sl - 1) / sl};
+        }
+    }
+#endif
     if (SEG_POLICY == 0) {
         const int v4ch = b128 >= 120 ? 128 : 64;
         // Segments only pay where fewer than a quarter of the SMs would get a block (measured, docs/perf.md v8:
@@ -1581,8 +1590,11 @@ static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
             for (int ch = 64; ch >= 32; ch /= 2) {
                 const int nb = rows * ((Cd + ch - 1) / ch);
                 const long load = (long)((nb + sms - 1) / sms) * ch;
+                // (64-wide blocks held to two an SM, 128 registers, wherever 64 is chosen: they measured faster
+                // than the one-an-SM kernel at every shape tried, by 12-14% where 64-wide blocks make more than a
+                // wave, B16·D1536·L1024, B8·D3072, B8·D5120: call164)
                 if (load < best_load)
-                    best_load = load, best = {ch, 1, nch * FT, 1};
+                    best_load = load, best = {ch, ch == 64 && scan_fwd_narrow() ? 2 : 1, nch * FT, 1};
                 else if (ch == 64 && load == best_load && best.ch == 128 && scan_fwd_narrow())  // v50
                     best = {64, 2, nch * FT, 1};
             }
