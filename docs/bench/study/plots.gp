@@ -77,8 +77,8 @@ set ylabel 'GFLOP/s'
 set grid
 set key outside right
 set samples 400
-BW = 4191.99
-PEAK = 801529
+BW = 4232.26
+PEAK = 798227
 roof(x) = x*BW < PEAK ? x*BW : PEAK
 set xrange [0.0208243:103405]
 set terminal pngcairo size 1100,650 noenhanced font ',10'
@@ -97,8 +97,8 @@ set ylabel 'GFLOP/s'
 set grid
 set key outside right
 set samples 400
-BW = 4191.99
-PEAK = 801529
+BW = 4232.26
+PEAK = 798227
 roof(x) = x*BW < PEAK ? x*BW : PEAK
 set xrange [0.0208243:103405]
 set terminal pngcairo size 1100,650 noenhanced font ',10'
