@@ -1679,6 +1679,15 @@ static BwdPlan bwd_pick_segments(int ch, int nb, int slots, int nch) {
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     const int sms = pm_cuda_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
     const int smem_block = pm_cuda_device()->smem_block, smem_sm = pm_cuda_device()->smem_sm;
+#ifdef PM_SCAN_LAB_FWD_PLAN  // (lab builds only, as the forward's) PM_SCAN_BWD_PLAN=ch,segments: the 2-thread kernel
+    if (const char *e = getenv("PM_SCAN_BWD_PLAN")) {
+        int ch, ns;
+        if (sscanf(e, "%d,%d", &ch, &ns) == 2 && (ch == 64 || ch == 128) && ns >= 1 && ns <= SCAN_SEG_MAX) {
+            const int slk = (nch + ns - 1) / ns;
+            return {ch, slk, (nch + slk - 1) / slk, 2};
+        }
+    }
+#endif
     if (scan_use_bwd4(rows, Cd)) return {32, nch, 1, 4};
     BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1, 2};
     // 128-wide blocks need bwd_smem(128) of shared memory (104 KB; 212 KB when this check was written, before the
