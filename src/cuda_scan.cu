@@ -1566,7 +1566,7 @@ static constexpr float SEG_R = 0.75f, SEG_K2 = 1.5f;
 static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
     const int sms = pm_cuda_sm_count(), nch = (T + FT - 1) / FT, b128 = rows * ((Cd + 127) / 128);
     FwdPlan p;
-#ifdef PM_SCAN_LAB_FWD_PLAN  // (lab builds only) PM_SCAN_FWD_PLAN=ch,minb,segments forces a plan: A/B of plans
+#ifdef PM_SCAN_LAB_PLANS  // (lab builds only) PM_SCAN_FWD_PLAN=ch,minb,segments forces a plan: A/B of plans
     if (const char *e = getenv("PM_SCAN_FWD_PLAN")) {
         int ch, minb, ns;
         if (sscanf(e, "%d,%d,%d", &ch, &minb, &ns) == 3 && ns >= 1 && ns <= SCAN_SEG_MAX) {
@@ -1679,7 +1679,7 @@ static BwdPlan bwd_pick_segments(int ch, int nb, int slots, int nch) {
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     const int sms = pm_cuda_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
     const int smem_block = pm_cuda_device()->smem_block, smem_sm = pm_cuda_device()->smem_sm;
-#ifdef PM_SCAN_LAB_FWD_PLAN  // (lab builds only, as the forward's) PM_SCAN_BWD_PLAN=ch,segments: the 2-thread kernel
+#ifdef PM_SCAN_LAB_PLANS  // (lab builds only) PM_SCAN_BWD_PLAN=ch,segments: the 2-thread kernel at that plan
     if (const char *e = getenv("PM_SCAN_BWD_PLAN")) {
         int ch, ns;
         if (sscanf(e, "%d,%d", &ch, &ns) == 2 && (ch == 64 || ch == 128) && ns >= 1 && ns <= SCAN_SEG_MAX) {
@@ -1689,12 +1689,11 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     }
 #endif
     if (scan_use_bwd4(rows, Cd)) return {32, nch, 1, 4};
-    BwdPlan p = {scan_pick_ch(rows, Cd), nch, 1, 2};
     // 128-wide blocks need bwd_smem(128) of shared memory (104 KB; 212 KB when this check was written, before the
     // chunk's states moved to registers): a GPU with less per block takes 64-wide ones. One a SM (registers); where
     // they are more than the SMs, the last wave runs part full, and time segments may pay (the 790m and 2.8b widths:
     // B4·D5120 makes 160 blocks on 132 SMs)
-    if (p.ch == 128 && bwd_smem(128) <= (size_t)smem_block)
+    if (scan_pick_ch(rows, Cd) == 128 && bwd_smem(128) <= (size_t)smem_block)
         return bwd_pick_segments(128, rows * ((Cd + 127) / 128), sms, nch);
     // 64-wide blocks per SM: two on the H200 (held there by registers since v21: 255 per thread, 128 threads)
     static int per_sm = 0;

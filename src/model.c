@@ -100,6 +100,13 @@ size_t model_num_params(const ModelConfig *c) {
     return total;
 }
 
+// Whether bk computes from an ACT copy of the weights beside the F32 masters: every backend but the CPU, which
+// computes straight from the masters (the one place this is decided: model_create lays the copy out by it, and the
+// memory estimates and the budget count it by it).
+static int keeps_weight_copy(const Backend *bk) {
+    return !(bk->act_bytes == bk->f32_bytes && strcmp(bk->name, "cpu") == 0);
+}
+
 // Elements of one layer's parameters: the layers lie together between the embedding (tensor 0) and the final norm
 // (the last tensor), layer after layer.
 static size_t layer_span_of(const ParamInfo *t, int n_tensors, int n_layer) {
@@ -147,9 +154,7 @@ void model_create(Model *m, const ModelConfig *c, const Backend *bk, uint64_t se
     m->n_params = m->tensors[m->n_tensors - 1].offset + m->tensors[m->n_tensors - 1].size;
     m->params = bk->alloc(m->n_params * bk->f32_bytes);
     m->grads = bk->alloc(m->n_params * bk->f32_bytes);
-    // The CPU computes straight from the master weights; a backend with a narrower ACT type keeps a copy.
-    int same = bk->act_bytes == bk->f32_bytes && strcmp(bk->name, "cpu") == 0;
-    m->params_act = same ? m->params : bk->alloc(m->n_params * bk->act_bytes);
+    m->params_act = keeps_weight_copy(bk) ? bk->alloc(m->n_params * bk->act_bytes) : m->params;
     m->layer_span = layer_span_of(m->tensors, m->n_tensors, m->cfg.n_layer);
     model_init_weights(m, seed);
 }
@@ -417,7 +422,7 @@ void model_memory_settings_text(char *buf, size_t n, const ModelConfig *c, const
     else snprintf(acts, sizeof acts, "activations for %d of %d layers", na, c->n_layer);
     snprintf(buf, n, "%s, scan states for %d of %d layers, in_proj outputs for %d of %d layers%s", acts,
              model_state_layers(c, bk, s->keep_scan_states), c->n_layer, model_in_proj_layers(c, s->keep_in_proj),
-             c->n_layer, s->cast_weights && bk->act_bytes != bk->f32_bytes ? ", layer weights cast when used" : "");
+             c->n_layer, s->cast_weights && keeps_weight_copy(bk) ? ", layer weights cast when used" : "");
 }
 
 size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states) {
@@ -440,7 +445,7 @@ size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, in
 size_t model_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T, const MemorySettings *s) {
     const size_t np = model_num_params(c), f = bk->f32_bytes;
     size_t bytes = np * 4 * f;  // params, grads, m, v (+ the ACT copy)
-    if (bk->act_bytes != f) bytes += model_weight_copy_elems(c, s->cast_weights) * bk->act_bytes;
+    if (keeps_weight_copy(bk)) bytes += model_weight_copy_elems(c, s->cast_weights) * bk->act_bytes;
     bytes += model_activation_bytes(c, bk, B, T, s->keep_scan_states, s->keep_activations, s->keep_in_proj);
     if (bk->workspace_bytes)
         bytes += bk->workspace_bytes(B * T, T, c->d_model, c->d_inner, c->d_state, c->d_conv, c->vocab_pad);
@@ -460,7 +465,7 @@ int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size
         cand = (MemorySettings){0, n == L ? -1 : n, -1, 0};
         if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;
     }
-    const int cw = bk->act_bytes != bk->f32_bytes;  // a weight copy to give up: cast the layers' when used
+    const int cw = keeps_weight_copy(bk);  // a weight copy to give up: cast the layers' when used
     if (cw) {
         cand = (MemorySettings){0, 0, -1, 1};
         if (model_train_bytes(c, bk, B, T, &cand) <= budget) return *s = cand, 0;

@@ -9,7 +9,7 @@
 // Environment: SCAN_LAB_VERSIONS=prod+st,v43+st (which versions), LAB_BIGS=BxTxCd,... (the timed sizes), and
 // src's plan switches, read by the production kernels: PM_SCAN_BWD4=0|2 (the 4-thread backward never, or wherever
 // one wave holds its blocks), PM_SCAN_NARROW=0 (no 64-wide forward blocks two an SM). Built with
-// -DPM_SCAN_LAB_FWD_PLAN, src also reads PM_SCAN_FWD_PLAN=ch,minb,segments and PM_SCAN_BWD_PLAN=ch,segments (the
+// -DPM_SCAN_LAB_PLANS (called PM_SCAN_LAB_FWD_PLAN in call164-call167), src also reads PM_SCAN_FWD_PLAN=ch,minb,segments and PM_SCAN_BWD_PLAN=ch,segments (the
 // 2-thread backward) and runs that plan at every size: A/B of plans (docs/perf.md, twenty-second session).
 //
 // Truth: a float64 CPU reference written straight from the math (DESIGN §1, backend.h), its backward checked
