@@ -1,6 +1,9 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v63 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): the 4-thread
+// Version v65 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): where the
+// forward's plan takes 64-wide blocks and the rows give >= 96 channels an SM, the forward split into producer
+// warps (input copies, softplus, SiLU) and walker warps meeting at named barriers (v65, scan_fwd_ws_kernel); the
+// backward's plan weighing 64-wide blocks against 128-wide ones that need time segments (tie64); v63: the 4-thread
 // backward's chunks with two barriers (v63: order 3, see PM_SCAN_BWD_ORDER4), its cooperative pass without a
 // branch, its inputs loaded first (v61, as the 2-thread one's since v51);
 // the backward walks' r = ds a_t s_{t-1} from the new carry and the previous token's state (v57: a multiply fewer
@@ -455,6 +458,10 @@ __device__ __forceinline__ void cp_async16(void *smem_dst, const void *gmem_src,
     int n = pred ? 16 : 0;  // 0 source bytes: the 16 destination bytes are zero-filled
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "r"(n));
 }
+__device__ __forceinline__ void cp_async4(void *smem_dst, const void *gmem_src, bool pred) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(gmem_src), "r"(pred ? 4 : 0));
+}
 // *p = (a, b, c, d) when pred, as one predicated 16-byte store: unlike an if around a store, no branch (v43)
 __device__ __forceinline__ void st_f4_if(float *p, float a, float b, float c, float d, bool pred) {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %5, 0;\n\t@p st.global.v4.f32 [%0], {%1, %2, %3, %4};\n\t}" ::"l"(p),
@@ -786,6 +793,299 @@ __global__ void __launch_bounds__(CH *FG, MINB)
             H[i] = s[i];
             P[i] = anyst ? 0.f : ex2_approx(cum * A[i]);
         }
+    }
+}
+
+// v65: the forward with its cooperative pass in producer warps (warp-specialized). The staged forward runs the
+// pass (softplus, SiLU: a fifth of its exps) and the walk in the same warps, with block-wide barriers between
+// them: at B8 D2048 the pass took 28% of its time (call126) while neither the special-function unit nor the issue
+// slots were full (~60% each: ~266 cycles a token step against 160 of MUFU work, call141's ablations). Here PW
+// producer warps (the block's first) copy a chunk's u/dpre/z, B/C and pos into shared memory WS_PD chunks ahead,
+// compute the pass values, B/C as fp32 and the document-start mask into a ring of WS_S stages, and store the
+// outputs the walkers staged there; the CH * WG walker threads only walk, WG = 2 threads a channel (8 states
+// each: fewer instructions a state than 4, and the registers for it: the walkers are fewer warps). The two sides
+// meet at named barriers (FULL: a stage is filled; EMPTY: its walk is over), so no warp waits for the whole
+// block. Every value is formed as the staged kernel forms it: the same bits (the lab checks the backward's copy
+// of the output against it). Only the forward (MODE_FWD, MODE_FWD_CKPT) without time segments.
+// Measured at B8 D2048 (lab, fwd ms; HEAD's staged kernel 0.275-0.278): 4 walker threads a channel and 2 or 4
+// producer warps a block, loaded into registers 0.408-0.426, by cp.async 0.374-0.387 (call168-171; alone the
+// walkers took 0.229 and the producers 0.141: the two sides took turns; as the block's first warps, the same);
+// without the chunk loop unrolled over the stages (ncu, call172: instruction-fetch stalls were the first stall
+// reason, at 5.7K instructions) 0.280; with 2 walker threads 0.268; with 4 producer warps a 64-wide block
+// instead of 2, 0.254-0.257 (call173, call174). 5 stages, or the walk unrolled by 2 groups only: no better.
+static constexpr int WS_FT = 16;  // tokens a chunk (= SCAN_K: the checkpoint falls on each chunk's first token)
+#ifndef PM_SCAN_WS_S
+#define PM_SCAN_WS_S 4
+#endif
+static constexpr int WS_S = PM_SCAN_WS_S;  // stages in the ring
+
+static_assert(WS_FT == SCAN_K, "one checkpoint a chunk, before its first token");
+#ifndef PM_SCAN_FWD_WS
+#define PM_SCAN_FWD_WS 1
+#endif
+#ifndef PM_SCAN_WS_PW128
+#define PM_SCAN_WS_PW128 8
+#endif
+#ifndef PM_SCAN_WS_PW64
+#define PM_SCAN_WS_PW64 4
+#endif
+static constexpr bool FWD_WS = PM_SCAN_FWD_WS;
+#ifndef PM_SCAN_WS_UNROLL
+#define PM_SCAN_WS_UNROLL 16
+#endif
+static constexpr int WS_UNROLL = PM_SCAN_WS_UNROLL;  // the walk's token groups unrolled (16: the whole chunk)
+#ifndef PM_SCAN_WS_WG
+#define PM_SCAN_WS_WG 2  // walker threads a channel
+#endif
+// The producers' inputs come by 4-byte cp.async into a ring of raw slots WS_PD chunks ahead. (Loaded into
+// registers one chunk ahead, each chunk's pass waited a full load latency when the producers had no slack: wsa
+// 0.408-0.426 ms, cp.async 0.374-0.387, call168/169, with 4 walker threads a channel and the code below unrolled.)
+static constexpr int WS_PD = 2;
+// words of a raw slot: u, dpre, z (a word a channel pair and token), B/C (a word two values), pos
+__host__ __device__ static constexpr int ws_raw_words(int CH, int NP) {
+    return 3 * WS_FT * CH / 2 + WS_FT * SCAN_N / (NP < 128 ? NP : 128) * NP + 32;
+}
+__device__ __forceinline__ void named_sync(int id, int n) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int n) {
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ unsigned ldg_u32(const __nv_bfloat16 *p) { return __ldg((const unsigned *)p); }
+__device__ __forceinline__ float2 bf2x2f(unsigned v) {
+    return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xffff0000u));
+}
+// A stage: {delta log2 e, delta u} (WS_FT, CH) float2 | silu(z) (WS_FT, CH) f32, swizzled (fwd_swz) | u (WS_FT, CH)
+// bf16, swizzled | the walk's outputs (WS_FT, CH) bf16, swizzled | B/C (WS_FT, 2N) f32 | the start mask (16 bytes)
+__host__ __device__ static constexpr size_t ws_stage_bytes(int CH) {
+    return (size_t)WS_FT * CH * 16 + (size_t)WS_FT * 2 * SCAN_N * 4 + 16;
+}
+__host__ __device__ static constexpr size_t ws_smem(int CH, int NP) {
+    return WS_S * ws_stage_bytes(CH) + (size_t)(WS_PD + 1) * ws_raw_words(CH, NP) * 4;
+}
+// where (token row j, channel c) of a stage's swizzled arrays lies: fwd_swz's layout for 4 walker threads a
+// channel (a group's 4 rows in 4 places); with 2, whose groups are 2 rows, the group of 8 channels moves by
+// (j & 1) << 1, so that rows j and j + 1 of a warp's 16 channels fall in different banks
+template <int CH, int WG>
+__device__ __forceinline__ int ws_swz(int j, int c) {
+    const int x = WG == 4 ? (j & 3) : (j & 1) << 1;
+    return j * CH + ((c >> 3) ^ x) * 8 + (c & 7);
+}
+template <int CH, int MODE, int PW, int MINB, int WG>
+__global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
+    scan_fwd_ws_kernel(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
+                       const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
+                       int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd,
+                       int nck) {
+    static_assert(MODE == MODE_FWD || MODE == MODE_FWD_CKPT, "the forward only");
+    constexpr bool STORE_CK = MODE == MODE_FWD_CKPT;
+    constexpr int NW = CH * WG, NP = 32 * PW, NT = NW + NP, NS = SCAN_N / WG;
+    static_assert(WG == 4 || WG == 2, "4 or 2 walker threads a channel");
+    constexpr int FULL0 = 1, EMPTY0 = 1 + WS_S;  // named barrier ids (0 is __syncthreads')
+    static_assert(EMPTY0 + WS_S <= 16, "16 named barriers");
+    static_assert(CH % 32 == 0, "4 groups of 8 channels a row at least (ws_swz)");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const int tid = threadIdx.x, row = blockIdx.y, c0 = blockIdx.x * CH;
+    const size_t mrow = (size_t)row * T;
+    const int nch = (T + WS_FT - 1) / WS_FT;
+    constexpr size_t SB = ws_stage_bytes(CH);
+    // The producers are the block's first warps. (Tried when the two sides took turns, producers alone 0.141 ms,
+    // walkers alone 0.229, together 0.387 at B8 D2048, call169/170, in case the schedulers' preference for older
+    // warps starved the producers: the same time as the last warps, call171. The cause was instruction fetch.)
+    if (tid < NP) {  // ---- producers
+        constexpr int HP = CH / 2, RSTEP = NP / HP, PPT = WS_FT * HP / NP;  // channel pairs a row; rows a step
+        static_assert(NP % HP == 0 && WS_FT % RSTEP == 0, "each producer keeps one channel pair");
+        // B/C by the first BCT producers: BV values each, BPT threads a token
+        constexpr int BCT = NP < 128 ? NP : 128, BV = WS_FT * 2 * SCAN_N / BCT, BPT = 2 * SCAN_N / BV;
+        static_assert(BV % 4 == 0 && SCAN_N % BV == 0, "B/C values in whole float4s, all of B or all of C");
+        const int pt = tid, cp = 2 * (pt % HP), jb = pt / HP, c = c0 + cp;
+        const bool bcthr = NP == BCT || pt < BCT;
+        const bool cin = c < Cd;  // (Cd % 8 == 0: c + 1 too)
+        const float bias0 = settle(cin ? dt_bias[c] : 0.f), bias1 = settle(cin ? dt_bias[c + 1] : 0.f);
+        const int jbc = pt / BPT, vbc = (pt % BPT) * BV;
+        const __nv_bfloat16 *bcsrc = vbc < SCAN_N ? Bm + vbc : Cm + (vbc - SCAN_N);
+        // a slot: word (a, i) of thread pt at (a * PPT + i) * NP + pt (a = u, dpre, z), then B/C words w at
+        // (3 PPT + w) NP + pt, then pos: each thread reads back only what it copied (no barrier among producers)
+        constexpr int RW = ws_raw_words(CH, NP), BW = BV / 2;
+        static_assert(RW == (3 * PPT + BW) * NP + 32, "raw slot size");
+        unsigned *raw = (unsigned *)(smem_raw + WS_S * SB);
+        auto fetch = [&](int k) {  // chunk k's inputs into raw slot k % (WS_PD + 1); a group even when empty
+            if (k < nch) {
+                unsigned *r = raw + (k % (WS_PD + 1)) * RW;
+                const int t0 = k * WS_FT, len = min(WS_FT, T - t0);
+#pragma unroll
+                for (int i = 0; i < PPT; i++) {
+                    const int j = jb + i * RSTEP;
+                    const bool ok = cin && j < len;
+                    const size_t m = ok ? mrow + t0 + j : 0;
+                    cp_async4(r + i * NP + pt, u + m * Cd + c, ok);
+                    cp_async4(r + (PPT + i) * NP + pt, dpre + m * Cd + c, ok);
+                    cp_async4(r + (2 * PPT + i) * NP + pt, z + m * ldz + c, ok);
+                }
+                const bool okbc = bcthr && jbc < len;
+                const __nv_bfloat16 *src = bcsrc + (okbc ? mrow + t0 + jbc : 0) * ldbc;
+#pragma unroll
+                for (int w = 0; w < BW; w++)
+                    if (bcthr) cp_async4(r + (3 * PPT + w) * NP + pt, src + 2 * w, okbc);
+                if (pt < 32) cp_async4(r + (3 * PPT + BW) * NP + pt, pos + mrow + t0 + (pt < len ? pt : 0), pt < len);
+            }
+            cp_async_commit();
+        };
+        unsigned ru[PPT], rd[PPT], rz[PPT];
+        unsigned short rbc[BV];
+        int pv = 1;
+        auto take = [&](int k) {  // chunk k's slot, landed, into registers
+            const unsigned *r = raw + (k % (WS_PD + 1)) * RW;
+#pragma unroll
+            for (int i = 0; i < PPT; i++)
+                ru[i] = r[i * NP + pt], rd[i] = r[(PPT + i) * NP + pt], rz[i] = r[(2 * PPT + i) * NP + pt];
+#pragma unroll
+            for (int w = 0; w < BW; w++) {
+                const unsigned v = r[(3 * PPT + w) * NP + pt];
+                rbc[2 * w] = (unsigned short)(v & 0xffffu), rbc[2 * w + 1] = (unsigned short)(v >> 16);
+            }
+            const int t0 = k * WS_FT, len = min(WS_FT, T - t0);
+            if (pt < 32) pv = pt < len ? (int)r[(3 * PPT + BW) * NP + pt] : 1;
+        };
+        for (int k = 0; k < WS_PD; k++) fetch(k);
+        auto store_out = [&](int kk) {  // chunk kk's outputs, staged by the walkers in its stage
+            const __nv_bfloat16 *ot = (const __nv_bfloat16 *)(smem_raw + (kk % WS_S) * SB + (size_t)WS_FT * CH * 14);
+            const int t0 = kk * WS_FT, len = min(WS_FT, T - t0);
+            constexpr int PIECES = CH / 8, ALL = WS_FT * PIECES;
+#pragma unroll
+            for (int i = 0; i < (ALL + NP - 1) / NP; i++) {
+                const int piece = pt + i * NP, j = piece / PIECES, p = piece % PIECES, cc = c0 + 8 * p;
+                if (ALL % NP != 0 && piece >= ALL) break;
+                if (j < len && cc < Cd)
+                    *(uint4 *)(out + (mrow + t0 + j) * Cd + cc) = *(const uint4 *)(ot + ws_swz<CH, WG>(j, 8 * p));
+            }
+        };
+        // (the chunk loop is not unrolled over the stages, though constant barrier ids would then need fewer
+        // barriers reserved: the unrolled kernel's 5.7K instructions stalled on instruction fetch more than on
+        // anything else, call172)
+#pragma unroll 1
+        for (int k = 0; k < nch; k++) {
+            const int ks = k % WS_S;
+            unsigned char *st = smem_raw + ks * SB;
+            float2 *pdd = (float2 *)st;
+            float *pg = (float *)(st + (size_t)WS_FT * CH * 8);
+            __nv_bfloat16 *ub = (__nv_bfloat16 *)(st + (size_t)WS_FT * CH * 12);
+            float *bcf = (float *)(st + (size_t)WS_FT * CH * 16);
+            unsigned *msk = (unsigned *)(bcf + WS_FT * 2 * SCAN_N);
+            const int t0 = k * WS_FT, len = min(WS_FT, T - t0);
+            fetch(k + WS_PD);  // into the slot chunk k - 1 was read from
+            if (k >= WS_S) {  // the stage's last walk (chunk k - WS_S) is over: store its outputs, then refill
+                named_sync(EMPTY0 + ks, NT);
+                store_out(k - WS_S);
+            }
+            asm volatile("cp.async.wait_group %0;\n" ::"n"(WS_PD));  // chunk k's group (this thread's copies)
+            take(k);
+#pragma unroll
+            for (int i = 0; i < PPT; i++) {  // the staged forward's cooperative pass, a channel pair at a time
+                const int j = jb + i * RSTEP;
+                const float2 uu = bf2x2f(ru[i]), dd = bf2x2f(rd[i]), zz = bf2x2f(rz[i]);
+                const float sp0 = softplus_f(dd.x + bias0), sp1 = softplus_f(dd.y + bias1);
+                const float dl0 = j < len ? sp0 : 0.f, dl1 = j < len ? sp1 : 0.f;
+                *(float4 *)(pdd + j * CH + cp) = make_float4(dl0 * LOG2E, dl0 * uu.x, dl1 * LOG2E, dl1 * uu.y);
+                const int sw = ws_swz<CH, WG>(j, cp);
+                *(float2 *)(pg + sw) = make_float2(zz.x * sigmoid_f(zz.x), zz.y * sigmoid_f(zz.y));
+                *(unsigned *)(ub + sw) = ru[i];
+            }
+#pragma unroll
+            for (int i = 0; i < (bcthr ? BV : 0); i += 4)
+                *(float4 *)(bcf + jbc * 2 * SCAN_N + vbc + i) = make_float4(
+                    __uint_as_float((unsigned)rbc[i] << 16), __uint_as_float((unsigned)rbc[i + 1] << 16),
+                    __uint_as_float((unsigned)rbc[i + 2] << 16), __uint_as_float((unsigned)rbc[i + 3] << 16));
+            if (pt < 32) {
+                const unsigned m = start_mask(pv, t0, len);
+                if (pt == 0) *msk = m;
+            }
+            named_arrive(FULL0 + ks, NT);  // in flight during the next chunk's wait
+        }
+#pragma unroll 1
+        for (int ks = 0; ks < WS_S; ks++) {  // the last walks' outputs (chunk k in stage ks)
+            const int k = nch - 1 - ((nch - 1 - ks) % WS_S + WS_S) % WS_S;
+            if (k < 0) continue;
+            named_sync(EMPTY0 + ks, NT);
+            store_out(k);
+        }
+        return;
+    }
+    // ---- walkers: thread (channel cl = tid / WG, part q = tid % WG) holds states q*NS .. q*NS+NS-1
+    const int wt = tid - NP, q = wt % WG, cl = wt / WG, c = c0 + cl;
+    const bool active = c < Cd;
+    float A[NS];
+#pragma unroll
+    for (int i = 0; i < NS; i++) A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + q * NS + i]) : 0.f;
+    const float Dc = settle(active ? Dp[c] : 0.f);
+    // after the group's transposed butterfly, thread q finishes token jg + jt of it (ws_swz's rows jt)
+    const int out_swz = ws_swz<CH, WG>(WG == 4 ? ((q & 1) << 1 | q >> 1) : q, cl);
+    float s[NS];
+#pragma unroll
+    for (int i = 0; i < NS; i++) s[i] = 0.f;
+#pragma unroll 1
+    for (int k = 0; k < nch; k++) {
+        const int ks = k % WS_S;
+        const unsigned char *st = smem_raw + ks * SB;
+        const float2 *pdd = (const float2 *)st;
+        const float *pg = (const float *)(st + (size_t)WS_FT * CH * 8);
+        const __nv_bfloat16 *ub = (const __nv_bfloat16 *)(st + (size_t)WS_FT * CH * 12);
+        __nv_bfloat16 *ot = (__nv_bfloat16 *)(st + (size_t)WS_FT * CH * 14);
+        const float *bck = (const float *)(st + (size_t)WS_FT * CH * 16);
+        const int t0 = k * WS_FT;
+        named_sync(FULL0 + ks, NT);
+        const unsigned mask = *(const unsigned *)(bck + WS_FT * 2 * SCAN_N);
+        if (STORE_CK) {  // the state before the chunk's first token
+            float *ck = ckpt + (((size_t)row * nck + t0 / SCAN_K) * Cd + c) * SCAN_N + q * NS;
+#pragma unroll
+            for (int i = 0; i < NS; i += 4) st_f4_if(ck + i, s[i], s[i + 1], s[i + 2], s[i + 3], active);
+        }
+        // as the staged forward's walk (v35: each group's y reduced and stored one group later); a group is WG
+        // tokens, so y is summed over the WG threads of a channel by one transposed butterfly
+        float ypend[WG];
+#pragma unroll
+        for (int e = 0; e < WG; e++) ypend[e] = 0.f;
+        int jp = -1;
+        auto finish_group = [&](float(&yq)[WG], int jg) {
+            // the quads' sums as (q0 + q1) + (q2 + q3), as every kernel forms them (quad_dot)
+            if (WG == 4) {
+                tr_level<WG / 2, 1, WG>(yq);
+                tr_level<WG / 4 ? WG / 4 : 1, 2, WG>(yq);
+            } else {
+                tr_level<1, 1, WG>(yq);
+            }
+            const int si = jg * CH + out_swz;
+            ot[si] = __float2bfloat16(fmaf(Dc, bf2f(ub[si]), yq[0]) * pg[si]);
+        };
+#pragma unroll WS_UNROLL
+        for (int j0 = 0; j0 < WS_FT; j0 += WG) {
+            float yp[WG];
+#pragma unroll
+            for (int jj = 0; jj < WG; jj++) {
+                const int j = j0 + jj;
+                const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
+                const float2 dd = pdd[j * CH + cl];
+                const float dlL = dd.x, dlu = dd.y;
+                float bb[NS], cc[NS];
+#pragma unroll
+                for (int i = 0; i < NS; i += 4) {
+                    const float4 b = *(const float4 *)(bck + j * 2 * SCAN_N + q * NS + i);
+                    const float4 cv = *(const float4 *)(bck + j * 2 * SCAN_N + SCAN_N + q * NS + i);
+                    bb[i] = b.x, bb[i + 1] = b.y, bb[i + 2] = b.z, bb[i + 3] = b.w;
+                    cc[i] = cv.x, cc[i + 1] = cv.y, cc[i + 2] = cv.z, cc[i + 3] = cv.w;
+                }
+#pragma unroll
+                for (int i = 0; i < NS; i++) s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[i]);
+                yp[jj] = quad_dot(s[0], s[1], s[2], s[3], cc);
+                if (NS == 8) yp[jj] += quad_dot(s[4], s[5], s[6], s[7], cc + 4);
+            }
+            if (jp >= 0) finish_group(ypend, jp);
+#pragma unroll
+            for (int e = 0; e < WG; e++) ypend[e] = yp[e];
+            jp = j0;
+        }
+        if (jp >= 0) finish_group(ypend, jp);
+        named_arrive(EMPTY0 + ks, NT);
     }
 }
 
@@ -1666,7 +1966,7 @@ static bool scan_use_bwd4(int rows, int Cd) {
 }
 // The 2-thread kernel's plan at block width ch, nb blocks of it, `slots` of them at once on the GPU: no segments,
 // or the segment count with the least cost (see scan_bwd_plan).
-static BwdPlan bwd_pick_segments(int ch, int nb, int slots, int nch) {
+static BwdPlan bwd_pick_segments(int ch, int nb, int slots, int nch, float *cost_out) {  // (*cost_out: its cost)
     float best = (float)((nb + slots - 1) / slots) * nch;
     BwdPlan p = {ch, nch, 1, 2};
     for (int S = 2; S <= SCAN_SEG_MAX && S <= nch / BSEG_MIN_CHUNKS; S++) {
@@ -1674,6 +1974,7 @@ static BwdPlan bwd_pick_segments(int ch, int nb, int slots, int nch) {
         const float cost = (1.f + BSEG_R * (ns - 1) / ns) * (float)((nb * ns + slots - 1) / slots) * slk;
         if (cost < best) best = cost, p = {ch, slk, ns, 2};
     }
+    *cost_out = best;
     return p;
 }
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
@@ -1692,9 +1993,15 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     // 128-wide blocks need bwd_smem(128) of shared memory (104 KB; 212 KB when this check was written, before the
     // chunk's states moved to registers): a GPU with less per block takes 64-wide ones. One a SM (registers); where
     // they are more than the SMs, the last wave runs part full, and time segments may pay (the 790m and 2.8b widths:
-    // B4·D5120 makes 160 blocks on 132 SMs)
-    if (scan_pick_ch(rows, Cd) == 128 && bwd_smem(128) <= (size_t)smem_block)
-        return bwd_pick_segments(128, rows * ((Cd + 127) / 128), sms, nch);
+    // B4·D5120 makes 160 blocks on 132 SMs). With segments, 64-wide blocks two an SM at no higher cost measured
+    // faster: B8·D3072 -3.4%, B4·D5120 -1.5% (call167, forced plans); against the build before, fwd+bwd B8·D3072
+    // 1.842 -> 1.773 ms, B4·D5120 1.621 -> 1.589, B8·D5120 3.003 -> 2.911, the other shapes unchanged (call168)
+    BwdPlan p128 = {0, 0, 0, 0};
+    float c128 = 0.f, c64;
+    if (scan_pick_ch(rows, Cd) == 128 && bwd_smem(128) <= (size_t)smem_block) {
+        p128 = bwd_pick_segments(128, rows * ((Cd + 127) / 128), sms, nch, &c128);
+        if (p128.nseg == 1) return p128;
+    }
     // 64-wide blocks per SM: two on the H200 (held there by registers since v21: 255 per thread, 128 threads)
     static int per_sm = 0;
     if (!per_sm) {
@@ -1711,7 +2018,8 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
         }
         per_sm = n > 1 ? n : 1;
     }
-    return bwd_pick_segments(64, rows * ((Cd + 63) / 64), per_sm * sms, nch);
+    const BwdPlan p64 = bwd_pick_segments(64, rows * ((Cd + 63) / 64), per_sm * sms, nch, &c64);
+    return p128.ch && c128 < c64 ? p128 : p64;
 }
 
 // Workspace layout, sized for the narrowest blocks and the most segments so any path fits: checkpoints
@@ -1784,11 +2092,50 @@ static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ck
     }
 }
 
+// v65's forward (FWD_WS): MODE_FWD_CKPT where the backward is left its checkpoints
+template <int CH, int PW, int MINB, int WG>
+static void scan_fwd_ws_launch(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
+                               const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,
+                               const __nv_bfloat16 *Cm, int ldbc, const float *D, const __nv_bfloat16 *z, int ldz,
+                               const int32_t *pos, int rows, int T, int Cd, int nck, cudaStream_t stream) {
+    static int optin[2] = {0, 0};
+    const size_t smem = ws_smem(CH, 32 * PW);
+    auto kern =
+        ckpt ? scan_fwd_ws_kernel<CH, MODE_FWD_CKPT, PW, MINB, WG> : scan_fwd_ws_kernel<CH, MODE_FWD, PW, MINB, WG>;
+    scan_smem_optin((const void *)kern, smem, &optin[ckpt != NULL], "scan_fwd_ws_kernel");
+    kern<<<dim3((Cd + CH - 1) / CH, rows), CH * WG + 32 * PW, smem, stream>>>(out, ckpt, u, dpre, dt_bias, A_log, Bm,
+                                                                              Cm, ldbc, D, z, ldz, pos, T, Cd, nck);
+    scan_check_launch("scan_fwd_ws_kernel");
+}
+
 static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *out, float *ckpt, float *summ,
                               const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                               const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                               const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows, int T,
                               int Cd, int nck, cudaStream_t stream) {
+    // v65 for 64-wide plans where the rows give at least 96 channels an SM on average (its producers' 4-byte
+    // copies of B/C need them 4-byte aligned). Measured against the staged forward (lab, call174, call175): fwd
+    // -7 to -9% at B8 D2048, B4 D4096, B8 D3072, B8 D5120, B16 D1536 L1024; end to end (call175, call176) 370m
+    // +0.15/+0.39%, 1.4b +0.47%, 790m -0.06/+0.45%, 130m keeping activations -0.08%. At 62 channels an SM, B2
+    // D4096 L8192 (one 64-wide block an SM: 4 walker warps), 9% slower (call173). With 128-wide blocks (B4 D5120,
+    // the 2.8b width) no faster in the lab (0.373-0.376 ms against 0.375-0.378) and 2.8b -0.15/-0.76% end to
+    // end (with the tie64 backward plan): the staged kernel stays there (PM_SCAN_WS_128=1 takes v65, lab).
+#ifndef PM_SCAN_WS_128
+#define PM_SCAN_WS_128 0
+#endif
+    if (FWD_WS && !ckpt_pass && pl.nseg == 1 && (pl.ch == 64 || (PM_SCAN_WS_128 && pl.ch == 128)) &&
+        (long)rows * Cd >= 96L * pm_cuda_sm_count() && ldbc % 2 == 0 && !((uintptr_t)Bm & 3) && !((uintptr_t)Cm & 3)) {
+        if (pl.ch == 128)
+            scan_fwd_ws_launch<128, PM_SCAN_WS_PW128, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm,
+                                                                        ldbc, D, z, ldz, pos, rows, T, Cd, nck, stream);
+        else if (pl.minb == 2)
+            scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 2, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
+                                                                      D, z, ldz, pos, rows, T, Cd, nck, stream);
+        else
+            scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
+                                                                      D, z, ldz, pos, rows, T, Cd, nck, stream);
+        return;
+    }
     if (pl.ch == 32)  // four blocks of 4 warps per SM (<= 128 registers)
         scan_fwd_staged_launch<32, 4>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);

@@ -11,6 +11,10 @@
 // one wave holds its blocks), PM_SCAN_NARROW=0 (no 64-wide forward blocks two an SM). Built with
 // -DPM_SCAN_LAB_PLANS (called PM_SCAN_LAB_FWD_PLAN in call164-call167), src also reads PM_SCAN_FWD_PLAN=ch,minb,segments and PM_SCAN_BWD_PLAN=ch,segments (the
 // 2-thread backward) and runs that plan at every size: A/B of plans (docs/perf.md, twenty-second session).
+// v65's compile-time switches (docs/perf.md, twenty-third session): -DPM_SCAN_FWD_WS=0 (the staged forward
+// everywhere), -DPM_SCAN_WS_128=1 (v65 for 128-wide plans too), -DPM_SCAN_WS_WG=4 (4 walker threads a channel),
+// -DPM_SCAN_WS_PW64=N / -DPM_SCAN_WS_PW128=N (producer warps a block), -DPM_SCAN_WS_S=N (stages),
+// -DPM_SCAN_WS_UNROLL=N (the walk's token groups unrolled).
 //
 // Truth: a float64 CPU reference written straight from the math (DESIGN §1, backend.h), its backward checked
 // by central finite differences of its forward. GPU versions get fresh random bf16 inputs (never zeros),
