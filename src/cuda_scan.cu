@@ -2123,7 +2123,10 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
 #ifndef PM_SCAN_WS_128
 #define PM_SCAN_WS_128 0
 #endif
-    if (FWD_WS && !ckpt_pass && pl.nseg == 1 && (pl.ch == 64 || (PM_SCAN_WS_128 && pl.ch == 128)) &&
+    // PM_SCAN_FWD_WS=0 in the environment (read each call) runs the staged forward instead.
+    const char *ws_env = getenv("PM_SCAN_FWD_WS");
+    const bool ws_on = FWD_WS && !(ws_env && ws_env[0] == '0');
+    if (ws_on && !ckpt_pass && pl.nseg == 1 && (pl.ch == 64 || (PM_SCAN_WS_128 && pl.ch == 128)) &&
         (long)rows * Cd >= 96L * pm_cuda_sm_count() && ldbc % 2 == 0 && !((uintptr_t)Bm & 3) && !((uintptr_t)Cm & 3)) {
         if (pl.ch == 128)
             scan_fwd_ws_launch<128, PM_SCAN_WS_PW128, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm,
