@@ -859,7 +859,12 @@ static void test_scan(void **state) {
     scan_case(2, 50, 100, 16, 8, 1);   // Cd not a multiple of 8: the generic kernels
     // the 370m width: 128 blocks of 128 channels; on a 132-SM H200 the forward takes 64-wide blocks two an SM
     // (v50) and the backward 128-wide 2-thread ones (512 4-thread blocks would need a second wave)
+    // (its forward is v65, the warp-specialized one: >= 96 channels an SM at 64-wide blocks)
     scan_case(8, 40, 2048, 16, 8, 0);
+    // v65 with a partial 64-channel block (1480 = 23 * 64 + 8; 216 blocks, two an SM) and a partial chunk
+    scan_case(9, 40, 1480, 16, 8, 0);
+    // B/C at an odd stride, 2-byte aligned: v65's 4-byte copies cannot take them, the staged forward runs
+    scan_case(8, 40, 2048, 16, 7, 0);
     FINISH();
 }
 

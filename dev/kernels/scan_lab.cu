@@ -675,7 +675,10 @@ int main(int argc, char **argv) {
                       {"B4 D512 L1024 seg CH128", 4, 1024, 512, 80, 48, 64, 1024, 512, 300},
                       // v20's 4-threads-per-channel backward takes >= 2 blocks of 32 channels per SM: a partial
                       // block (520 = 16 * 32 + 8) and a partial last chunk (200 = 12 * 16 + 8)
-                      {"B16 D520 L200 bwd4", 16, 200, 520, 80, 48, 64, 1040, 520, 70}};
+                      {"B16 D520 L200 bwd4", 16, 200, 520, 80, 48, 64, 1040, 520, 70},
+                      // v65 (the warp-specialized forward: 64-wide blocks, >= 96 channels an SM on 132 SMs) with a
+                      // partial block (200 = 3 * 64 + 8) and a partial chunk (40 = 2 * 16 + 8)
+                      {"B66 D200 L40 v65 partial", 66, 40, 200, 80, 48, 64, 400, 200, 12}};
     for (int vi = 0; vi < nversions; vi++)
         for (const Shape &s : shapes)
             if ((argc < 3 || !strcmp(argv[2], versions[vi].name)) && selected(versions[vi].name))
