@@ -1000,7 +1000,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
                 const unsigned m = start_mask(pv, t0, len);
                 if (pt == 0) *msk = m;
             }
-            named_arrive(FULL0 + ks, NT);  // in flight during the next chunk's wait
+            named_arrive(FULL0 + ks, NT);  // the stage is filled
         }
 #pragma unroll 1
         for (int ks = 0; ks < WS_S; ks++) {  // the last walks' outputs (chunk k in stage ks)
