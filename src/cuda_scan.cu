@@ -818,7 +818,6 @@ static constexpr int WS_FT = 16;  // tokens a chunk (= SCAN_K: the checkpoint fa
 #define PM_SCAN_WS_S 4
 #endif
 static constexpr int WS_S = PM_SCAN_WS_S;  // stages in the ring
-
 static_assert(WS_FT == SCAN_K, "one checkpoint a chunk, before its first token");
 #ifndef PM_SCAN_FWD_WS
 #define PM_SCAN_FWD_WS 1
@@ -845,17 +844,18 @@ static constexpr int WS_PD = 2;
 __host__ __device__ static constexpr int ws_raw_words(int CH, int NP) {
     return 3 * WS_FT * CH / 2 + WS_FT * SCAN_N / (NP < 128 ? NP : 128) * NP + 32;
 }
+// Named barrier id among n threads: sync waits for the barrier to complete; arrive counts the calling warp and goes
+// on. An arrive synchronizes with a sync on the same barrier (PTX ISA): the producer/consumer handshake.
 __device__ __forceinline__ void named_sync(int id, int n) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
 }
 __device__ __forceinline__ void named_arrive(int id, int n) {
     asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
 }
-__device__ __forceinline__ unsigned ldg_u32(const __nv_bfloat16 *p) { return __ldg((const unsigned *)p); }
 __device__ __forceinline__ float2 bf2x2f(unsigned v) {
     return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xffff0000u));
 }
-// A stage: {delta log2 e, delta u} (WS_FT, CH) float2 | silu(z) (WS_FT, CH) f32, swizzled (fwd_swz) | u (WS_FT, CH)
+// A stage: {delta log2 e, delta u} (WS_FT, CH) float2 | silu(z) (WS_FT, CH) f32, swizzled (ws_swz) | u (WS_FT, CH)
 // bf16, swizzled | the walk's outputs (WS_FT, CH) bf16, swizzled | B/C (WS_FT, 2N) f32 | the start mask (16 bytes)
 __host__ __device__ static constexpr size_t ws_stage_bytes(int CH) {
     return (size_t)WS_FT * CH * 16 + (size_t)WS_FT * 2 * SCAN_N * 4 + 16;
