@@ -828,6 +828,9 @@ static_assert(WS_FT == SCAN_K, "one checkpoint a chunk, before its first token")
 #ifndef PM_SCAN_WS_PW64
 #define PM_SCAN_WS_PW64 4
 #endif
+#ifndef PM_SCAN_WS_128
+#define PM_SCAN_WS_128 0  // (lab) v65 for 128-wide plans too; see scan_fwd_dispatch
+#endif
 static constexpr bool FWD_WS = PM_SCAN_FWD_WS;
 #ifndef PM_SCAN_WS_UNROLL
 #define PM_SCAN_WS_UNROLL 16
@@ -840,9 +843,11 @@ static constexpr int WS_UNROLL = PM_SCAN_WS_UNROLL;  // the walk's token groups 
 // registers one chunk ahead, each chunk's pass waited a full load latency when the producers had no slack: wsa
 // 0.408-0.426 ms, cp.async 0.374-0.387, call168/169, with 4 walker threads a channel and the code below unrolled.)
 static constexpr int WS_PD = 2;
+// producers that copy B/C: all of them up to 128 (at least 4 values each, whole float4s)
+__host__ __device__ static constexpr int ws_bc_threads(int NP) { return NP < 128 ? NP : 128; }
 // words of a raw slot: u, dpre, z (a word a channel pair and token), B/C (a word two values), pos
 __host__ __device__ static constexpr int ws_raw_words(int CH, int NP) {
-    return 3 * WS_FT * CH / 2 + WS_FT * SCAN_N / (NP < 128 ? NP : 128) * NP + 32;
+    return 3 * WS_FT * CH / 2 + WS_FT * SCAN_N / ws_bc_threads(NP) * NP + 32;
 }
 // Named barrier id among n threads: sync waits for the barrier to complete; arrive counts the calling warp and goes
 // on. An arrive synchronizes with a sync on the same barrier (PTX ISA): the producer/consumer handshake.
@@ -896,7 +901,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
         constexpr int HP = CH / 2, RSTEP = NP / HP, PPT = WS_FT * HP / NP;  // channel pairs a row; rows a step
         static_assert(NP % HP == 0 && WS_FT % RSTEP == 0, "each producer keeps one channel pair");
         // B/C by the first BCT producers: BV values each, BPT threads a token
-        constexpr int BCT = NP < 128 ? NP : 128, BV = WS_FT * 2 * SCAN_N / BCT, BPT = 2 * SCAN_N / BV;
+        constexpr int BCT = ws_bc_threads(NP), BV = WS_FT * 2 * SCAN_N / BCT, BPT = 2 * SCAN_N / BV;
         static_assert(BV % 4 == 0 && SCAN_N % BV == 0, "B/C values in whole float4s, all of B or all of C");
         const int pt = tid, cp = 2 * (pt % HP), jb = pt / HP, c = c0 + cp;
         const bool bcthr = NP == BCT || pt < BCT;
@@ -2115,23 +2120,23 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
                               int Cd, int nck, cudaStream_t stream) {
     // v65 for 64-wide plans where the rows give at least 96 channels an SM on average (its producers' 4-byte
     // copies of B/C need them 4-byte aligned). Measured against the staged forward (lab, call174, call175): fwd
-    // -7 to -9% at B8 D2048, B4 D4096, B8 D3072, B8 D5120, B16 D1536 L1024; end to end (call175, call176) 370m
+    // -7.6 to -9.8% at B8 D2048, B4 D4096, B8 D3072, B8 D5120, B16 D1536 L1024; end to end (call175, call176) 370m
     // +0.15/+0.39%, 1.4b +0.47%, 790m -0.06/+0.45%, 130m keeping activations -0.08%. At 62 channels an SM, B2
     // D4096 L8192 (one 64-wide block an SM: 4 walker warps), 9% slower (call173). With 128-wide blocks (B4 D5120,
     // the 2.8b width) no faster in the lab (0.373-0.376 ms against 0.375-0.378) and 2.8b -0.15/-0.76% end to
     // end (with the tie64 backward plan): the staged kernel stays there (PM_SCAN_WS_128=1 takes v65, lab).
-#ifndef PM_SCAN_WS_128
-#define PM_SCAN_WS_128 0
-#endif
     // PM_SCAN_FWD_WS=0 in the environment (read each call) runs the staged forward instead.
     const char *ws_env = getenv("PM_SCAN_FWD_WS");
     const bool ws_on = FWD_WS && !(ws_env && ws_env[0] == '0');
     if (ws_on && !ckpt_pass && pl.nseg == 1 && (pl.ch == 64 || (PM_SCAN_WS_128 && pl.ch == 128)) &&
         (long)rows * Cd >= 96L * pm_cuda_sm_count() && ldbc % 2 == 0 && !((uintptr_t)Bm & 3) && !((uintptr_t)Cm & 3)) {
+#if PM_SCAN_WS_128  // (only built when asked: two more instances of a large kernel)
         if (pl.ch == 128)
             scan_fwd_ws_launch<128, PM_SCAN_WS_PW128, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm,
                                                                         ldbc, D, z, ldz, pos, rows, T, Cd, nck, stream);
-        else if (pl.minb == 2)
+        else
+#endif
+        if (pl.minb == 2)
             scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 2, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
                                                                       D, z, ldz, pos, rows, T, Cd, nck, stream);
         else

@@ -749,6 +749,19 @@ static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
                 T, Cd, N, gst);
     float *out2 = g_get_act(gout2, mc);
     check_same_bits("scan_fwd out, keeping states", out, out2, mc * 4);
+    // The staged forward (PM_SCAN_FWD_WS=0) forms every value as v65, the warp-specialized forward that shapes of
+    // >= 96 channels an SM at 64-wide blocks take: the same output and states, bit for bit. (Where v65 does not
+    // run, both calls run the staged kernel.)
+    setenv("PM_SCAN_FWD_WS", "0", 1);
+    void *gst0 = G->alloc(stb), *gout0 = g_act(nan, mc);
+    G->upload(gst0, stnan, stb);
+    G->scan_fwd(gout0, gu, gdp, gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M,
+                T, Cd, N, gst0);
+    unsetenv("PM_SCAN_FWD_WS");
+    float *out0 = g_get_act(gout0, mc), *st0 = g_get_f32(gst0, stb / 4), *st2 = g_get_f32(gst, stb / 4);
+    check_same_bits("scan_fwd out, staged forward", out2, out0, mc * 4);
+    check_same_bits("scan_fwd states, staged forward", st2, st0, stb);
+    free(out0), free(st0), free(st2), G->free(gst0), G->free(gout0);
     float *bits[3] = {NULL, NULL, NULL}, *bits_g[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     // The GPU backward's out: the forward's output again, from the states it recomputes, summed over the states in
     // the forward's order: bit-identical to the forward's. Passed in calls 0 and 3 (recomputed and kept states),
