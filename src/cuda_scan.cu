@@ -1,8 +1,9 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v65 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): where the
+// Version v66 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): where the
 // forward's plan takes 64-wide blocks and the rows give >= 96 channels an SM, the forward split into producer
-// warps (input copies, softplus, SiLU) and walker warps meeting at named barriers (v65, scan_fwd_ws_kernel); the
+// warps (input copies, softplus, SiLU) and walker warps meeting at mbarriers (v65, scan_fwd_ws_kernel; v66 the
+// mbarriers instead of named barriers); the
 // backward's plan weighing 64-wide blocks against 128-wide ones that need time segments (tie64); v63: the 4-thread
 // backward's chunks with two barriers (v63: order 3, see PM_SCAN_BWD_ORDER4), its cooperative pass without a
 // branch, its inputs loaded first (v61, as the 2-thread one's since v51);
@@ -804,8 +805,8 @@ __global__ void __launch_bounds__(CH *FG, MINB)
 // compute the pass values, B/C as fp32 and the document-start mask into a ring of WS_S stages, and store the
 // outputs the walkers staged there; the CH * WG walker threads only walk, WG = 2 threads a channel (8 states
 // each: fewer instructions a state than 4, and the registers for it: the walkers are fewer warps). The two sides
-// meet at named barriers (FULL: a stage is filled; EMPTY: its walk is over), so no warp waits for the whole
-// block. Every value is formed as the staged kernel forms it: the same bits (the lab checks the backward's copy
+// meet at mbarriers (full: a stage is filled; empty: its walk is over; v66, named barriers in v65), so no warp
+// waits for the whole block. Every value is formed as the staged kernel forms it: the same bits (the lab checks the backward's copy
 // of the output against it). Only the forward (MODE_FWD, MODE_FWD_CKPT) without time segments.
 // Measured at B8 D2048 (lab, fwd ms; HEAD's staged kernel 0.275-0.278): 4 walker threads a channel and 2 or 4
 // producer warps a block, loaded into registers 0.408-0.426, by cp.async 0.374-0.387 (call168-171; alone the
@@ -849,13 +850,29 @@ __host__ __device__ static constexpr int ws_bc_threads(int NP) { return NP < 128
 __host__ __device__ static constexpr int ws_raw_words(int CH, int NP) {
     return 3 * WS_FT * CH / 2 + WS_FT * SCAN_N / ws_bc_threads(NP) * NP + 32;
 }
-// Named barrier id among n threads: sync waits for the barrier to complete; arrive counts the calling warp and goes
-// on. An arrive synchronizes with a sync on the same barrier (PTX ISA): the producer/consumer handshake.
-__device__ __forceinline__ void named_sync(int id, int n) {
-    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+// The ring's handshakes, on shared-memory mbarriers: an arrive is a release and the parity wait an acquire (cta
+// scope). full[s] counts the NP producers, empty[s] the NW walkers; phase p of a barrier completes when all have
+// arrived, and a wait for parity p & 1 returns once it has. (v65 used named barriers, bar.arrive on one side and
+// bar.sync on the other: ordered by the PTX ISA, but compute-sanitizer's racecheck reported hazards across each
+// pair, 4 on CUDA 13, call179, so it could not check the kernel; the mbarriers are clean and as fast: v66.)
+__device__ __forceinline__ void mbar_init(unsigned long long *b, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"((unsigned)__cvta_generic_to_shared(b)), "r"(count)
+                 : "memory");
 }
-__device__ __forceinline__ void named_arrive(int id, int n) {
-    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
+__device__ __forceinline__ void mbar_arrive(unsigned long long *b) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"((unsigned)__cvta_generic_to_shared(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long *b, unsigned parity) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\tWAIT_%=:\n\t"
+#if __CUDA_ARCH__ >= 900  // try_wait suspends the thread a while in hardware; sm_80 has only the polling test
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+#else
+        "mbarrier.test_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+#endif
+        "@!p bra WAIT_%=;\n\t}" ::"r"((unsigned)__cvta_generic_to_shared(b)),
+        "r"(parity)
+        : "memory");
 }
 __device__ __forceinline__ float2 bf2x2f(unsigned v) {
     return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xffff0000u));
@@ -866,7 +883,7 @@ __host__ __device__ static constexpr size_t ws_stage_bytes(int CH) {
     return (size_t)WS_FT * CH * 16 + (size_t)WS_FT * 2 * SCAN_N * 4 + 16;
 }
 __host__ __device__ static constexpr size_t ws_smem(int CH, int NP) {
-    return WS_S * ws_stage_bytes(CH) + (size_t)(WS_PD + 1) * ws_raw_words(CH, NP) * 4;
+    return WS_S * ws_stage_bytes(CH) + (size_t)(WS_PD + 1) * ws_raw_words(CH, NP) * 4 + 2 * WS_S * 8;
 }
 // where (token row j, channel c) of a stage's swizzled arrays lies: fwd_swz's layout for 4 walker threads a
 // channel (a group's 4 rows in 4 places); with 2, whose groups are 2 rows, the group of 8 channels moves by
@@ -884,16 +901,20 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
                        int nck) {
     static_assert(MODE == MODE_FWD || MODE == MODE_FWD_CKPT, "the forward only");
     constexpr bool STORE_CK = MODE == MODE_FWD_CKPT;
-    constexpr int NW = CH * WG, NP = 32 * PW, NT = NW + NP, NS = SCAN_N / WG;
+    constexpr int NW = CH * WG, NP = 32 * PW, NS = SCAN_N / WG;
     static_assert(WG == 4 || WG == 2, "4 or 2 walker threads a channel");
-    constexpr int FULL0 = 1, EMPTY0 = 1 + WS_S;  // named barrier ids (0 is __syncthreads')
-    static_assert(EMPTY0 + WS_S <= 16, "16 named barriers");
     static_assert(CH % 32 == 0, "4 groups of 8 channels a row at least (ws_swz)");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int tid = threadIdx.x, row = blockIdx.y, c0 = blockIdx.x * CH;
     const size_t mrow = (size_t)row * T;
     const int nch = (T + WS_FT - 1) / WS_FT;
     constexpr size_t SB = ws_stage_bytes(CH);
+    // full[s], empty[s]: after the stages and the raw slots (8-byte aligned: both are multiples of 16 bytes)
+    unsigned long long *mb_full = (unsigned long long *)(smem_raw + ws_smem(CH, NP) - 2 * WS_S * 8),
+                       *mb_empty = mb_full + WS_S;
+    if (tid == 0)
+        for (int i = 0; i < WS_S; i++) mbar_init(mb_full + i, NP), mbar_init(mb_empty + i, NW);
+    __syncthreads();  // the barriers initialized before any arrive or wait
     // The producers are the block's first warps. (Tried when the two sides took turns, producers alone 0.141 ms,
     // walkers alone 0.229, together 0.387 at B8 D2048, call169/170, in case the schedulers' preference for older
     // warps starved the producers: the same time as the last warps, call171. The cause was instruction fetch.)
@@ -980,7 +1001,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             const int t0 = k * WS_FT, len = min(WS_FT, T - t0);
             fetch(k + WS_PD);  // into the slot chunk k - 1 was read from
             if (k >= WS_S) {  // the stage's last walk (chunk k - WS_S) is over: store its outputs, then refill
-                named_sync(EMPTY0 + ks, NT);
+                mbar_wait(mb_empty + ks, (unsigned)((k / WS_S - 1) & 1));
                 store_out(k - WS_S);
             }
             asm volatile("cp.async.wait_group %0;\n" ::"n"(WS_PD));  // chunk k's group (this thread's copies)
@@ -1005,13 +1026,13 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
                 const unsigned m = start_mask(pv, t0, len);
                 if (pt == 0) *msk = m;
             }
-            named_arrive(FULL0 + ks, NT);  // the stage is filled
+            mbar_arrive(mb_full + ks);  // the stage is filled
         }
 #pragma unroll 1
         for (int ks = 0; ks < WS_S; ks++) {  // the last walks' outputs (chunk k in stage ks)
             const int k = nch - 1 - ((nch - 1 - ks) % WS_S + WS_S) % WS_S;
             if (k < 0) continue;
-            named_sync(EMPTY0 + ks, NT);
+            mbar_wait(mb_empty + ks, (unsigned)((k / WS_S) & 1));
             store_out(k);
         }
         return;
@@ -1038,7 +1059,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
         __nv_bfloat16 *ot = (__nv_bfloat16 *)(st + (size_t)WS_FT * CH * 14);
         const float *bck = (const float *)(st + (size_t)WS_FT * CH * 16);
         const int t0 = k * WS_FT;
-        named_sync(FULL0 + ks, NT);
+        mbar_wait(mb_full + ks, (unsigned)((k / WS_S) & 1));
         const unsigned mask = *(const unsigned *)(bck + WS_FT * 2 * SCAN_N);
         if (STORE_CK) {  // the state before the chunk's first token
             float *ck = ckpt + (((size_t)row * nck + t0 / SCAN_K) * Cd + c) * SCAN_N + q * NS;
@@ -1090,7 +1111,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             jp = j0;
         }
         if (jp >= 0) finish_group(ypend, jp);
-        named_arrive(EMPTY0 + ks, NT);
+        mbar_arrive(mb_empty + ks);
     }
 }
 
