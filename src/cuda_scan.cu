@@ -1,9 +1,9 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v66 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): where the
+// Version v67 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): where the
 // forward's plan takes 64-wide blocks and the rows give >= 96 channels an SM, the forward split into producer
 // warps (input copies, softplus, SiLU) and walker warps meeting at mbarriers (v65, scan_fwd_ws_kernel; v66 the
-// mbarriers instead of named barriers); the
+// mbarriers instead of named barriers; v67 the producers' copies by 16 bytes, a token's 8 channels a thread); the
 // backward's plan weighing 64-wide blocks against 128-wide ones that need time segments (tie64); v63: the 4-thread
 // backward's chunks with two barriers (v63: order 3, see PM_SCAN_BWD_ORDER4), its cooperative pass without a
 // branch, its inputs loaded first (v61, as the 2-thread one's since v51);
@@ -814,6 +814,11 @@ __global__ void __launch_bounds__(CH *FG, MINB)
 // without the chunk loop unrolled over the stages (ncu, call172: instruction-fetch stalls were the first stall
 // reason, at 5.7K instructions) 0.280; with 2 walker threads 0.268; with 4 producer warps a 64-wide block
 // instead of 2, 0.254-0.257 (call173, call174). 5 stages, or the walk unrolled by 2 groups only: no better.
+// v66 (mbarriers) 0.247 (call180). ncu on v66 (call180): the walkers are the critical path (the producers wait
+// on the empty barriers: a tenth of all stall samples), 70% of issue slots busy, 22% of the walkers' samples
+// "not selected": the producers' issue competes. v67: the producers copy u/dpre/z by 16 bytes (3 cp.async a
+// chunk instead of 12) and write whole groups, 0.233-0.238 (call181; the walkers as the first warps, or
+// try_wait with a 1 ms suspend hint: no change).
 static constexpr int WS_FT = 16;  // tokens a chunk (= SCAN_K: the checkpoint falls on each chunk's first token)
 #ifndef PM_SCAN_WS_S
 #define PM_SCAN_WS_S 4
@@ -837,6 +842,10 @@ static constexpr bool FWD_WS = PM_SCAN_FWD_WS;
 #define PM_SCAN_WS_UNROLL 16
 #endif
 static constexpr int WS_UNROLL = PM_SCAN_WS_UNROLL;  // the walk's token groups unrolled (16: the whole chunk)
+#ifndef PM_SCAN_WS_V16
+#define PM_SCAN_WS_V16 1  // the producers copy u/dpre/z by 16 bytes, a channel group of one token a thread
+#endif
+static constexpr bool WS_V16 = PM_SCAN_WS_V16;
 #ifndef PM_SCAN_WS_WG
 #define PM_SCAN_WS_WG 2  // walker threads a channel
 #endif
@@ -893,6 +902,14 @@ __device__ __forceinline__ int ws_swz(int j, int c) {
     const int x = WG == 4 ? (j & 3) : (j & 1) << 1;
     return j * CH + ((c >> 3) ^ x) * 8 + (c & 7);
 }
+// With WS_V16 a producer writes one token's 8 channels (a group) at a time; the positions within each group of the
+// pass arrays are rotated so that a quarter warp's 8 stores (8 groups of one token row) meet 8 distinct sets of
+// banks: {delta log2 e, delta u} by channel pair, rotated by (group / 2) pairs; silu(z) by halves, the second half
+// first in groups 4-7 of every 8. Without WS_V16 both are the identity.
+__device__ __forceinline__ int ws_pdd_pos(int c) {
+    return WS_V16 ? (c & ~7) | ((((c >> 1) + (c >> 4)) & 3) << 1) | (c & 1) : c;
+}
+__device__ __forceinline__ int ws_pg_rot(int c) { return WS_V16 ? (c & ~7) | ((c + ((c >> 5) & 1) * 4) & 7) : c; }
 template <int CH, int MODE, int PW, int MINB, int WG>
 __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     scan_fwd_ws_kernel(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
@@ -918,6 +935,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     // The producers are the block's first warps. (Tried when the two sides took turns, producers alone 0.141 ms,
     // walkers alone 0.229, together 0.387 at B8 D2048, call169/170, in case the schedulers' preference for older
     // warps starved the producers: the same time as the last warps, call171. The cause was instruction fetch.)
+    // (v67: the walkers as the first warps instead, no faster: call181)
     if (tid < NP) {  // ---- producers
         constexpr int HP = CH / 2, RSTEP = NP / HP, PPT = WS_FT * HP / NP;  // channel pairs a row; rows a step
         static_assert(NP % HP == 0 && WS_FT % RSTEP == 0, "each producer keeps one channel pair");
@@ -928,6 +946,15 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
         const bool bcthr = NP == BCT || pt < BCT;
         const bool cin = c < Cd;  // (Cd % 8 == 0: c + 1 too)
         const float bias0 = settle(cin ? dt_bias[c] : 0.f), bias1 = settle(cin ? dt_bias[c + 1] : 0.f);
+        // WS_V16: thread pt keeps channel group g8 (8 channels from c8) of rows jb8 + i RSTEP8, i < PPT8; its
+        // 16-byte words (a, i) (a = u, dpre, z) at uint4 (a PPT8 + i) NP + pt of the slot (the same words as above)
+        constexpr int G8 = CH / 8, RSTEP8 = NP / G8, PPT8 = WS_FT / RSTEP8;
+        static_assert(NP % G8 == 0 && WS_FT % RSTEP8 == 0 && PPT8 * 4 == PPT, "each producer keeps one group");
+        const int g8 = pt % G8, jb8 = pt / G8, c8 = c0 + 8 * g8;
+        const bool cin8 = c8 < Cd;
+        float bias8[WS_V16 ? 8 : 1];
+#pragma unroll
+        for (int e = 0; e < (WS_V16 ? 8 : 1); e++) bias8[e] = settle(cin8 ? dt_bias[c8 + e] : 0.f);
         const int jbc = pt / BPT, vbc = (pt % BPT) * BV;
         const __nv_bfloat16 *bcsrc = vbc < SCAN_N ? Bm + vbc : Cm + (vbc - SCAN_N);
         // a slot: word (a, i) of thread pt at (a * PPT + i) * NP + pt (a = u, dpre, z), then B/C words w at
@@ -939,14 +966,27 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             if (k < nch) {
                 unsigned *r = raw + (k % (WS_PD + 1)) * RW;
                 const int t0 = k * WS_FT, len = min(WS_FT, T - t0);
+                if (WS_V16) {
+                    uint4 *r4 = (uint4 *)r;
 #pragma unroll
-                for (int i = 0; i < PPT; i++) {
-                    const int j = jb + i * RSTEP;
-                    const bool ok = cin && j < len;
-                    const size_t m = ok ? mrow + t0 + j : 0;
-                    cp_async4(r + i * NP + pt, u + m * Cd + c, ok);
-                    cp_async4(r + (PPT + i) * NP + pt, dpre + m * Cd + c, ok);
-                    cp_async4(r + (2 * PPT + i) * NP + pt, z + m * ldz + c, ok);
+                    for (int i = 0; i < PPT8; i++) {
+                        const int j = jb8 + i * RSTEP8;
+                        const bool ok = cin8 && j < len;
+                        const size_t m = ok ? mrow + t0 + j : 0;
+                        cp_async16(r4 + i * NP + pt, u + m * Cd + (ok ? c8 : 0), ok);
+                        cp_async16(r4 + (PPT8 + i) * NP + pt, dpre + m * Cd + (ok ? c8 : 0), ok);
+                        cp_async16(r4 + (2 * PPT8 + i) * NP + pt, z + m * ldz + (ok ? c8 : 0), ok);
+                    }
+                } else {
+#pragma unroll
+                    for (int i = 0; i < PPT; i++) {
+                        const int j = jb + i * RSTEP;
+                        const bool ok = cin && j < len;
+                        const size_t m = ok ? mrow + t0 + j : 0;
+                        cp_async4(r + i * NP + pt, u + m * Cd + c, ok);
+                        cp_async4(r + (PPT + i) * NP + pt, dpre + m * Cd + c, ok);
+                        cp_async4(r + (2 * PPT + i) * NP + pt, z + m * ldz + c, ok);
+                    }
                 }
                 const bool okbc = bcthr && jbc < len;
                 const __nv_bfloat16 *src = bcsrc + (okbc ? mrow + t0 + jbc : 0) * ldbc;
@@ -957,14 +997,25 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             }
             cp_async_commit();
         };
-        unsigned ru[PPT], rd[PPT], rz[PPT];
+        unsigned ru[PPT], rd[PPT], rz[PPT];  // (WS_V16: PPT8 uint4s each)
         unsigned short rbc[BV];
         int pv = 1;
         auto take = [&](int k) {  // chunk k's slot, landed, into registers
             const unsigned *r = raw + (k % (WS_PD + 1)) * RW;
+            if (WS_V16) {
+                const uint4 *r4 = (const uint4 *)r;
 #pragma unroll
-            for (int i = 0; i < PPT; i++)
-                ru[i] = r[i * NP + pt], rd[i] = r[(PPT + i) * NP + pt], rz[i] = r[(2 * PPT + i) * NP + pt];
+                for (int i = 0; i < PPT8; i++) {
+                    const uint4 a = r4[i * NP + pt], b = r4[(PPT8 + i) * NP + pt], d = r4[(2 * PPT8 + i) * NP + pt];
+                    ru[4 * i] = a.x, ru[4 * i + 1] = a.y, ru[4 * i + 2] = a.z, ru[4 * i + 3] = a.w;
+                    rd[4 * i] = b.x, rd[4 * i + 1] = b.y, rd[4 * i + 2] = b.z, rd[4 * i + 3] = b.w;
+                    rz[4 * i] = d.x, rz[4 * i + 1] = d.y, rz[4 * i + 2] = d.z, rz[4 * i + 3] = d.w;
+                }
+            } else {
+#pragma unroll
+                for (int i = 0; i < PPT; i++)
+                    ru[i] = r[i * NP + pt], rd[i] = r[(PPT + i) * NP + pt], rz[i] = r[(2 * PPT + i) * NP + pt];
+            }
 #pragma unroll
             for (int w = 0; w < BW; w++) {
                 const unsigned v = r[(3 * PPT + w) * NP + pt];
@@ -1006,6 +1057,28 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             }
             asm volatile("cp.async.wait_group %0;\n" ::"n"(WS_PD));  // chunk k's group (this thread's copies)
             take(k);
+            if (WS_V16) {  // the same values, a token's channel group at a time
+#pragma unroll
+                for (int i = 0; i < PPT8; i++) {
+                    const int j = jb8 + i * RSTEP8;
+                    float sv[8];
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const float2 uu = bf2x2f(ru[4 * i + e]), dd = bf2x2f(rd[4 * i + e]), zz = bf2x2f(rz[4 * i + e]);
+                        const float sp0 = softplus_f(dd.x + bias8[2 * e]), sp1 = softplus_f(dd.y + bias8[2 * e + 1]);
+                        const float dl0 = j < len ? sp0 : 0.f, dl1 = j < len ? sp1 : 0.f;
+                        *(float4 *)(pdd + j * CH + ws_pdd_pos(8 * g8 + 2 * e)) =
+                            make_float4(dl0 * LOG2E, dl0 * uu.x, dl1 * LOG2E, dl1 * uu.y);
+                        sv[2 * e] = zz.x * sigmoid_f(zz.x), sv[2 * e + 1] = zz.y * sigmoid_f(zz.y);
+                    }
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        *(float4 *)(pg + ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h))) =
+                            make_float4(sv[4 * h], sv[4 * h + 1], sv[4 * h + 2], sv[4 * h + 3]);
+                    *(uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8)) =
+                        make_uint4(ru[4 * i], ru[4 * i + 1], ru[4 * i + 2], ru[4 * i + 3]);
+                }
+            } else
 #pragma unroll
             for (int i = 0; i < PPT; i++) {  // the staged forward's cooperative pass, a channel pair at a time
                 const int j = jb + i * RSTEP;
@@ -1046,6 +1119,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     const float Dc = settle(active ? Dp[c] : 0.f);
     // after the group's transposed butterfly, thread q finishes token jg + jt of it (ws_swz's rows jt)
     const int out_swz = ws_swz<CH, WG>(WG == 4 ? ((q & 1) << 1 | q >> 1) : q, cl);
+    const int pg_swz = ws_swz<CH, WG>(WG == 4 ? ((q & 1) << 1 | q >> 1) : q, ws_pg_rot(cl)), pdd_c = ws_pdd_pos(cl);
     float s[NS];
 #pragma unroll
     for (int i = 0; i < NS; i++) s[i] = 0.f;
@@ -1081,7 +1155,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
                 tr_level<1, 1, WG>(yq);
             }
             const int si = jg * CH + out_swz;
-            ot[si] = __float2bfloat16(fmaf(Dc, bf2f(ub[si]), yq[0]) * pg[si]);
+            ot[si] = __float2bfloat16(fmaf(Dc, bf2f(ub[si]), yq[0]) * pg[jg * CH + pg_swz]);
         };
 #pragma unroll WS_UNROLL
         for (int j0 = 0; j0 < WS_FT; j0 += WG) {
@@ -1090,7 +1164,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             for (int jj = 0; jj < WG; jj++) {
                 const int j = j0 + jj;
                 const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;
-                const float2 dd = pdd[j * CH + cl];
+                const float2 dd = pdd[j * CH + pdd_c];
                 const float dlL = dd.x, dlu = dd.y;
                 float bb[NS], cc[NS];
 #pragma unroll
