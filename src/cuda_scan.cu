@@ -1,9 +1,10 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v67 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): where the
+// Version v68 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): where the
 // forward's plan takes 64-wide blocks and the rows give >= 96 channels an SM, the forward split into producer
 // warps (input copies, softplus, SiLU) and walker warps meeting at mbarriers (v65, scan_fwd_ws_kernel; v66 the
-// mbarriers instead of named barriers; v67 the producers' copies by 16 bytes, a token's 8 channels a thread); the
+// mbarriers instead of named barriers; v67 the producers' copies by 16 bytes, a token's 8 channels a thread; v68
+// the producers form the outputs from the walkers' fp32 y); the
 // backward's plan weighing 64-wide blocks against 128-wide ones that need time segments (tie64); v63: the 4-thread
 // backward's chunks with two barriers (v63: order 3, see PM_SCAN_BWD_ORDER4), its cooperative pass without a
 // branch, its inputs loaded first (v61, as the 2-thread one's since v51);
@@ -818,7 +819,9 @@ __global__ void __launch_bounds__(CH *FG, MINB)
 // on the empty barriers: a tenth of all stall samples), 70% of issue slots busy, 22% of the walkers' samples
 // "not selected": the producers' issue competes. v67: the producers copy u/dpre/z by 16 bytes (3 cp.async a
 // chunk instead of 12) and write whole groups, 0.233-0.238 (call181; the walkers as the first warps, or
-// try_wait with a 1 ms suspend hint: no change).
+// try_wait with a 1 ms suspend hint: no change). v68: the walkers stage y in fp32 and the producers form
+// (y + D u) silu(z): B8 D2048 0.234 either way, B8 D3072 0.356-0.359 -> 0.352, B16 D1536 L1024 0.184-0.185 ->
+// 0.181 (call182; 2 producer warps instead of 4: 0.257; 4 walker threads a channel: 0.254).
 static constexpr int WS_FT = 16;  // tokens a chunk (= SCAN_K: the checkpoint falls on each chunk's first token)
 #ifndef PM_SCAN_WS_S
 #define PM_SCAN_WS_S 4
@@ -846,6 +849,12 @@ static constexpr int WS_UNROLL = PM_SCAN_WS_UNROLL;  // the walk's token groups 
 #define PM_SCAN_WS_V16 1  // the producers copy u/dpre/z by 16 bytes, a channel group of one token a thread
 #endif
 static constexpr bool WS_V16 = PM_SCAN_WS_V16;
+#ifndef PM_SCAN_WS_YOUT
+#define PM_SCAN_WS_YOUT 1  // the walkers stage y in fp32 and the producers form (y + D u) silu(z) as bf16
+#endif
+static constexpr bool WS_YOUT = PM_SCAN_WS_YOUT;
+static_assert(!WS_YOUT || WS_V16, "the producers finish a token's channel group: v67's mapping");
+static constexpr int WS_OTB = WS_YOUT ? 4 : 2;  // bytes of a staged output
 #ifndef PM_SCAN_WS_WG
 #define PM_SCAN_WS_WG 2  // walker threads a channel
 #endif
@@ -889,7 +898,7 @@ __device__ __forceinline__ float2 bf2x2f(unsigned v) {
 // A stage: {delta log2 e, delta u} (WS_FT, CH) float2 | silu(z) (WS_FT, CH) f32, swizzled (ws_swz) | u (WS_FT, CH)
 // bf16, swizzled | the walk's outputs (WS_FT, CH) bf16, swizzled | B/C (WS_FT, 2N) f32 | the start mask (16 bytes)
 __host__ __device__ static constexpr size_t ws_stage_bytes(int CH) {
-    return (size_t)WS_FT * CH * 16 + (size_t)WS_FT * 2 * SCAN_N * 4 + 16;
+    return (size_t)WS_FT * CH * (14 + WS_OTB) + (size_t)WS_FT * 2 * SCAN_N * 4 + 16;
 }
 __host__ __device__ static constexpr size_t ws_smem(int CH, int NP) {
     return WS_S * ws_stage_bytes(CH) + (size_t)(WS_PD + 1) * ws_raw_words(CH, NP) * 4 + 2 * WS_S * 8;
@@ -1025,7 +1034,44 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             if (pt < 32) pv = pt < len ? (int)r[(3 * PPT + BW) * NP + pt] : 1;
         };
         for (int k = 0; k < WS_PD; k++) fetch(k);
+        float D8[WS_YOUT ? 8 : 1];
+#pragma unroll
+        for (int e = 0; e < (WS_YOUT ? 8 : 1); e++) D8[e] = settle(cin8 ? Dp[c8 + e] : 0.f);
         auto store_out = [&](int kk) {  // chunk kk's outputs, staged by the walkers in its stage
+            if (WS_YOUT) {  // y (fp32, at silu(z)'s positions) finished here: (y + D u) silu(z), as the walkers did
+                const unsigned char *st = smem_raw + (kk % WS_S) * SB;
+                const float *pg = (const float *)(st + (size_t)WS_FT * CH * 8);
+                const __nv_bfloat16 *ub = (const __nv_bfloat16 *)(st + (size_t)WS_FT * CH * 12);
+                const float *yt = (const float *)(st + (size_t)WS_FT * CH * 14);
+                const int t0 = kk * WS_FT, len = min(WS_FT, T - t0);
+#pragma unroll
+                for (int i = 0; i < PPT8; i++) {
+                    const int j = jb8 + i * RSTEP8;
+                    if (j < len && cin8) {
+                        float y[8], g[8];
+#pragma unroll
+                        for (int h = 0; h < 2; h++) {
+                            const int o = ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h));
+                            const float4 a = *(const float4 *)(yt + o), b = *(const float4 *)(pg + o);
+                            y[4 * h] = a.x, y[4 * h + 1] = a.y, y[4 * h + 2] = a.z, y[4 * h + 3] = a.w;
+                            g[4 * h] = b.x, g[4 * h + 1] = b.y, g[4 * h + 2] = b.z, g[4 * h + 3] = b.w;
+                        }
+                        const uint4 uw = *(const uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8));
+                        const unsigned w[4] = {uw.x, uw.y, uw.z, uw.w};
+                        unsigned o[4];
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const float2 uu = bf2x2f(w[e]);
+                            const __nv_bfloat162 v = __halves2bfloat162(
+                                __float2bfloat16(fmaf(D8[2 * e], uu.x, y[2 * e]) * g[2 * e]),
+                                __float2bfloat16(fmaf(D8[2 * e + 1], uu.y, y[2 * e + 1]) * g[2 * e + 1]));
+                            o[e] = *(const unsigned *)&v;
+                        }
+                        *(uint4 *)(out + (mrow + t0 + j) * Cd + c8) = make_uint4(o[0], o[1], o[2], o[3]);
+                    }
+                }
+                return;
+            }
             const __nv_bfloat16 *ot = (const __nv_bfloat16 *)(smem_raw + (kk % WS_S) * SB + (size_t)WS_FT * CH * 14);
             const int t0 = kk * WS_FT, len = min(WS_FT, T - t0);
             constexpr int PIECES = CH / 8, ALL = WS_FT * PIECES;
@@ -1047,7 +1093,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             float2 *pdd = (float2 *)st;
             float *pg = (float *)(st + (size_t)WS_FT * CH * 8);
             __nv_bfloat16 *ub = (__nv_bfloat16 *)(st + (size_t)WS_FT * CH * 12);
-            float *bcf = (float *)(st + (size_t)WS_FT * CH * 16);
+            float *bcf = (float *)(st + (size_t)WS_FT * CH * (14 + WS_OTB));
             unsigned *msk = (unsigned *)(bcf + WS_FT * 2 * SCAN_N);
             const int t0 = k * WS_FT, len = min(WS_FT, T - t0);
             fetch(k + WS_PD);  // into the slot chunk k - 1 was read from
@@ -1131,7 +1177,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
         const float *pg = (const float *)(st + (size_t)WS_FT * CH * 8);
         const __nv_bfloat16 *ub = (const __nv_bfloat16 *)(st + (size_t)WS_FT * CH * 12);
         __nv_bfloat16 *ot = (__nv_bfloat16 *)(st + (size_t)WS_FT * CH * 14);
-        const float *bck = (const float *)(st + (size_t)WS_FT * CH * 16);
+        const float *bck = (const float *)(st + (size_t)WS_FT * CH * (14 + WS_OTB));
         const int t0 = k * WS_FT;
         mbar_wait(mb_full + ks, (unsigned)((k / WS_S) & 1));
         const unsigned mask = *(const unsigned *)(bck + WS_FT * 2 * SCAN_N);
@@ -1153,6 +1199,10 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
                 tr_level<WG / 4 ? WG / 4 : 1, 2, WG>(yq);
             } else {
                 tr_level<1, 1, WG>(yq);
+            }
+            if (WS_YOUT) {
+                ((float *)ot)[jg * CH + pg_swz] = yq[0];
+                return;
             }
             const int si = jg * CH + out_swz;
             ot[si] = __float2bfloat16(fmaf(Dc, bf2f(ub[si]), yq[0]) * pg[jg * CH + pg_swz]);
