@@ -1,10 +1,11 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v68 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): where the
-// forward's plan takes 64-wide blocks and the rows give >= 96 channels an SM, the forward split into producer
-// warps (input copies, softplus, SiLU) and walker warps meeting at mbarriers (v65, scan_fwd_ws_kernel; v66 the
-// mbarriers instead of named barriers; v67 the producers' copies by 16 bytes, a token's 8 channels a thread; v68
-// the producers form the outputs from the walkers' fp32 y); the
+// Version v70 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): where the
+// forward's plan takes 64-wide blocks (v69: at any channel count), or 32-wide ones that fit one wave three an SM
+// (v70), without time segments, the forward split into producer warps (input copies, softplus, SiLU, the
+// outputs) and walker warps meeting at mbarriers (v65, scan_fwd_ws_kernel; v66 the mbarriers instead of named
+// barriers; v67 the producers' copies by 16 bytes, a token's 8 channels a thread; v68 the producers form the
+// outputs from the walkers' fp32 y); the
 // backward's plan weighing 64-wide blocks against 128-wide ones that need time segments (tie64); v63: the 4-thread
 // backward's chunks with two barriers (v63: order 3, see PM_SCAN_BWD_ORDER4), its cooperative pass without a
 // branch, its inputs loaded first (v61, as the 2-thread one's since v51);
@@ -821,7 +822,8 @@ __global__ void __launch_bounds__(CH *FG, MINB)
 // chunk instead of 12) and write whole groups, 0.233-0.238 (call181; the walkers as the first warps, or
 // try_wait with a 1 ms suspend hint: no change). v68: the walkers stage y in fp32 and the producers form
 // (y + D u) silu(z): B8 D2048 0.234 either way, B8 D3072 0.356-0.359 -> 0.352, B16 D1536 L1024 0.184-0.185 ->
-// 0.181 (call182; 2 producer warps instead of 4: 0.257; 4 walker threads a channel: 0.254).
+// 0.181 (call182; 2 producer warps instead of 4: 0.257; 4 walker threads a channel: 0.254). v69, v70: see
+// scan_fwd_dispatch.
 static constexpr int WS_FT = 16;  // tokens a chunk (= SCAN_K: the checkpoint falls on each chunk's first token)
 #ifndef PM_SCAN_WS_S
 #define PM_SCAN_WS_S 4
@@ -836,6 +838,12 @@ static_assert(WS_FT == SCAN_K, "one checkpoint a chunk, before its first token")
 #endif
 #ifndef PM_SCAN_WS_PW64
 #define PM_SCAN_WS_PW64 4
+#endif
+#ifndef PM_SCAN_WS_32
+#define PM_SCAN_WS_32 1  // the warp-specialized forward for 32-wide plans whose blocks fit one wave, three an SM
+#endif
+#ifndef PM_SCAN_WS_PW32
+#define PM_SCAN_WS_PW32 2
 #endif
 #ifndef PM_SCAN_WS_128
 #define PM_SCAN_WS_128 0  // (lab) v65 for 128-wide plans too; see scan_fwd_dispatch
@@ -2263,22 +2271,35 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
                               const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                               const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows, int T,
                               int Cd, int nck, cudaStream_t stream) {
-    // v65 for 64-wide plans where the rows give at least 96 channels an SM on average (its producers' 4-byte
-    // copies of B/C need them 4-byte aligned). Measured against the staged forward (lab, call174, call175): fwd
+    // The warp-specialized forward (v65-v68) for every 64-wide plan without time segments (its producers' 4-byte
+    // copies of B/C need them 4-byte aligned). Measured against the staged forward (lab, call174, call175): v65 fwd
     // -7.6 to -9.8% at B8 D2048, B4 D4096, B8 D3072, B8 D5120, B16 D1536 L1024; end to end (call175, call176) 370m
-    // +0.15/+0.39%, 1.4b +0.47%, 790m -0.06/+0.45%, 130m keeping activations -0.08%. At 62 channels an SM, B2
-    // D4096 L8192 (one 64-wide block an SM: 4 walker warps), 9% slower (call173). With 128-wide blocks (B4 D5120,
-    // the 2.8b width) no faster in the lab (0.373-0.376 ms against 0.375-0.378) and 2.8b -0.15/-0.76% end to
-    // end (with the tie64 backward plan): the staged kernel stays there (PM_SCAN_WS_128=1 takes v65, lab).
+    // +0.15/+0.39%, 1.4b +0.47%, 790m -0.06/+0.45%, 130m keeping activations -0.08%. v65 was 9% slower where one
+    // 64-wide block is all an SM gets (B2 D4096 L8192, call173), so it ran only from 96 channels an SM; v68 is
+    // faster there too: B2 D4096 L8192 0.608 -> 0.524 ms, B4 D2048 0.159 -> 0.137, B4 D1536 0.158 -> 0.137
+    // (call183), so the threshold is gone. With 128-wide blocks (B4 D5120, the 2.8b width) v65 was no faster in
+    // the lab (0.373-0.376 ms against 0.375-0.378) and 2.8b -0.15/-0.76% end to end (with the tie64 backward
+    // plan): the staged kernel stays there (PM_SCAN_WS_128=1 takes the warp-specialized one, lab).
+    // 32-wide (v70): three blocks an SM (61 KB of shared memory each), where they fit one wave: B8 D1536 (the
+    // 130m width, 384 blocks) 0.225-0.227 -> 0.217-0.219 ms; at B4 D5120 (640 blocks, two waves at three an SM
+    // against 1.2 at the staged kernel's four) 0.374-0.379 -> 0.383-0.385 (call184), so not there.
     // PM_SCAN_FWD_WS=0 in the environment (read each call) runs the staged forward instead.
     const char *ws_env = getenv("PM_SCAN_FWD_WS");
     const bool ws_on = FWD_WS && !(ws_env && ws_env[0] == '0');
-    if (ws_on && !ckpt_pass && pl.nseg == 1 && (pl.ch == 64 || (PM_SCAN_WS_128 && pl.ch == 128)) &&
-        (long)rows * Cd >= 96L * pm_cuda_sm_count() && ldbc % 2 == 0 && !((uintptr_t)Bm & 3) && !((uintptr_t)Cm & 3)) {
+    if (ws_on && !ckpt_pass && pl.nseg == 1 &&
+        (pl.ch == 64 || (PM_SCAN_WS_128 && pl.ch == 128) ||
+         (PM_SCAN_WS_32 && pl.ch == 32 && (long)rows * ((Cd + 31) / 32) <= 3L * pm_cuda_sm_count())) &&
+        ldbc % 2 == 0 && !((uintptr_t)Bm & 3) && !((uintptr_t)Cm & 3)) {
 #if PM_SCAN_WS_128  // (only built when asked: two more instances of a large kernel)
         if (pl.ch == 128)
             scan_fwd_ws_launch<128, PM_SCAN_WS_PW128, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm,
                                                                         ldbc, D, z, ldz, pos, rows, T, Cd, nck, stream);
+        else
+#endif
+#if PM_SCAN_WS_32
+        if (pl.ch == 32)
+            scan_fwd_ws_launch<32, PM_SCAN_WS_PW32, 3, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
+                                                                      D, z, ldz, pos, rows, T, Cd, nck, stream);
         else
 #endif
         if (pl.minb == 2)
