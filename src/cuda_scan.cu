@@ -845,6 +845,10 @@ static_assert(WS_FT == SCAN_K, "one checkpoint a chunk, before its first token")
 #ifndef PM_SCAN_WS_PW32
 #define PM_SCAN_WS_PW32 2
 #endif
+#ifndef PM_SCAN_WS_WG4_ONE
+// (lab) 4 walker threads a channel where a 64-wide plan's blocks are at most one an SM: no faster (call186)
+#define PM_SCAN_WS_WG4_ONE 0
+#endif
 #ifndef PM_SCAN_WS_128
 #define PM_SCAN_WS_128 0  // (lab) v65 for 128-wide plans too; see scan_fwd_dispatch
 #endif
@@ -2294,6 +2298,12 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
         if (pl.ch == 128)
             scan_fwd_ws_launch<128, PM_SCAN_WS_PW128, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm,
                                                                         ldbc, D, z, ldz, pos, rows, T, Cd, nck, stream);
+        else
+#endif
+#if PM_SCAN_WS_WG4_ONE
+        if (pl.ch == 64 && (long)rows * ((Cd + 63) / 64) <= pm_cuda_sm_count())
+            scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 1, 4>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                                          pos, rows, T, Cd, nck, stream);
         else
 #endif
 #if PM_SCAN_WS_32
