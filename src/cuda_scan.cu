@@ -808,8 +808,9 @@ __global__ void __launch_bounds__(CH *FG, MINB)
 // outputs the walkers staged there; the CH * WG walker threads only walk, WG = 2 threads a channel (8 states
 // each: fewer instructions a state than 4, and the registers for it: the walkers are fewer warps). The two sides
 // meet at mbarriers (full: a stage is filled; empty: its walk is over; v66, named barriers in v65), so no warp
-// waits for the whole block. Every value is formed as the staged kernel forms it: the same bits (the lab checks the backward's copy
-// of the output against it). Only the forward (MODE_FWD, MODE_FWD_CKPT) without time segments.
+// waits for the whole block. Every value is formed as the staged kernel forms it: the same bits (the lab checks
+// the backward's copy of the output against it; the op tests compare the two kernels). Only the forward
+// (MODE_FWD, MODE_FWD_CKPT) without time segments.
 // Measured at B8 D2048 (lab, fwd ms; HEAD's staged kernel 0.275-0.278): 4 walker threads a channel and 2 or 4
 // producer warps a block, loaded into registers 0.408-0.426, by cp.async 0.374-0.387 (call168-171; alone the
 // walkers took 0.229 and the producers 0.141: the two sides took turns; as the block's first warps, the same);
@@ -870,9 +871,10 @@ static constexpr int WS_OTB = WS_YOUT ? 4 : 2;  // bytes of a staged output
 #ifndef PM_SCAN_WS_WG
 #define PM_SCAN_WS_WG 2  // walker threads a channel
 #endif
-// The producers' inputs come by 4-byte cp.async into a ring of raw slots WS_PD chunks ahead. (Loaded into
-// registers one chunk ahead, each chunk's pass waited a full load latency when the producers had no slack: wsa
-// 0.408-0.426 ms, cp.async 0.374-0.387, call168/169, with 4 walker threads a channel and the code below unrolled.)
+// The producers' inputs come by cp.async (u/dpre/z 16 bytes, v67; B/C and pos 4 bytes) into a ring of raw slots
+// WS_PD chunks ahead. (Loaded into registers one chunk ahead, each chunk's pass waited a full load latency when
+// the producers had no slack: wsa 0.408-0.426 ms, cp.async 0.374-0.387, call168/169, with 4 walker threads a
+// channel and the code below unrolled.)
 static constexpr int WS_PD = 2;
 // producers that copy B/C: all of them up to 128 (at least 4 values each, whole float4s)
 __host__ __device__ static constexpr int ws_bc_threads(int NP) { return NP < 128 ? NP : 128; }
@@ -907,8 +909,9 @@ __device__ __forceinline__ void mbar_wait(unsigned long long *b, unsigned parity
 __device__ __forceinline__ float2 bf2x2f(unsigned v) {
     return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xffff0000u));
 }
-// A stage: {delta log2 e, delta u} (WS_FT, CH) float2 | silu(z) (WS_FT, CH) f32, swizzled (ws_swz) | u (WS_FT, CH)
-// bf16, swizzled | the walk's outputs (WS_FT, CH) bf16, swizzled | B/C (WS_FT, 2N) f32 | the start mask (16 bytes)
+// A stage: {delta log2 e, delta u} (WS_FT, CH) float2 (positions: ws_pdd_pos) | silu(z) (WS_FT, CH) f32,
+// swizzled (ws_swz of ws_pg_rot) | u (WS_FT, CH) bf16, swizzled (ws_swz) | the walk's y (WS_FT, CH) f32 at silu(z)'s
+// positions (WS_YOUT; without it the outputs, bf16, ws_swz) | B/C (WS_FT, 2N) f32 | the start mask (16 bytes)
 __host__ __device__ static constexpr size_t ws_stage_bytes(int CH) {
     return (size_t)WS_FT * CH * (14 + WS_OTB) + (size_t)WS_FT * 2 * SCAN_N * 4 + 16;
 }
