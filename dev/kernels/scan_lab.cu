@@ -15,7 +15,7 @@
 // everywhere), -DPM_SCAN_WS_128=1 (v65 for 128-wide plans too), -DPM_SCAN_WS_WG=4 (4 walker threads a channel),
 // -DPM_SCAN_WS_PW64=N / -DPM_SCAN_WS_PW128=N (producer warps a block), -DPM_SCAN_WS_S=N (stages),
 // -DPM_SCAN_WS_UNROLL=N (the walk's token groups unrolled); v67's -DPM_SCAN_WS_V16=0 (v66's producers, 4-byte
-// copies of a channel pair over 4 tokens a thread); v68's -DPM_SCAN_WS_YOUT=0 (v67's walkers forming the output);
+// copies of a channel pair over 4 tokens a thread; needs -DPM_SCAN_WS_YOUT=0 too); v68's -DPM_SCAN_WS_YOUT=0 (v67's walkers forming the output);
 // v70's -DPM_SCAN_WS_32=0 (the staged forward for 32-wide plans), -DPM_SCAN_WS_PW32=N.
 //
 // Truth: a float64 CPU reference written straight from the math (DESIGN §1, backend.h), its backward checked
