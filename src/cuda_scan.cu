@@ -846,10 +846,6 @@ static_assert(WS_FT == SCAN_K, "one checkpoint a chunk, before its first token")
 #ifndef PM_SCAN_WS_PW32
 #define PM_SCAN_WS_PW32 2
 #endif
-#ifndef PM_SCAN_WS_WG4_ONE
-// (lab) 4 walker threads a channel where a 64-wide plan's blocks are at most one an SM: no faster (call186)
-#define PM_SCAN_WS_WG4_ONE 0
-#endif
 #ifndef PM_SCAN_WS_128
 #define PM_SCAN_WS_128 0  // (lab) v65 for 128-wide plans too; see scan_fwd_dispatch
 #endif
@@ -858,16 +854,6 @@ static constexpr bool FWD_WS = PM_SCAN_FWD_WS;
 #define PM_SCAN_WS_UNROLL 16
 #endif
 static constexpr int WS_UNROLL = PM_SCAN_WS_UNROLL;  // the walk's token groups unrolled (16: the whole chunk)
-#ifndef PM_SCAN_WS_V16
-#define PM_SCAN_WS_V16 1  // the producers copy u/dpre/z by 16 bytes, a channel group of one token a thread
-#endif
-static constexpr bool WS_V16 = PM_SCAN_WS_V16;
-#ifndef PM_SCAN_WS_YOUT
-#define PM_SCAN_WS_YOUT 1  // the walkers stage y in fp32 and the producers form (y + D u) silu(z) as bf16
-#endif
-static constexpr bool WS_YOUT = PM_SCAN_WS_YOUT;
-static_assert(!WS_YOUT || WS_V16, "the producers finish a token's channel group: v67's mapping");
-static constexpr int WS_OTB = WS_YOUT ? 4 : 2;  // bytes of a staged output
 #ifndef PM_SCAN_WS_WG
 #define PM_SCAN_WS_WG 2  // walker threads a channel
 #endif
@@ -878,7 +864,7 @@ static constexpr int WS_OTB = WS_YOUT ? 4 : 2;  // bytes of a staged output
 static constexpr int WS_PD = 2;
 // producers that copy B/C: all of them up to 128 (at least 4 values each, whole float4s)
 __host__ __device__ static constexpr int ws_bc_threads(int NP) { return NP < 128 ? NP : 128; }
-// words of a raw slot: u, dpre, z (a word a channel pair and token), B/C (a word two values), pos
+// words of a raw slot: u, dpre, z (bf16, two channels a word), B/C (a word two values), pos
 __host__ __device__ static constexpr int ws_raw_words(int CH, int NP) {
     return 3 * WS_FT * CH / 2 + WS_FT * SCAN_N / ws_bc_threads(NP) * NP + 32;
 }
@@ -911,9 +897,10 @@ __device__ __forceinline__ float2 bf2x2f(unsigned v) {
 }
 // A stage: {delta log2 e, delta u} (WS_FT, CH) float2 (positions: ws_pdd_pos) | silu(z) (WS_FT, CH) f32,
 // swizzled (ws_swz of ws_pg_rot) | u (WS_FT, CH) bf16, swizzled (ws_swz) | the walk's y (WS_FT, CH) f32 at silu(z)'s
-// positions (WS_YOUT; without it the outputs, bf16, ws_swz) | B/C (WS_FT, 2N) f32 | the start mask (16 bytes)
+// positions | B/C (WS_FT, 2N) f32 | the start mask (16 bytes). Byte offsets of the parts:
+static constexpr size_t WS_PG = 8, WS_UB = 12, WS_Y = 14, WS_BC = 18;  // (times WS_FT * CH)
 __host__ __device__ static constexpr size_t ws_stage_bytes(int CH) {
-    return (size_t)WS_FT * CH * (14 + WS_OTB) + (size_t)WS_FT * 2 * SCAN_N * 4 + 16;
+    return (size_t)WS_FT * CH * WS_BC + (size_t)WS_FT * 2 * SCAN_N * 4 + 16;
 }
 __host__ __device__ static constexpr size_t ws_smem(int CH, int NP) {
     return WS_S * ws_stage_bytes(CH) + (size_t)(WS_PD + 1) * ws_raw_words(CH, NP) * 4 + 2 * WS_S * 8;
@@ -926,14 +913,12 @@ __device__ __forceinline__ int ws_swz(int j, int c) {
     const int x = WG == 4 ? (j & 3) : (j & 1) << 1;
     return j * CH + ((c >> 3) ^ x) * 8 + (c & 7);
 }
-// With WS_V16 a producer writes one token's 8 channels (a group) at a time; the positions within each group of the
+// A producer writes one token's 8 channels (a group) at a time (v67); the positions within each group of the
 // pass arrays are rotated so that a quarter warp's 8 stores (8 groups of one token row) meet 8 distinct sets of
-// banks: {delta log2 e, delta u} by channel pair, rotated by (group / 2) pairs; silu(z) by halves, the second half
-// first in groups 4-7 of every 8. Without WS_V16 both are the identity.
-__device__ __forceinline__ int ws_pdd_pos(int c) {
-    return WS_V16 ? (c & ~7) | ((((c >> 1) + (c >> 4)) & 3) << 1) | (c & 1) : c;
-}
-__device__ __forceinline__ int ws_pg_rot(int c) { return WS_V16 ? (c & ~7) | ((c + ((c >> 5) & 1) * 4) & 7) : c; }
+// banks: {delta log2 e, delta u} by channel pair, rotated by (group / 2) pairs; silu(z) (and y) by halves, the
+// second half first in groups 4-7 of every 8.
+__device__ __forceinline__ int ws_pdd_pos(int c) { return (c & ~7) | ((((c >> 1) + (c >> 4)) & 3) << 1) | (c & 1); }
+__device__ __forceinline__ int ws_pg_rot(int c) { return (c & ~7) | ((c + ((c >> 5) & 1) * 4) & 7); }
 template <int CH, int MODE, int PW, int MINB, int WG>
 __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     scan_fwd_ws_kernel(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
@@ -961,141 +946,108 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     // warps starved the producers: the same time as the last warps, call171. The cause was instruction fetch.)
     // (v67: the walkers as the first warps instead, no faster: call181)
     if (tid < NP) {  // ---- producers
-        constexpr int HP = CH / 2, RSTEP = NP / HP, PPT = WS_FT * HP / NP;  // channel pairs a row; rows a step
-        static_assert(NP % HP == 0 && WS_FT % RSTEP == 0, "each producer keeps one channel pair");
+        // thread pt keeps channel group g8 (8 channels from c8) of rows jb8 + i RSTEP8, i < PPT8 (Cd % 8 == 0: a
+        // group is all in or all out)
+        constexpr int G8 = CH / 8, RSTEP8 = NP / G8, PPT8 = WS_FT / RSTEP8;
+        static_assert(NP % G8 == 0 && WS_FT % RSTEP8 == 0, "each producer keeps one group");
         // B/C by the first BCT producers: BV values each, BPT threads a token
         constexpr int BCT = ws_bc_threads(NP), BV = WS_FT * 2 * SCAN_N / BCT, BPT = 2 * SCAN_N / BV;
         static_assert(BV % 4 == 0 && SCAN_N % BV == 0, "B/C values in whole float4s, all of B or all of C");
-        const int pt = tid, cp = 2 * (pt % HP), jb = pt / HP, c = c0 + cp;
+        const int pt = tid, g8 = pt % G8, jb8 = pt / G8, c8 = c0 + 8 * g8;
         const bool bcthr = NP == BCT || pt < BCT;
-        const bool cin = c < Cd;  // (Cd % 8 == 0: c + 1 too)
-        const float bias0 = settle(cin ? dt_bias[c] : 0.f), bias1 = settle(cin ? dt_bias[c + 1] : 0.f);
-        // WS_V16: thread pt keeps channel group g8 (8 channels from c8) of rows jb8 + i RSTEP8, i < PPT8; its
-        // 16-byte words (a, i) (a = u, dpre, z) at uint4 (a PPT8 + i) NP + pt of the slot (the same words as above)
-        constexpr int G8 = CH / 8, RSTEP8 = NP / G8, PPT8 = WS_FT / RSTEP8;
-        static_assert(NP % G8 == 0 && WS_FT % RSTEP8 == 0 && PPT8 * 4 == PPT, "each producer keeps one group");
-        const int g8 = pt % G8, jb8 = pt / G8, c8 = c0 + 8 * g8;
         const bool cin8 = c8 < Cd;
-        float bias8[WS_V16 ? 8 : 1];
+        float bias8[8];
 #pragma unroll
-        for (int e = 0; e < (WS_V16 ? 8 : 1); e++) bias8[e] = settle(cin8 ? dt_bias[c8 + e] : 0.f);
+        for (int e = 0; e < 8; e++) bias8[e] = settle(cin8 ? dt_bias[c8 + e] : 0.f);
         const int jbc = pt / BPT, vbc = (pt % BPT) * BV;
         const __nv_bfloat16 *bcsrc = vbc < SCAN_N ? Bm + vbc : Cm + (vbc - SCAN_N);
-        // a slot: word (a, i) of thread pt at (a * PPT + i) * NP + pt (a = u, dpre, z), then B/C words w at
-        // (3 PPT + w) NP + pt, then pos: each thread reads back only what it copied (no barrier among producers)
-        constexpr int RW = ws_raw_words(CH, NP), BW = BV / 2;
-        static_assert(RW == (3 * PPT + BW) * NP + 32, "raw slot size");
+        // a slot: 16-byte word (a, i) of thread pt at uint4 (a PPT8 + i) NP + pt (a = u, dpre, z), then B/C words
+        // w at word UW + w NP + pt, then pos: each thread reads back only what it copied (no barrier among
+        // producers)
+        constexpr int RW = ws_raw_words(CH, NP), BW = BV / 2, UW = 3 * PPT8 * 4 * NP;
+        static_assert(RW == UW + BW * NP + 32, "raw slot size");
         unsigned *raw = (unsigned *)(smem_raw + WS_S * SB);
         auto fetch = [&](int k) {  // chunk k's inputs into raw slot k % (WS_PD + 1); a group even when empty
             if (k < nch) {
                 unsigned *r = raw + (k % (WS_PD + 1)) * RW;
                 const int t0 = k * WS_FT, len = min(WS_FT, T - t0);
-                if (WS_V16) {
-                    uint4 *r4 = (uint4 *)r;
+                uint4 *r4 = (uint4 *)r;
 #pragma unroll
-                    for (int i = 0; i < PPT8; i++) {
-                        const int j = jb8 + i * RSTEP8;
-                        const bool ok = cin8 && j < len;
-                        const size_t m = ok ? mrow + t0 + j : 0;
-                        cp_async16(r4 + i * NP + pt, u + m * Cd + (ok ? c8 : 0), ok);
-                        cp_async16(r4 + (PPT8 + i) * NP + pt, dpre + m * Cd + (ok ? c8 : 0), ok);
-                        cp_async16(r4 + (2 * PPT8 + i) * NP + pt, z + m * ldz + (ok ? c8 : 0), ok);
-                    }
-                } else {
-#pragma unroll
-                    for (int i = 0; i < PPT; i++) {
-                        const int j = jb + i * RSTEP;
-                        const bool ok = cin && j < len;
-                        const size_t m = ok ? mrow + t0 + j : 0;
-                        cp_async4(r + i * NP + pt, u + m * Cd + c, ok);
-                        cp_async4(r + (PPT + i) * NP + pt, dpre + m * Cd + c, ok);
-                        cp_async4(r + (2 * PPT + i) * NP + pt, z + m * ldz + c, ok);
-                    }
+                for (int i = 0; i < PPT8; i++) {
+                    const int j = jb8 + i * RSTEP8;
+                    const bool ok = cin8 && j < len;
+                    const size_t m = ok ? mrow + t0 + j : 0;
+                    cp_async16(r4 + i * NP + pt, u + m * Cd + (ok ? c8 : 0), ok);
+                    cp_async16(r4 + (PPT8 + i) * NP + pt, dpre + m * Cd + (ok ? c8 : 0), ok);
+                    cp_async16(r4 + (2 * PPT8 + i) * NP + pt, z + m * ldz + (ok ? c8 : 0), ok);
                 }
                 const bool okbc = bcthr && jbc < len;
                 const __nv_bfloat16 *src = bcsrc + (okbc ? mrow + t0 + jbc : 0) * ldbc;
 #pragma unroll
                 for (int w = 0; w < BW; w++)
-                    if (bcthr) cp_async4(r + (3 * PPT + w) * NP + pt, src + 2 * w, okbc);
-                if (pt < 32) cp_async4(r + (3 * PPT + BW) * NP + pt, pos + mrow + t0 + (pt < len ? pt : 0), pt < len);
+                    if (bcthr) cp_async4(r + UW + w * NP + pt, src + 2 * w, okbc);
+                if (pt < 32) cp_async4(r + UW + BW * NP + pt, pos + mrow + t0 + (pt < len ? pt : 0), pt < len);
             }
             cp_async_commit();
         };
-        unsigned ru[PPT], rd[PPT], rz[PPT];  // (WS_V16: PPT8 uint4s each)
+        unsigned ru[4 * PPT8], rd[4 * PPT8], rz[4 * PPT8];
         unsigned short rbc[BV];
         int pv = 1;
         auto take = [&](int k) {  // chunk k's slot, landed, into registers
             const unsigned *r = raw + (k % (WS_PD + 1)) * RW;
-            if (WS_V16) {
-                const uint4 *r4 = (const uint4 *)r;
+            const uint4 *r4 = (const uint4 *)r;
 #pragma unroll
-                for (int i = 0; i < PPT8; i++) {
-                    const uint4 a = r4[i * NP + pt], b = r4[(PPT8 + i) * NP + pt], d = r4[(2 * PPT8 + i) * NP + pt];
-                    ru[4 * i] = a.x, ru[4 * i + 1] = a.y, ru[4 * i + 2] = a.z, ru[4 * i + 3] = a.w;
-                    rd[4 * i] = b.x, rd[4 * i + 1] = b.y, rd[4 * i + 2] = b.z, rd[4 * i + 3] = b.w;
-                    rz[4 * i] = d.x, rz[4 * i + 1] = d.y, rz[4 * i + 2] = d.z, rz[4 * i + 3] = d.w;
-                }
-            } else {
-#pragma unroll
-                for (int i = 0; i < PPT; i++)
-                    ru[i] = r[i * NP + pt], rd[i] = r[(PPT + i) * NP + pt], rz[i] = r[(2 * PPT + i) * NP + pt];
+            for (int i = 0; i < PPT8; i++) {
+                const uint4 a = r4[i * NP + pt], b = r4[(PPT8 + i) * NP + pt], d = r4[(2 * PPT8 + i) * NP + pt];
+                ru[4 * i] = a.x, ru[4 * i + 1] = a.y, ru[4 * i + 2] = a.z, ru[4 * i + 3] = a.w;
+                rd[4 * i] = b.x, rd[4 * i + 1] = b.y, rd[4 * i + 2] = b.z, rd[4 * i + 3] = b.w;
+                rz[4 * i] = d.x, rz[4 * i + 1] = d.y, rz[4 * i + 2] = d.z, rz[4 * i + 3] = d.w;
             }
 #pragma unroll
             for (int w = 0; w < BW; w++) {
-                const unsigned v = r[(3 * PPT + w) * NP + pt];
+                const unsigned v = r[UW + w * NP + pt];
                 rbc[2 * w] = (unsigned short)(v & 0xffffu), rbc[2 * w + 1] = (unsigned short)(v >> 16);
             }
             const int t0 = k * WS_FT, len = min(WS_FT, T - t0);
-            if (pt < 32) pv = pt < len ? (int)r[(3 * PPT + BW) * NP + pt] : 1;
+            if (pt < 32) pv = pt < len ? (int)r[UW + BW * NP + pt] : 1;
         };
         for (int k = 0; k < WS_PD; k++) fetch(k);
-        float D8[WS_YOUT ? 8 : 1];
+        float D8[8];
 #pragma unroll
-        for (int e = 0; e < (WS_YOUT ? 8 : 1); e++) D8[e] = settle(cin8 ? Dp[c8 + e] : 0.f);
-        auto store_out = [&](int kk) {  // chunk kk's outputs, staged by the walkers in its stage
-            if (WS_YOUT) {  // y (fp32, at silu(z)'s positions) finished here: (y + D u) silu(z), as the walkers did
-                const unsigned char *st = smem_raw + (kk % WS_S) * SB;
-                const float *pg = (const float *)(st + (size_t)WS_FT * CH * 8);
-                const __nv_bfloat16 *ub = (const __nv_bfloat16 *)(st + (size_t)WS_FT * CH * 12);
-                const float *yt = (const float *)(st + (size_t)WS_FT * CH * 14);
-                const int t0 = kk * WS_FT, len = min(WS_FT, T - t0);
-#pragma unroll
-                for (int i = 0; i < PPT8; i++) {
-                    const int j = jb8 + i * RSTEP8;
-                    if (j < len && cin8) {
-                        float y[8], g[8];
-#pragma unroll
-                        for (int h = 0; h < 2; h++) {
-                            const int o = ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h));
-                            const float4 a = *(const float4 *)(yt + o), b = *(const float4 *)(pg + o);
-                            y[4 * h] = a.x, y[4 * h + 1] = a.y, y[4 * h + 2] = a.z, y[4 * h + 3] = a.w;
-                            g[4 * h] = b.x, g[4 * h + 1] = b.y, g[4 * h + 2] = b.z, g[4 * h + 3] = b.w;
-                        }
-                        const uint4 uw = *(const uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8));
-                        const unsigned w[4] = {uw.x, uw.y, uw.z, uw.w};
-                        unsigned o[4];
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const float2 uu = bf2x2f(w[e]);
-                            const __nv_bfloat162 v = __halves2bfloat162(
-                                __float2bfloat16(fmaf(D8[2 * e], uu.x, y[2 * e]) * g[2 * e]),
-                                __float2bfloat16(fmaf(D8[2 * e + 1], uu.y, y[2 * e + 1]) * g[2 * e + 1]));
-                            o[e] = *(const unsigned *)&v;
-                        }
-                        *(uint4 *)(out + (mrow + t0 + j) * Cd + c8) = make_uint4(o[0], o[1], o[2], o[3]);
-                    }
-                }
-                return;
-            }
-            const __nv_bfloat16 *ot = (const __nv_bfloat16 *)(smem_raw + (kk % WS_S) * SB + (size_t)WS_FT * CH * 14);
+        for (int e = 0; e < 8; e++) D8[e] = settle(cin8 ? Dp[c8 + e] : 0.f);
+        // chunk kk's outputs from the walkers' y (fp32, at silu(z)'s positions), formed as the staged forward forms
+        // them, (y + D u) silu(z) (v68); the thread reads back its own u and silu(z)
+        auto store_out = [&](int kk) {
+            const unsigned char *st = smem_raw + (kk % WS_S) * SB;
+            const float *pg = (const float *)(st + WS_FT * CH * WS_PG);
+            const __nv_bfloat16 *ub = (const __nv_bfloat16 *)(st + WS_FT * CH * WS_UB);
+            const float *yt = (const float *)(st + WS_FT * CH * WS_Y);
             const int t0 = kk * WS_FT, len = min(WS_FT, T - t0);
-            constexpr int PIECES = CH / 8, ALL = WS_FT * PIECES;
 #pragma unroll
-            for (int i = 0; i < (ALL + NP - 1) / NP; i++) {
-                const int piece = pt + i * NP, j = piece / PIECES, p = piece % PIECES, cc = c0 + 8 * p;
-                if (ALL % NP != 0 && piece >= ALL) break;
-                if (j < len && cc < Cd)
-                    *(uint4 *)(out + (mrow + t0 + j) * Cd + cc) = *(const uint4 *)(ot + ws_swz<CH, WG>(j, 8 * p));
+            for (int i = 0; i < PPT8; i++) {
+                const int j = jb8 + i * RSTEP8;
+                if (j < len && cin8) {
+                    float y[8], g[8];
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int o = ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h));
+                        const float4 a = *(const float4 *)(yt + o), b = *(const float4 *)(pg + o);
+                        y[4 * h] = a.x, y[4 * h + 1] = a.y, y[4 * h + 2] = a.z, y[4 * h + 3] = a.w;
+                        g[4 * h] = b.x, g[4 * h + 1] = b.y, g[4 * h + 2] = b.z, g[4 * h + 3] = b.w;
+                    }
+                    const uint4 uw = *(const uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8));
+                    const unsigned w[4] = {uw.x, uw.y, uw.z, uw.w};
+                    unsigned o[4];
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const float2 uu = bf2x2f(w[e]);
+                        const __nv_bfloat162 v = __halves2bfloat162(
+                            __float2bfloat16(fmaf(D8[2 * e], uu.x, y[2 * e]) * g[2 * e]),
+                            __float2bfloat16(fmaf(D8[2 * e + 1], uu.y, y[2 * e + 1]) * g[2 * e + 1]));
+                        o[e] = *(const unsigned *)&v;
+                    }
+                    *(uint4 *)(out + (mrow + t0 + j) * Cd + c8) = make_uint4(o[0], o[1], o[2], o[3]);
+                }
             }
         };
         // (the chunk loop is not unrolled over the stages, though constant barrier ids would then need fewer
@@ -1106,9 +1058,9 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             const int ks = k % WS_S;
             unsigned char *st = smem_raw + ks * SB;
             float2 *pdd = (float2 *)st;
-            float *pg = (float *)(st + (size_t)WS_FT * CH * 8);
-            __nv_bfloat16 *ub = (__nv_bfloat16 *)(st + (size_t)WS_FT * CH * 12);
-            float *bcf = (float *)(st + (size_t)WS_FT * CH * (14 + WS_OTB));
+            float *pg = (float *)(st + WS_FT * CH * WS_PG);
+            __nv_bfloat16 *ub = (__nv_bfloat16 *)(st + WS_FT * CH * WS_UB);
+            float *bcf = (float *)(st + WS_FT * CH * WS_BC);
             unsigned *msk = (unsigned *)(bcf + WS_FT * 2 * SCAN_N);
             const int t0 = k * WS_FT, len = min(WS_FT, T - t0);
             fetch(k + WS_PD);  // into the slot chunk k - 1 was read from
@@ -1118,38 +1070,25 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             }
             asm volatile("cp.async.wait_group %0;\n" ::"n"(WS_PD));  // chunk k's group (this thread's copies)
             take(k);
-            if (WS_V16) {  // the same values, a token's channel group at a time
 #pragma unroll
-                for (int i = 0; i < PPT8; i++) {
-                    const int j = jb8 + i * RSTEP8;
-                    float sv[8];
+            for (int i = 0; i < PPT8; i++) {  // the staged forward's cooperative pass, a token's channel group each
+                const int j = jb8 + i * RSTEP8;
+                float sv[8];
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const float2 uu = bf2x2f(ru[4 * i + e]), dd = bf2x2f(rd[4 * i + e]), zz = bf2x2f(rz[4 * i + e]);
-                        const float sp0 = softplus_f(dd.x + bias8[2 * e]), sp1 = softplus_f(dd.y + bias8[2 * e + 1]);
-                        const float dl0 = j < len ? sp0 : 0.f, dl1 = j < len ? sp1 : 0.f;
-                        *(float4 *)(pdd + j * CH + ws_pdd_pos(8 * g8 + 2 * e)) =
-                            make_float4(dl0 * LOG2E, dl0 * uu.x, dl1 * LOG2E, dl1 * uu.y);
-                        sv[2 * e] = zz.x * sigmoid_f(zz.x), sv[2 * e + 1] = zz.y * sigmoid_f(zz.y);
-                    }
-#pragma unroll
-                    for (int h = 0; h < 2; h++)
-                        *(float4 *)(pg + ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h))) =
-                            make_float4(sv[4 * h], sv[4 * h + 1], sv[4 * h + 2], sv[4 * h + 3]);
-                    *(uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8)) =
-                        make_uint4(ru[4 * i], ru[4 * i + 1], ru[4 * i + 2], ru[4 * i + 3]);
+                for (int e = 0; e < 4; e++) {
+                    const float2 uu = bf2x2f(ru[4 * i + e]), dd = bf2x2f(rd[4 * i + e]), zz = bf2x2f(rz[4 * i + e]);
+                    const float sp0 = softplus_f(dd.x + bias8[2 * e]), sp1 = softplus_f(dd.y + bias8[2 * e + 1]);
+                    const float dl0 = j < len ? sp0 : 0.f, dl1 = j < len ? sp1 : 0.f;
+                    *(float4 *)(pdd + j * CH + ws_pdd_pos(8 * g8 + 2 * e)) =
+                        make_float4(dl0 * LOG2E, dl0 * uu.x, dl1 * LOG2E, dl1 * uu.y);
+                    sv[2 * e] = zz.x * sigmoid_f(zz.x), sv[2 * e + 1] = zz.y * sigmoid_f(zz.y);
                 }
-            } else
 #pragma unroll
-            for (int i = 0; i < PPT; i++) {  // the staged forward's cooperative pass, a channel pair at a time
-                const int j = jb + i * RSTEP;
-                const float2 uu = bf2x2f(ru[i]), dd = bf2x2f(rd[i]), zz = bf2x2f(rz[i]);
-                const float sp0 = softplus_f(dd.x + bias0), sp1 = softplus_f(dd.y + bias1);
-                const float dl0 = j < len ? sp0 : 0.f, dl1 = j < len ? sp1 : 0.f;
-                *(float4 *)(pdd + j * CH + cp) = make_float4(dl0 * LOG2E, dl0 * uu.x, dl1 * LOG2E, dl1 * uu.y);
-                const int sw = ws_swz<CH, WG>(j, cp);
-                *(float2 *)(pg + sw) = make_float2(zz.x * sigmoid_f(zz.x), zz.y * sigmoid_f(zz.y));
-                *(unsigned *)(ub + sw) = ru[i];
+                for (int h = 0; h < 2; h++)
+                    *(float4 *)(pg + ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h))) =
+                        make_float4(sv[4 * h], sv[4 * h + 1], sv[4 * h + 2], sv[4 * h + 3]);
+                *(uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8)) =
+                    make_uint4(ru[4 * i], ru[4 * i + 1], ru[4 * i + 2], ru[4 * i + 3]);
             }
 #pragma unroll
             for (int i = 0; i < (bcthr ? BV : 0); i += 4)
@@ -1177,22 +1116,19 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     float A[NS];
 #pragma unroll
     for (int i = 0; i < NS; i++) A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + q * NS + i]) : 0.f;
-    const float Dc = settle(active ? Dp[c] : 0.f);
-    // after the group's transposed butterfly, thread q finishes token jg + jt of it (ws_swz's rows jt)
-    const int out_swz = ws_swz<CH, WG>(WG == 4 ? ((q & 1) << 1 | q >> 1) : q, cl);
-    const int pg_swz = ws_swz<CH, WG>(WG == 4 ? ((q & 1) << 1 | q >> 1) : q, ws_pg_rot(cl)), pdd_c = ws_pdd_pos(cl);
+    // after the group's transposed butterfly, thread q holds y of token jg + jt of it (ws_swz's rows jt), staged at
+    // silu(z)'s position
+    const int y_swz = ws_swz<CH, WG>(WG == 4 ? ((q & 1) << 1 | q >> 1) : q, ws_pg_rot(cl)), pdd_c = ws_pdd_pos(cl);
     float s[NS];
 #pragma unroll
     for (int i = 0; i < NS; i++) s[i] = 0.f;
 #pragma unroll 1
     for (int k = 0; k < nch; k++) {
         const int ks = k % WS_S;
-        const unsigned char *st = smem_raw + ks * SB;
+        unsigned char *st = smem_raw + ks * SB;
         const float2 *pdd = (const float2 *)st;
-        const float *pg = (const float *)(st + (size_t)WS_FT * CH * 8);
-        const __nv_bfloat16 *ub = (const __nv_bfloat16 *)(st + (size_t)WS_FT * CH * 12);
-        __nv_bfloat16 *ot = (__nv_bfloat16 *)(st + (size_t)WS_FT * CH * 14);
-        const float *bck = (const float *)(st + (size_t)WS_FT * CH * (14 + WS_OTB));
+        float *yt = (float *)(st + WS_FT * CH * WS_Y);
+        const float *bck = (const float *)(st + WS_FT * CH * WS_BC);
         const int t0 = k * WS_FT;
         mbar_wait(mb_full + ks, (unsigned)((k / WS_S) & 1));
         const unsigned mask = *(const unsigned *)(bck + WS_FT * 2 * SCAN_N);
@@ -1215,12 +1151,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             } else {
                 tr_level<1, 1, WG>(yq);
             }
-            if (WS_YOUT) {
-                ((float *)ot)[jg * CH + pg_swz] = yq[0];
-                return;
-            }
-            const int si = jg * CH + out_swz;
-            ot[si] = __float2bfloat16(fmaf(Dc, bf2f(ub[si]), yq[0]) * pg[jg * CH + pg_swz]);
+            yt[jg * CH + y_swz] = yq[0];
         };
 #pragma unroll WS_UNROLL
         for (int j0 = 0; j0 < WS_FT; j0 += WG) {
@@ -1985,6 +1916,21 @@ static void scan_smem_optin(const void *fn, size_t bytes, int *done, const char 
         scan_die("cannot give %s %zu bytes of shared memory", name, bytes);
     *done = 1;
 }
+// Blocks of kernel fn (threads each, smem bytes of dynamic shared memory) an SM holds at once: the occupancy
+// API's answer after the shared-memory opt-in, or, if either fails, shared memory's alone (~1 KB a block is
+// reserved by the system); at least 1. A failure here only means the estimate, so its error is cleared (the next
+// launch check would report it).
+static int scan_blocks_per_sm(const void *fn, int threads, size_t smem) {
+    int n = 0;
+    if (smem > 48 * 1024 &&
+        cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+        cudaGetLastError();
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, threads, smem) != cudaSuccess) {
+        cudaGetLastError();
+        n = pm_cuda_device()->smem_sm / (int)(smem + 1024);
+    }
+    return n > 1 ? n : 1;
+}
 
 // ---- host entry points ----
 // Staged blocks are CH = 128 channels wide, or 64 when 128 would leave most SMs without a block.
@@ -2144,7 +2090,7 @@ static BwdPlan bwd_pick_segments(int ch, int nb, int slots, int nch, float *cost
 }
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     const int sms = pm_cuda_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
-    const int smem_block = pm_cuda_device()->smem_block, smem_sm = pm_cuda_device()->smem_sm;
+    const int smem_block = pm_cuda_device()->smem_block;
 #ifdef PM_SCAN_LAB_PLANS  // (lab builds only) PM_SCAN_BWD_PLAN=ch,segments: the 2-thread kernel at that plan
     if (const char *e = getenv("PM_SCAN_BWD_PLAN")) {
         int ch, ns;
@@ -2169,20 +2115,7 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     }
     // 64-wide blocks per SM: two on the H200 (held there by registers since v21: 255 per thread, 128 threads)
     static int per_sm = 0;
-    if (!per_sm) {
-        const size_t smem = bwd_smem(64);
-        int n = 0;
-        // (a failure here only means the estimate below; clear it, or the next launch check would report it)
-        if (smem > 48 * 1024 && cudaFuncSetAttribute((const void *)scan_bwd_staged_kernel<64, 1, true>,
-                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
-            cudaGetLastError();
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, scan_bwd_staged_kernel<64, 1, true>, 64 * BG, smem) !=
-            cudaSuccess) {
-            cudaGetLastError();
-            n = smem_sm / (int)(smem + 1024);  // (~1 KB per block is reserved by the system)
-        }
-        per_sm = n > 1 ? n : 1;
-    }
+    if (!per_sm) per_sm = scan_blocks_per_sm((const void *)scan_bwd_staged_kernel<64, 1, true>, 64 * BG, bwd_smem(64));
     const BwdPlan p64 = bwd_pick_segments(64, rows * ((Cd + 63) / 64), per_sm * sms, nch, &c64);
     return p128.ch && c128 < c64 ? p128 : p64;
 }
@@ -2273,40 +2206,49 @@ static void scan_fwd_ws_launch(__nv_bfloat16 *out, float *ckpt, const __nv_bfloa
     scan_check_launch("scan_fwd_ws_kernel");
 }
 
+#if PM_SCAN_WS_32
+// Whether rows x Cd makes one wave of 32-wide warp-specialized blocks (three an SM on the H200, held by their
+// 57 KB of shared memory each; counted by the occupancy API, so other GPUs get their own count)
+static bool scan_ws32_one_wave(int rows, int Cd) {
+    static int per_sm = 0;
+    if (!per_sm)
+        per_sm = scan_blocks_per_sm(
+            (const void *)scan_fwd_ws_kernel<32, MODE_FWD_CKPT, PM_SCAN_WS_PW32, 3, PM_SCAN_WS_WG>,
+            32 * PM_SCAN_WS_WG + 32 * PM_SCAN_WS_PW32, ws_smem(32, 32 * PM_SCAN_WS_PW32));
+    return (long)rows * ((Cd + 31) / 32) <= (long)per_sm * pm_cuda_sm_count();
+}
+#else
+static bool scan_ws32_one_wave(int, int) { return false; }
+#endif
+
 static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *out, float *ckpt, float *summ,
                               const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                               const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                               const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows, int T,
                               int Cd, int nck, cudaStream_t stream) {
-    // The warp-specialized forward (v65-v68) for every 64-wide plan without time segments (its producers' 4-byte
-    // copies of B/C need them 4-byte aligned). Measured against the staged forward (lab, call174, call175): v65 fwd
-    // -7.6 to -9.8% at B8 D2048, B4 D4096, B8 D3072, B8 D5120, B16 D1536 L1024; end to end (call175, call176) 370m
-    // +0.15/+0.39%, 1.4b +0.47%, 790m -0.06/+0.45%, 130m keeping activations -0.08%. v65 was 9% slower where one
-    // 64-wide block is all an SM gets (B2 D4096 L8192, call173), so it ran only from 96 channels an SM; v68 is
-    // faster there too: B2 D4096 L8192 0.608 -> 0.524 ms, B4 D2048 0.159 -> 0.137, B4 D1536 0.158 -> 0.137
-    // (call183), so the threshold is gone. With 128-wide blocks (B4 D5120, the 2.8b width) v65 was no faster in
-    // the lab (0.373-0.376 ms against 0.375-0.378) and 2.8b -0.15/-0.76% end to end (with the tie64 backward
-    // plan): the staged kernel stays there (PM_SCAN_WS_128=1 takes the warp-specialized one, lab).
-    // 32-wide (v70): three blocks an SM (61 KB of shared memory each), where they fit one wave: B8 D1536 (the
-    // 130m width, 384 blocks) 0.225-0.227 -> 0.217-0.219 ms; at B4 D5120 (640 blocks, two waves at three an SM
-    // against 1.2 at the staged kernel's four) 0.374-0.379 -> 0.383-0.385 (call184), so not there.
-    // PM_SCAN_FWD_WS=0 in the environment (read each call) runs the staged forward instead.
+    // The warp-specialized forward (v65-v68, scan_fwd_ws_kernel) for every 64-wide plan without time segments (its
+    // producers' 4-byte copies of B/C need them 4-byte aligned). Measured against the staged forward (lab, call174,
+    // call175): v65 fwd -7.6 to -9.8% at B8 D2048, B4 D4096, B8 D3072, B8 D5120, B16 D1536 L1024; end to end (call175,
+    // call176) 370m +0.15/+0.39%, 1.4b +0.47%, 790m -0.06/+0.45%, 130m keeping activations -0.08%. v65 was 9% slower
+    // where one 64-wide block is all an SM gets (B2 D4096 L8192, call173), so it ran only from 96 channels an SM; v68
+    // is faster there too: B2 D4096 L8192 0.608 -> 0.524 ms, B4 D2048 0.159 -> 0.137, B4 D1536 0.158 -> 0.137
+    // (call183), so the threshold is gone. With 128-wide blocks (B4 D5120, the 2.8b width) v65 was no faster in the lab
+    // (0.373-0.376 ms against 0.375-0.378) and 2.8b -0.15/-0.76% end to end (with the tie64 backward plan): the staged
+    // kernel stays there (PM_SCAN_WS_128=1 takes the warp-specialized one, lab). 32-wide (v70): three blocks an SM (57
+    // KB of shared memory each), where they fit one wave: B8 D1536 (the 130m width, 384 blocks) 0.225-0.227 ->
+    // 0.217-0.219 ms; at B4 D5120 (640 blocks, two waves at three an SM against 1.2 at the staged kernel's four)
+    // 0.374-0.379 -> 0.383-0.385 (call184), so not there. PM_SCAN_FWD_WS=0 in the environment (read each call) runs the
+    // staged forward instead.
     const char *ws_env = getenv("PM_SCAN_FWD_WS");
     const bool ws_on = FWD_WS && !(ws_env && ws_env[0] == '0');
     if (ws_on && !ckpt_pass && pl.nseg == 1 &&
         (pl.ch == 64 || (PM_SCAN_WS_128 && pl.ch == 128) ||
-         (PM_SCAN_WS_32 && pl.ch == 32 && (long)rows * ((Cd + 31) / 32) <= 3L * pm_cuda_sm_count())) &&
+         (PM_SCAN_WS_32 && pl.ch == 32 && scan_ws32_one_wave(rows, Cd))) &&
         ldbc % 2 == 0 && !((uintptr_t)Bm & 3) && !((uintptr_t)Cm & 3)) {
 #if PM_SCAN_WS_128  // (only built when asked: two more instances of a large kernel)
         if (pl.ch == 128)
             scan_fwd_ws_launch<128, PM_SCAN_WS_PW128, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm,
                                                                         ldbc, D, z, ldz, pos, rows, T, Cd, nck, stream);
-        else
-#endif
-#if PM_SCAN_WS_WG4_ONE
-        if (pl.ch == 64 && (long)rows * ((Cd + 63) / 64) <= pm_cuda_sm_count())
-            scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 1, 4>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                                                          pos, rows, T, Cd, nck, stream);
         else
 #endif
 #if PM_SCAN_WS_32

@@ -749,9 +749,9 @@ static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
                 T, Cd, N, gst);
     float *out2 = g_get_act(gout2, mc);
     check_same_bits("scan_fwd out, keeping states", out, out2, mc * 4);
-    // The staged forward (PM_SCAN_FWD_WS=0) forms every value as v65, the warp-specialized forward that shapes of
-    // >= 96 channels an SM at 64-wide blocks take: the same output and states, bit for bit. (Where v65 does not
-    // run, both calls run the staged kernel.)
+    // The staged forward (PM_SCAN_FWD_WS=0) forms every value as the warp-specialized forward (scan v65-v70) that
+    // 64-wide plans, and 32-wide ones of one wave, take: the same output and states, bit for bit. (Where the plan
+    // has time segments or B/C are not 4-byte aligned, both calls run the staged kernel.)
     setenv("PM_SCAN_FWD_WS", "0", 1);
     void *gst0 = G->alloc(stb), *gout0 = g_act(nan, mc);
     G->upload(gst0, stnan, stb);
@@ -872,11 +872,13 @@ static void test_scan(void **state) {
     scan_case(2, 50, 100, 16, 8, 1);   // Cd not a multiple of 8: the generic kernels
     // the 370m width: 128 blocks of 128 channels; on a 132-SM H200 the forward takes 64-wide blocks two an SM
     // (v50) and the backward 128-wide 2-thread ones (512 4-thread blocks would need a second wave)
-    // (its forward is v65, the warp-specialized one: >= 96 channels an SM at 64-wide blocks)
+    // (its forward is the warp-specialized one)
     scan_case(8, 40, 2048, 16, 8, 0);
-    // v65 with a partial 64-channel block (1480 = 23 * 64 + 8; 216 blocks, two an SM) and a partial chunk
+    // the warp-specialized forward with a partial 64-channel block (1480 = 23 * 64 + 8; 216 blocks, two an SM) and
+    // a partial chunk
     scan_case(9, 40, 1480, 16, 8, 0);
-    // B/C at an odd stride, 2-byte aligned: v65's 4-byte copies cannot take them, the staged forward runs
+    // B/C at an odd stride, 2-byte aligned: the warp-specialized forward's 4-byte copies cannot take them, the staged
+    // forward runs
     scan_case(8, 40, 2048, 16, 7, 0);
     FINISH();
 }

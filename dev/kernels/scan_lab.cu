@@ -14,9 +14,9 @@
 // v65's compile-time switches (docs/perf.md, twenty-third session): -DPM_SCAN_FWD_WS=0 (the staged forward
 // everywhere), -DPM_SCAN_WS_128=1 (v65 for 128-wide plans too), -DPM_SCAN_WS_WG=4 (4 walker threads a channel),
 // -DPM_SCAN_WS_PW64=N / -DPM_SCAN_WS_PW128=N (producer warps a block), -DPM_SCAN_WS_S=N (stages),
-// -DPM_SCAN_WS_UNROLL=N (the walk's token groups unrolled); v67's -DPM_SCAN_WS_V16=0 (v66's producers, 4-byte
-// copies of a channel pair over 4 tokens a thread; needs -DPM_SCAN_WS_YOUT=0 too); v68's -DPM_SCAN_WS_YOUT=0 (v67's walkers forming the output);
-// v70's -DPM_SCAN_WS_32=0 (the staged forward for 32-wide plans), -DPM_SCAN_WS_PW32=N.
+// -DPM_SCAN_WS_UNROLL=N (the walk's token groups unrolled); v70's -DPM_SCAN_WS_32=0 (the staged forward for
+// 32-wide plans), -DPM_SCAN_WS_PW32=N. (v66's and v67's producers and walkers, and 4 walker threads a channel at
+// one block an SM, were lab switches in the twenty-fourth session; docs/perf.md has their numbers.)
 //
 // Truth: a float64 CPU reference written straight from the math (DESIGN §1, backend.h), its backward checked
 // by central finite differences of its forward. GPU versions get fresh random bf16 inputs (never zeros),
@@ -678,8 +678,8 @@ int main(int argc, char **argv) {
                       // v20's 4-threads-per-channel backward takes >= 2 blocks of 32 channels per SM: a partial
                       // block (520 = 16 * 32 + 8) and a partial last chunk (200 = 12 * 16 + 8)
                       {"B16 D520 L200 bwd4", 16, 200, 520, 80, 48, 64, 1040, 520, 70},
-                      // v65 (the warp-specialized forward: 64-wide blocks, >= 96 channels an SM on 132 SMs) with a
-                      // partial block (200 = 3 * 64 + 8) and a partial chunk (40 = 2 * 16 + 8)
+                      // the warp-specialized forward (v65-v70: 64-wide blocks) with a partial block (200 = 3 * 64
+                      // + 8) and a partial chunk (40 = 2 * 16 + 8)
                       {"B66 D200 L40 v65 partial", 66, 40, 200, 80, 48, 64, 400, 200, 12}};
     for (int vi = 0; vi < nversions; vi++)
         for (const Shape &s : shapes)
