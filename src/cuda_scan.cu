@@ -1,6 +1,9 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v70 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): where the
+// Version v72 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v72, the
+// 2-thread backward's 128-wide plans without time segments warp-specialized on sm_90a (scan_bwd_ws_kernel: a
+// producer warpgroup for the tiles, the cooperative pass and the flush; walker warpgroups at 232 registers by
+// setmaxnreg), on v70: where the
 // forward's plan takes 64-wide blocks (v69: at any channel count), or 32-wide ones that fit one wave three an SM
 // (v70), without time segments, the forward split into producer warps (input copies, softplus, SiLU, the
 // outputs) and walker warps meeting at mbarriers (v65, scan_fwd_ws_kernel; v66 the mbarriers instead of named
@@ -1342,6 +1345,135 @@ struct BwdChunkSync {
     }
 };
 
+// A 2-thread backward chunk after its cooperative pass (scan_bwd_staged_kernel's main pass, scan_bwd_ws_kernel's
+// walkers): recompute the chunk's states from the checkpoint in s into registers, then walk them backwards,
+// carrying the state adjoint, staging the outputs (oA, oB; without RE odu, oddp, odz) and each token's dB/dC sums
+// (R), accumulating the per-channel partials. Inputs: the pass arrays pa4 and (RE) K2q, the u tile, B/C (bck) and
+// the chunk's start mask; thread (channel cl, half q), its states at lo.. and hi.. (see the kernel).
+template <int CH, int BWARPS, bool RE>
+__device__ __forceinline__ void bwd2_walk_chunk(const float4 *pa4, const float *K2q, const __nv_bfloat16 *tu,
+                                                const float *bck, unsigned mask, float *R, __nv_bfloat16 *oA,
+                                                __nv_bfloat16 *oB, __nv_bfloat16 *odu, __nv_bfloat16 *oddp,
+                                                __nv_bfloat16 *odz, float (&s)[8], float (&carry)[8], float (&dA)[8],
+                                                const float (&A)[8], float Dc, float &dbias, float &dDacc, int cl,
+                                                int lane, int warp, int q, int lo, int hi) {
+    constexpr int NS = 8;
+    // recompute the chunk's states from its checkpoint
+    // (all SCAN_K tokens: those past the row's end have delta = 0, so a = 1 and the input is 0)
+    // into registers (v21): both token loops are unrolled, so Sr[j] is a compile-time register index
+    float Sr[SCAN_K][NS];
+#pragma unroll
+    for (int j = 0; j < SCAN_K; j++) {
+        const int i = j * CH + cl;
+        const float dl = pa4[i].x, dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
+        const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;  // document start: a_t = 0
+        const float4 b0 = *(const float4 *)(bck + j * 2 * SCAN_N + lo);
+        const float4 b1 = *(const float4 *)(bck + j * 2 * SCAN_N + hi);
+        float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+        for (int n = 0; n < NS; n++) Sr[j][n] = s[n] = fmaf(ex2_approx(fmaf(dlL, A[n], off)), s[n], dlu * bb[n]);
+    }
+    // walk the chunk backwards: all SCAN_K tokens, 4 at a time with compile-time offsets (v11); tokens
+    // past the row's end have zero pass arrays, tiles and B/C, so they add nothing and leave the carry
+    // alone (their outputs are not stored)
+    const int ridx = ((lane >> 3) & 1) * SCAN_N + lo + ((lane >> 1) & 3);  // R slot of this lane's sum
+    float vpend[NS];  // v36: the last token's dB/dC values after the butterfly's first level
+    auto bc_sum = [&](float (&vv)[NS]) {
+        tr_level<4, 8, NS>(vv);
+        tr_level<2, 4, NS>(vv);
+        tr_level<1, 2, NS>(vv);
+        return vv[0];  // lane holds (bit 3 ? dC : dB) of state lo + 2*bit2 + bit1
+    };
+#pragma unroll
+    for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
+        const unsigned mk = mask >> j0;
+        float ov[4][3], rv[4];  // v52: the outputs and dB/dC sums of tokens whose stores wait (WALK_GROUP)
+#pragma unroll
+        for (int jj = 3; jj >= 0; jj--) {
+            const int j = j0 + jj, i = j * CH + cl;
+            const float4 pa = pa4[i];
+            const float uu = bf2f(tu[i]), dl = pa.x, gy = pa.y, dlL = dl * LOG2E, dlu = dl * uu;
+            // at a document start a_t is taken as 0 (2^-huge) so nothing flows to the previous token
+            const float off = ((mk >> jj) & 1u) ? -1e30f : 0.f;
+            const float *bcj = bck + j * 2 * SCAN_N;
+            const float4 b0 = *(const float4 *)(bcj + lo), b1 = *(const float4 *)(bcj + hi);
+            const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo),
+                         cv1 = *(const float4 *)(bcj + SCAN_N + hi);
+            float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+            float cc[NS] = {cv0.x, cv0.y, cv0.z, cv0.w, cv1.x, cv1.y, cv1.z, cv1.w};
+            const float *st = Sr[j];
+            // y = sum s C, P = sum ds B, Q = sum A ds a s_{t-1}; then du = dy D + delta P,
+            // ddelta = Q + u P
+            // y as the forward sums it (v24): per 4 states in pairs, then (q0 + q1) + (q2 + q3), so the
+            // forward's output below is the forward's, bit for bit
+            float y = quad_dot(st[0], st[1], st[2], st[3], cc) + quad_dot(st[4], st[5], st[6], st[7], cc + 4);
+            float P = 0.f, Q = 0.f;
+            // this thread's dB (delta u ds) and dC (dy s) terms, summed over channels below;
+            // v = [dB slots 0-3, dC slots 0-3, dB slots 4-7, dC slots 4-7]
+            float v[2 * NS];
+#pragma unroll
+            for (int n = 0; n < NS; n++) {
+                const float a = ex2_approx(fmaf(dlL, A[n], off));
+                const float ds = fmaf(gy, cc[n], carry[n]);  // total adjoint of s_t
+                carry[n] = a * ds;
+                // r = ds a_t s_{t-1}: as the new carry times s_{t-1} (v57), or with a_t s_{t-1} = s_t -
+                // delta u B_t (0 up to rounding at a start)
+                const float r = BWD_R_CARRY && j > 0 ? carry[n] * Sr[j > 0 ? j - 1 : 0][n]
+                                                     : ds * fmaf(-dlu, bb[n], st[n]);
+                P = fmaf(ds, bb[n], P);
+                Q = fmaf(A[n], r, Q);
+                dA[n] = fmaf(r, dl, dA[n]);
+                v[(n & 4) * 2 + (n & 3)] = ds * dlu;
+                v[(n & 4) * 2 + 4 + (n & 3)] = gy * st[n];
+            }
+            y += __shfl_xor_sync(0xffffffffu, y, 1);
+            P += __shfl_xor_sync(0xffffffffu, P, 1);
+            Q += __shfl_xor_sync(0xffffffffu, Q, 1);
+            const float ddp = fmaf(uu, P, Q) * (RE ? pa.z : pa.w), gin = fmaf(Dc, uu, y);  // gin: the gate's input
+            // zero past the row's end (psig, gy, uu are 0 there). Both threads of the channel hold the
+            // same sums. Without RE both store the same three outputs; with RE each stores two of the
+            // four, chosen by selects rather than a branch on q, so the 4 tokens of the group stay one
+            // basic block the scheduler can interleave (v13): thread 0 du and dz, thread 1 ddelta and the
+            // forward's output (as the forward forms it: gin silu(z))
+            dbias += ddp;
+            dDacc = fmaf(gy, uu, dDacc);
+            if (RE) {
+                ov[jj][0] = select_f(q, ddp, fmaf(gy, Dc, dl * P));
+                ov[jj][1] = K2q[2 * i] * gin;
+            } else {
+                ov[jj][0] = fmaf(gy, Dc, dl * P);
+                ov[jj][1] = ddp;
+                ov[jj][2] = pa.z * gin;
+            }
+            // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects
+            // (see lo/hi); then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
+#pragma unroll
+            for (int e = 0; e < NS; e++) v[e] += __shfl_xor_sync(0xffffffffu, v[e + NS], 16);
+            // v36: the other three levels one token later, after the next token's state work, so their
+            // shuffles' latency overlaps it (measured -2.4% fwd+bwd at B8 D2048, -3.7% at B2 D4096 L8192)
+            if (j + 1 < SCAN_K) rv[jj] = bc_sum(vpend);
+#pragma unroll
+            for (int e = 0; e < NS; e++) vpend[e] = v[e];
+            if (jj % WALK_GROUP == 0) {  // the group's stores (v52)
+#pragma unroll
+                for (int jd = jj + WALK_GROUP - 1; jd >= jj; jd--) {
+                    const int jt = j0 + jd, it = jt * CH + cl;
+                    if (RE) {
+                        oA[it] = __float2bfloat16(ov[jd][0]);
+                        oB[it] = __float2bfloat16(ov[jd][1]);
+                    } else {
+                        odu[it] = __float2bfloat16(ov[jd][0]);
+                        oddp[it] = __float2bfloat16(ov[jd][1]);
+                        odz[it] = __float2bfloat16(ov[jd][2]);
+                    }
+                    if (jt + 1 < SCAN_K) R[((jt + 1) * BWARPS + warp) * 2 * SCAN_N + ridx] = rv[jd];
+                }
+            }
+        }
+    }
+    R[warp * 2 * SCAN_N + ridx] = bc_sum(vpend);  // token 0's
+}
+
 // Time segments (v10): grid z cuts a row into nseg segments of SLK chunks, walked by different blocks. The
 // adjoint recurrence is linear: with carry_t = a_{t+1} ds_{t+1} (the adjoint reaching s_t from later tokens),
 // carry_{t-1} = a_t (gy_t C_t + carry_t), so over a segment h the carry leaving its first token is
@@ -1507,120 +1639,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
                 }
             }
         } else {  // the main pass
-            // recompute the chunk's states from its checkpoint
-            // (all SCAN_K tokens: those past the row's end have delta = 0, so a = 1 and the input is 0)
-            // into registers (v21): both token loops are unrolled, so Sr[j] is a compile-time register index
-            float Sr[SCAN_K][NS];
-#pragma unroll
-            for (int j = 0; j < SCAN_K; j++) {
-                const int i = j * CH + cl;
-                const float dl = pa4[i].x, dlL = dl * LOG2E, dlu = dl * bf2f(tu[i]);
-                const float off = ((mask >> j) & 1u) ? -1e30f : 0.f;  // document start: a_t = 0
-                const float4 b0 = *(const float4 *)(bck + j * 2 * SCAN_N + lo);
-                const float4 b1 = *(const float4 *)(bck + j * 2 * SCAN_N + hi);
-                float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-                for (int n = 0; n < NS; n++) Sr[j][n] = s[n] = fmaf(ex2_approx(fmaf(dlL, A[n], off)), s[n], dlu * bb[n]);
-            }
-            // walk the chunk backwards: all SCAN_K tokens, 4 at a time with compile-time offsets (v11); tokens
-            // past the row's end have zero pass arrays, tiles and B/C, so they add nothing and leave the carry
-            // alone (their outputs are not stored)
-            const int ridx = ((lane >> 3) & 1) * SCAN_N + lo + ((lane >> 1) & 3);  // R slot of this lane's sum
-            float vpend[NS];  // v36: the last token's dB/dC values after the butterfly's first level
-            auto bc_sum = [&](float (&vv)[NS]) {
-                tr_level<4, 8, NS>(vv);
-                tr_level<2, 4, NS>(vv);
-                tr_level<1, 2, NS>(vv);
-                return vv[0];  // lane holds (bit 3 ? dC : dB) of state lo + 2*bit2 + bit1
-            };
-#pragma unroll
-            for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
-                const unsigned mk = mask >> j0;
-                float ov[4][3], rv[4];  // v52: the outputs and dB/dC sums of tokens whose stores wait (WALK_GROUP)
-#pragma unroll
-                for (int jj = 3; jj >= 0; jj--) {
-                    const int j = j0 + jj, i = j * CH + cl;
-                    const float4 pa = pa4[i];
-                    const float uu = bf2f(tu[i]), dl = pa.x, gy = pa.y, dlL = dl * LOG2E, dlu = dl * uu;
-                    // at a document start a_t is taken as 0 (2^-huge) so nothing flows to the previous token
-                    const float off = ((mk >> jj) & 1u) ? -1e30f : 0.f;
-                    const float *bcj = bck + j * 2 * SCAN_N;
-                    const float4 b0 = *(const float4 *)(bcj + lo), b1 = *(const float4 *)(bcj + hi);
-                    const float4 cv0 = *(const float4 *)(bcj + SCAN_N + lo),
-                                 cv1 = *(const float4 *)(bcj + SCAN_N + hi);
-                    float bb[NS] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-                    float cc[NS] = {cv0.x, cv0.y, cv0.z, cv0.w, cv1.x, cv1.y, cv1.z, cv1.w};
-                    const float *st = Sr[j];
-                    // y = sum s C, P = sum ds B, Q = sum A ds a s_{t-1}; then du = dy D + delta P,
-                    // ddelta = Q + u P
-                    // y as the forward sums it (v24): per 4 states in pairs, then (q0 + q1) + (q2 + q3), so the
-                    // forward's output below is the forward's, bit for bit
-                    float y = quad_dot(st[0], st[1], st[2], st[3], cc) + quad_dot(st[4], st[5], st[6], st[7], cc + 4);
-                    float P = 0.f, Q = 0.f;
-                    // this thread's dB (delta u ds) and dC (dy s) terms, summed over channels below;
-                    // v = [dB slots 0-3, dC slots 0-3, dB slots 4-7, dC slots 4-7]
-                    float v[2 * NS];
-#pragma unroll
-                    for (int n = 0; n < NS; n++) {
-                        const float a = ex2_approx(fmaf(dlL, A[n], off));
-                        const float ds = fmaf(gy, cc[n], carry[n]);  // total adjoint of s_t
-                        carry[n] = a * ds;
-                        // r = ds a_t s_{t-1}: as the new carry times s_{t-1} (v57), or with a_t s_{t-1} = s_t -
-                        // delta u B_t (0 up to rounding at a start)
-                        const float r = BWD_R_CARRY && j > 0 ? carry[n] * Sr[j > 0 ? j - 1 : 0][n]
-                                                             : ds * fmaf(-dlu, bb[n], st[n]);
-                        P = fmaf(ds, bb[n], P);
-                        Q = fmaf(A[n], r, Q);
-                        dA[n] = fmaf(r, dl, dA[n]);
-                        v[(n & 4) * 2 + (n & 3)] = ds * dlu;
-                        v[(n & 4) * 2 + 4 + (n & 3)] = gy * st[n];
-                    }
-                    y += __shfl_xor_sync(0xffffffffu, y, 1);
-                    P += __shfl_xor_sync(0xffffffffu, P, 1);
-                    Q += __shfl_xor_sync(0xffffffffu, Q, 1);
-                    const float ddp = fmaf(uu, P, Q) * (RE ? pa.z : pa.w), gin = fmaf(Dc, uu, y);  // gin: the gate's input
-                    // zero past the row's end (psig, gy, uu are 0 there). Both threads of the channel hold the
-                    // same sums. Without RE both store the same three outputs; with RE each stores two of the
-                    // four, chosen by selects rather than a branch on q, so the 4 tokens of the group stay one
-                    // basic block the scheduler can interleave (v13): thread 0 du and dz, thread 1 ddelta and the
-                    // forward's output (as the forward forms it: gin silu(z))
-                    dbias += ddp;
-                    dDacc = fmaf(gy, uu, dDacc);
-                    if (RE) {
-                        ov[jj][0] = select_f(q, ddp, fmaf(gy, Dc, dl * P));
-                        ov[jj][1] = K2q[2 * i] * gin;
-                    } else {
-                        ov[jj][0] = fmaf(gy, Dc, dl * P);
-                        ov[jj][1] = ddp;
-                        ov[jj][2] = pa.z * gin;
-                    }
-                    // sum v over the warp's 16 channels (lane bits 1-4). Level 1 (lane bit 4) needs no selects
-                    // (see lo/hi); then dB|dC (bit 3), slots 0-1|2-3 (bit 2), slot 0|1 (bit 1).
-#pragma unroll
-                    for (int e = 0; e < NS; e++) v[e] += __shfl_xor_sync(0xffffffffu, v[e + NS], 16);
-                    // v36: the other three levels one token later, after the next token's state work, so their
-                    // shuffles' latency overlaps it (measured -2.4% fwd+bwd at B8 D2048, -3.7% at B2 D4096 L8192)
-                    if (j + 1 < SCAN_K) rv[jj] = bc_sum(vpend);
-#pragma unroll
-                    for (int e = 0; e < NS; e++) vpend[e] = v[e];
-                    if (jj % WALK_GROUP == 0) {  // the group's stores (v52)
-#pragma unroll
-                        for (int jd = jj + WALK_GROUP - 1; jd >= jj; jd--) {
-                            const int jt = j0 + jd, it = jt * CH + cl;
-                            if (RE) {
-                                oA[it] = __float2bfloat16(ov[jd][0]);
-                                oB[it] = __float2bfloat16(ov[jd][1]);
-                            } else {
-                                odu[it] = __float2bfloat16(ov[jd][0]);
-                                oddp[it] = __float2bfloat16(ov[jd][1]);
-                                odz[it] = __float2bfloat16(ov[jd][2]);
-                            }
-                            if (jt + 1 < SCAN_K) R[((jt + 1) * BWARPS + warp) * 2 * SCAN_N + ridx] = rv[jd];
-                        }
-                    }
-                }
-            }
-            R[warp * 2 * SCAN_N + ridx] = bc_sum(vpend);  // token 0's
+            bwd2_walk_chunk<CH, BWARPS, RE>(pa4, K2q, tu, bck, mask, R, oA, oB, odu, oddp, odz, s, carry, dA, A, Dc,
+                                            dbias, dDacc, cl, lane, warp, q, lo, hi);
             Sync::walk_done(k, flush);
         }
         if (k > kbeg) {
@@ -1653,6 +1673,210 @@ __global__ void __launch_bounds__(CH *BG, 1)
         for (int n = 0; n < NS; n++)  // dA_log = dA * dA/dA_log = dA * A
             pp[(size_t)(2 + (n < 4 ? lo + n : hi + n - 4)) * Cd] = dA[n] * A[n];
     }
+}
+
+// ---- v72: the 2-thread backward warp-specialized, as the forward since v65 ----
+// One 128-wide block an SM: a producer warpgroup (128 threads) copies each chunk's u/dpre/z/dout tiles, B/C and
+// pos, computes the cooperative pass into the chunk's stage, and flushes each walked chunk's staged outputs and
+// dB/dC sums; two walker warpgroups (256 threads, the 2-thread kernel's layout) recompute and walk. Two stages,
+// meeting at mbarriers (full: the producers' pass, empty: the walk). Hopper's setmaxnreg gives the walkers 232
+// registers and the producers 40 (sm_90a builds only). Every value is formed as scan_bwd_staged_kernel<128, 0, RE>
+// forms it, in the same order: the same bits. Used for the 128-wide plans without time segments (the 370m and 1.4b
+// widths at their batch sizes) where the device runs sm_90a code (scan_bwd_ws_ok); PM_SCAN_BWD_WS=0 in the
+// environment (read at each call) turns it off.
+template <int N>
+__device__ __forceinline__ void reg_alloc() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+template <int N>
+__device__ __forceinline__ void reg_dealloc() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+static constexpr int BWS_NP = 128, BWS_CH = 128;
+// a stage: tiles u/dpre/z/dout (4 bwd_tstr apart) bf16 | oy (SCAN_K, CH) bf16 (0 mod 128 bytes, as v30's) |
+// pa4 (SCAN_K, CH) float4 | K2 (SCAN_K, CH) float2 | R (SCAN_K, 8 warps, 2N) f32 | bcf (SCAN_K, 2N) f32 | mask
+static constexpr size_t BWS_OY = (size_t)4 * bwd_tstr(BWS_CH) * 2, BWS_PA = BWS_OY + (size_t)SCAN_K * BWS_CH * 2,
+                        BWS_K2 = BWS_PA + (size_t)SCAN_K * BWS_CH * 16, BWS_R = BWS_K2 + (size_t)SCAN_K * BWS_CH * 8,
+                        BWS_BC = BWS_R + (size_t)SCAN_K * (BWS_CH * BG / 32) * 2 * SCAN_N * 4,
+                        BWS_MASK = BWS_BC + (size_t)SCAN_K * 2 * SCAN_N * 4,
+                        BWS_STAGE = (BWS_MASK + 16 + 127) / 128 * 128;
+static_assert(BWS_OY % 128 == 0 && BWS_PA % 16 == 0, "stage layout");
+static constexpr size_t bws_smem() { return 2 * BWS_STAGE + 4 * 8; }
+__device__ __forceinline__ void bws_bar_producers() { asm volatile("bar.sync 1, %0;\n" ::"n"(BWS_NP) : "memory"); }
+
+template <bool RE>
+__global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
+    scan_bwd_ws_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out,
+                       __nv_bfloat16 *y_out, float *bc_part, float *par_part, const float *ckpt,
+                       const __nv_bfloat16 *dout, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
+                       const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
+                       int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd,
+                       int nck) {
+    constexpr int CH = BWS_CH, NP = BWS_NP, NW = CH * BG, BWARPS = NW / 32, NS = SCAN_N / BG, TSTR = bwd_tstr(CH);
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    unsigned long long *mb_full = (unsigned long long *)(smem_raw + 2 * BWS_STAGE), *mb_empty = mb_full + 2;
+    const int tid = threadIdx.x, row = blockIdx.y, c0 = blockIdx.x * CH;
+    const size_t mrow = (size_t)row * T;
+    if (tid == 0) {
+        mbar_init(mb_full, NP), mbar_init(mb_full + 1, NP);
+        mbar_init(mb_empty, NW), mbar_init(mb_empty + 1, NW);
+    }
+    __syncthreads();  // the barriers initialized before any arrive or wait
+    if (tid < NP) {  // ---- producers: item it * CH + tid of a chunk is (token it, channel tid)
+        reg_dealloc<40>();
+        const float bias = settle(c0 + tid < Cd ? dt_bias[c0 + tid] : 0.f);
+        BCFetch<SCAN_K, NP> bc;
+        int pv = 1;
+        auto issue = [&](int k, unsigned char *sb) {  // chunk k's inputs into stage sb
+            const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+            __nv_bfloat16 *st = (__nv_bfloat16 *)sb;
+            load_tile<SCAN_K, NP, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
+            load_tile<SCAN_K, NP, CH>(st + TSTR, dpre, Cd, mrow + t0, len, c0, Cd);
+            load_tile<SCAN_K, NP, CH>(st + 2 * TSTR, z, ldz, mrow + t0, len, c0, Cd);
+            load_tile<SCAN_K, NP, CH>(st + 3 * TSTR, dout, Cd, mrow + t0, len, c0, Cd);
+            cp_async_commit();
+            bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
+            pv = pos_fetch(pos, mrow + t0, len);
+        };
+        // chunk kk's staged outputs and dB/dC sums (the walkers' 8 warps, summed in bwd_flush_chunk's order)
+        auto flush = [&](int kk, const unsigned char *sb) {
+            const int tt = kk * SCAN_K, len = min(SCAN_K, T - tt);
+            const size_t m0 = mrow + tt;
+            const float *R = (const float *)(sb + BWS_R);
+            for (int idx = tid; idx < len * 2 * SCAN_N; idx += NP) {
+                const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
+                float acc = 0.f;
+#pragma unroll
+                for (int w = 0; w < BWARPS; w++) acc += R[(j * BWARPS + w) * 2 * SCAN_N + e];
+                bc_part[((m0 + j) * gridDim.x + blockIdx.x) * 2 * SCAN_N + e] = acc;
+            }
+            const __nv_bfloat16 *fu = (const __nv_bfloat16 *)sb;
+            store_tile<SCAN_K, NP, CH>(du_out, Cd, m0, len, c0, Cd, fu + TSTR);
+            store_tile<SCAN_K, NP, CH>(ddpre_out, Cd, m0, len, c0, Cd, fu + 2 * TSTR);
+            store_tile<SCAN_K, NP, CH>(dz_out, ldz, m0, len, c0, Cd, fu + 3 * TSTR);
+            if (RE) store_tile<SCAN_K, NP, CH>(y_out, Cd, m0, len, c0, Cd, (const __nv_bfloat16 *)(sb + BWS_OY));
+        };
+        issue(nck - 1, smem_raw);
+        for (int i = 0; i < nck; i++) {
+            const int k = nck - 1 - i, s = i & 1, t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+            unsigned char *sb = smem_raw + (size_t)s * BWS_STAGE;
+            const __nv_bfloat16 *tdp = (const __nv_bfloat16 *)sb + TSTR, *tz = tdp + TSTR, *tdo = tdp + 2 * TSTR;
+            float4 *pa4 = (float4 *)(sb + BWS_PA);
+            float2 *K2 = (float2 *)(sb + BWS_K2);
+            cp_async_wait0();
+            bc.store((float *)(sb + BWS_BC));
+            const unsigned mask = start_mask(pv, t0, len);
+            if (tid == 0) *(unsigned *)(sb + BWS_MASK) = mask;
+            bws_bar_producers();  // every producer's copies landed
+#pragma unroll 4
+            for (int it = 0; it < SCAN_K; it++) {
+                const int ii = it * CH + tid;
+                const PassVals v = pass_vals(bf2f(tdp[ii]), bf2f(tz[ii]), bf2f(tdo[ii]), bias, it < len);
+                if (RE) {
+                    pa4[ii] = make_float4(v.dl, v.dy, v.sig, 0.f);
+                    K2[ii] = make_float2(v.dzf, v.psz);
+                } else {
+                    pa4[ii] = make_float4(v.dl, v.dy, v.dzf, v.sig);
+                }
+            }
+            mbar_arrive(mb_full + s);  // the stage is filled
+            unsigned char *sb1 = smem_raw + (size_t)(s ^ 1) * BWS_STAGE;
+            if (i > 0) {  // chunk k + 1's walk over: its outputs out, then its stage takes chunk k - 1
+                mbar_wait(mb_empty + (s ^ 1), (unsigned)(((i - 1) >> 1) & 1));
+                flush(k + 1, sb1);
+                bws_bar_producers();  // every producer's reads of the stage done before it is refilled
+            }
+            if (k > 0) issue(k - 1, sb1);
+        }
+        mbar_wait(mb_empty + ((nck - 1) & 1), (unsigned)(((nck - 1) >> 1) & 1));
+        flush(0, smem_raw + (size_t)((nck - 1) & 1) * BWS_STAGE);
+        return;
+    }
+    // ---- walkers: thread (channel cl = wt / BG, half q = wt % BG), as scan_bwd_staged_kernel's
+    reg_alloc<232>();
+    const int wt = tid - NP, lane = tid & 31, warp = wt >> 5, q = wt % BG, cl = wt / BG;
+    const int c = c0 + cl;
+    const bool active = c < Cd;
+    const int g = (lane >> 4) & 1, lo = q * NS + 4 * g, hi = q * NS + 4 * (1 - g);
+    float A[NS];
+#pragma unroll
+    for (int i = 0; i < NS; i++)
+        A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + (i < 4 ? lo + i : hi + i - 4)]) : 0.f;
+    const float Dc = settle(active ? Dp[c] : 0.f);
+    float carry[NS], dA[NS];
+#pragma unroll
+    for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
+    float dbias = 0.f, dDacc = 0.f;
+    auto load_ck = [&](int k, float4 (&r)[2]) {
+        if (active) {
+            const float *p = ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N;
+            r[0] = *(const float4 *)(p + lo), r[1] = *(const float4 *)(p + hi);
+        } else {
+            r[0] = r[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    };
+    float4 ck_next[2];
+    load_ck(nck - 1, ck_next);
+#pragma unroll 1
+    for (int ic = 0; ic < nck; ic++) {
+        const int k = nck - 1 - ic, sidx = ic & 1;
+        unsigned char *sb = smem_raw + (size_t)sidx * BWS_STAGE;
+        float s[NS] = {ck_next[0].x, ck_next[0].y, ck_next[0].z, ck_next[0].w,
+                       ck_next[1].x, ck_next[1].y, ck_next[1].z, ck_next[1].w};
+        if (k > 0) load_ck(k - 1, ck_next);
+        mbar_wait(mb_full + sidx, (unsigned)((ic >> 1) & 1));
+        __nv_bfloat16 *tu = (__nv_bfloat16 *)sb, *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
+        __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo, *oy = (__nv_bfloat16 *)(sb + BWS_OY);
+        __nv_bfloat16 *oA = q ? oddp : odu, *oB = q && RE ? oy : odz;
+        const float4 *pa4 = (const float4 *)(sb + BWS_PA);
+        const float *K2q = (const float *)(sb + BWS_K2) + (tid & 1);
+        float *R = (float *)(sb + BWS_R);
+        const float *bck = (const float *)(sb + BWS_BC);
+        const unsigned mask = *(const unsigned *)(sb + BWS_MASK);
+        {
+        bwd2_walk_chunk<CH, BWARPS, RE>(pa4, K2q, tu, bck, mask, R, oA, oB, odu, oddp, odz, s, carry, dA, A, Dc, dbias,
+                                        dDacc, cl, lane, warp, q, lo, hi);
+        }
+        mbar_arrive(mb_empty + sidx);
+    }
+    if (active) {
+        float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
+        if (q == 0) {
+            pp[0] = dbias;
+            pp[(size_t)Cd] = dDacc;
+        }
+#pragma unroll
+        for (int n = 0; n < NS; n++) pp[(size_t)(2 + (n < 4 ? lo + n : hi + n - 4)) * Cd] = dA[n] * A[n];
+    }
+}
+
+// Whether the device runs this file's sm_90a code, which scan_bwd_ws_kernel needs for setmaxnreg (built for another
+// target its walkers would be held to 168 registers and spill): this kernel's static shared memory is 16 bytes in
+// sm_90a code and 4 in any other, and cudaFuncGetAttributes reports it without a launch.
+__global__ void scan_sm90a_probe_kernel(int *out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    __shared__ int v[4];
+#else
+    __shared__ int v[1];
+#endif
+    v[threadIdx.x % (sizeof v / sizeof v[0])] = (int)threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = v[0];
+}
+static bool scan_bwd_ws_ok() {
+    static int feat = -1;
+    if (feat < 0) {
+        cudaFuncAttributes a;
+        feat = cudaFuncGetAttributes(&a, scan_sm90a_probe_kernel) == cudaSuccess && a.sharedSizeBytes == 16 &&
+               bws_smem() <= (size_t)pm_cuda_device()->smem_block;
+        cudaGetLastError();  // (clear a failure: the next launch check would report it)
+    }
+    const char *e = getenv("PM_SCAN_BWD_WS");  // read each call (the op tests compare both kernels)
+    return feat && !(e && e[0] == '0');
 }
 
 // ---- v20/v21: the backward main pass with 4 threads per channel, in narrow blocks three to an SM ----
@@ -2293,6 +2517,16 @@ static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv
     static int optin = 0, optin_s = 0, optin_g = 0;
     const int nblk = (Cd + CH - 1) / CH;
     size_t smem = bwd_smem(CH);
+    if (nseg == 1 && CH == 128 && scan_bwd_ws_ok()) {  // v72
+        static int optin_w = 0;
+        const size_t sm = bws_smem();
+        scan_smem_optin((const void *)scan_bwd_ws_kernel<RE>, sm, &optin_w, "scan_bwd_ws_kernel");
+        scan_bwd_ws_kernel<RE><<<dim3(nblk, rows), CH * BG + BWS_NP, sm, stream>>>(
+            du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
+            Cd, nck);
+        scan_check_launch("scan_bwd_ws_kernel");
+        return;
+    }
     if (nseg == 1) {  // v9's kernel
         scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 0, RE>, smem, &optin, "scan_bwd_staged_kernel");
         scan_bwd_staged_kernel<CH, 0, RE><<<dim3(nblk, rows), CH * BG, smem, stream>>>(

@@ -765,15 +765,19 @@ static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
     float *bits[3] = {NULL, NULL, NULL}, *bits_g[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     // The GPU backward's out: the forward's output again, from the states it recomputes, summed over the states in
     // the forward's order: bit-identical to the forward's. Passed in calls 0 and 3 (recomputed and kept states),
-    // NULL in 1 and 2.
-    const Backend *modes[4] = {G, GD, GD, G};
-    for (int k = 0; k < 4; k++) {
+    // NULL in 1 and 2. Call 4 repeats call 0 with PM_SCAN_BWD_WS=0: the warp-specialized backward (scan v72:
+    // 128-wide plans without time segments, in sm_90a code) forms every value as the staged 2-thread kernel does, in
+    // the same order, so the staged kernel gives call 0's bits. (Where the plan is another, both run one kernel.)
+    const Backend *modes[5] = {G, GD, GD, G, G};
+    for (int k = 0; k < 5; k++) {
+        if (k == 4) setenv("PM_SCAN_BWD_WS", "0", 1);
         void *gdu = g_act(nan, mc), *gddp = g_act(nan, mc), *gdx = g_act(pdx, (size_t)M * nx);
         void *gdz = g_act(pdz, (size_t)M * ldz), *gddtb = g_f32(ddtb0, Cd), *gdA = g_f32(dA0, (size_t)Cd * N);
         void *gdD = g_f32(dD0, Cd), *gyo = g_act(nan, mc);
         modes[k]->scan_bwd(gdu, gddp, act_off(gdx, R), act_off(gdx, R + N), act_off(gdz, Cd), gddtb, gdA, gdD, gdo, gu,
                            gdp, gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M, T, Cd,
-                           N, k == 3 ? gst : NULL, k == 0 || k == 3 ? gyo : NULL);
+                           N, k == 3 ? gst : NULL, k == 0 || k >= 3 ? gyo : NULL);
+        if (k == 4) unsetenv("PM_SCAN_BWD_WS");
         float *yo = g_get_act(gyo, mc);
         float *du = g_get_act(gdu, mc), *ddp = g_get_act(gddp, mc), *dx = g_get_act(gdx, (size_t)M * nx);
         float *dz = g_get_act(gdz, (size_t)M * ldz), *ddtb = g_get_f32(gddtb, Cd), *dA = g_get_f32(gdA, (size_t)Cd * N);
@@ -791,13 +795,18 @@ static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
             check_rel("scan_bwd out (bf16) vs CPU", yo, r_out, mc, 1e-2);
             bits_g[0] = dup(du, mc), bits_g[1] = dup(dx, (size_t)M * nx), bits_g[2] = dup(dA, (size_t)Cd * N);
             bits_g[3] = dup(ddp, mc), bits_g[4] = dup(dz, (size_t)M * ldz), bits_g[5] = dup(yo, mc);
-        } else if (k == 3) {
-            check_same_bits("scan_bwd du, kept states", bits_g[0], du, mc * 4);
-            check_same_bits("scan_bwd dB|dC, kept states", bits_g[1], dx, (size_t)M * nx * 4);
-            check_same_bits("scan_bwd dA_log, kept states", bits_g[2], dA, (size_t)Cd * N * 4);
-            check_same_bits("scan_bwd ddpre, kept states", bits_g[3], ddp, mc * 4);
-            check_same_bits("scan_bwd dz, kept states", bits_g[4], dz, (size_t)M * ldz * 4);
-            check_same_bits("scan_bwd out, kept states", bits_g[5], yo, mc * 4);
+        } else if (k >= 3) {
+            const char *how = k == 3 ? "kept states" : "staged backward";
+            char label[96];
+            snprintf(label, sizeof label, "scan_bwd du, %s", how), check_same_bits(label, bits_g[0], du, mc * 4);
+            snprintf(label, sizeof label, "scan_bwd dB|dC, %s", how);
+            check_same_bits(label, bits_g[1], dx, (size_t)M * nx * 4);
+            snprintf(label, sizeof label, "scan_bwd dA_log, %s", how);
+            check_same_bits(label, bits_g[2], dA, (size_t)Cd * N * 4);
+            snprintf(label, sizeof label, "scan_bwd ddpre, %s", how), check_same_bits(label, bits_g[3], ddp, mc * 4);
+            snprintf(label, sizeof label, "scan_bwd dz, %s", how);
+            check_same_bits(label, bits_g[4], dz, (size_t)M * ldz * 4);
+            snprintf(label, sizeof label, "scan_bwd out, %s", how), check_same_bits(label, bits_g[5], yo, mc * 4);
         } else if (k == 1) {
             bits[0] = dup(du, mc), bits[1] = dup(dx, (size_t)M * nx), bits[2] = dup(dA, (size_t)Cd * N);
         } else {
@@ -872,7 +881,7 @@ static void test_scan(void **state) {
     scan_case(2, 50, 100, 16, 8, 1);   // Cd not a multiple of 8: the generic kernels
     // the 370m width: 128 blocks of 128 channels; on a 132-SM H200 the forward takes 64-wide blocks two an SM
     // (v50) and the backward 128-wide 2-thread ones (512 4-thread blocks would need a second wave)
-    // (its forward is the warp-specialized one)
+    // (its forward and backward are the warp-specialized ones)
     scan_case(8, 40, 2048, 16, 8, 0);
     // the warp-specialized forward with a partial 64-channel block (1480 = 23 * 64 + 8; 216 blocks, two an SM) and
     // a partial chunk
@@ -880,6 +889,9 @@ static void test_scan(void **state) {
     // B/C at an odd stride, 2-byte aligned: the warp-specialized forward's 4-byte copies cannot take them, the staged
     // forward runs
     scan_case(8, 40, 2048, 16, 7, 0);
+    // the warp-specialized backward (v72) with a partial 128-channel block (200 = 128 + 72; 120 blocks, one wave)
+    // and a partial chunk
+    scan_case(60, 40, 200, 16, 8, 0);
     FINISH();
 }
 

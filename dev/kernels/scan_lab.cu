@@ -1,6 +1,7 @@
 // scan_lab.cu — kernel lab for the selective scan (src/cuda_scan.cu and frozen versions dev/kernels/scan_*.cuh).
 //
-//   nvcc -O3 -arch=sm_90 -Isrc -Idev/kernels dev/kernels/scan_lab.cu src/cuda_scan.cu -o .gpu/scan_lab
+//   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -Isrc -Idev/kernels dev/kernels/scan_lab.cu src/cuda_scan.cu \
+//        -o .gpu/scan_lab      (sm_90a: the production backward's warp-specialized kernel, v72, needs it)
 //   .gpu/scan_lab cpu     # CPU only: finite-difference check of the float64 reference's backward
 //   .gpu/scan_lab         # + every version against the reference on the GPU, determinism, timing, table
 //   .gpu/scan_lab profile v2   # one version's fwd+bwd twice at B8 D2048 L2048, to run under ncu
@@ -680,7 +681,10 @@ int main(int argc, char **argv) {
                       {"B16 D520 L200 bwd4", 16, 200, 520, 80, 48, 64, 1040, 520, 70},
                       // the warp-specialized forward (v65-v70: 64-wide blocks) with a partial block (200 = 3 * 64
                       // + 8) and a partial chunk (40 = 2 * 16 + 8)
-                      {"B66 D200 L40 v65 partial", 66, 40, 200, 80, 48, 64, 400, 200, 12}};
+                      {"B66 D200 L40 v65 partial", 66, 40, 200, 80, 48, 64, 400, 200, 12},
+                      // the 2-thread backward's 128-wide plan without segments (one wave: 120 blocks; v72's
+                      // warp-specialized backward in sm_90a builds), a partial block and chunk
+                      {"B60 D200 L40 128-wide partial", 60, 40, 200, 80, 48, 64, 400, 200, 12}};
     for (int vi = 0; vi < nversions; vi++)
         for (const Shape &s : shapes)
             if ((argc < 3 || !strcmp(argv[2], versions[vi].name)) && selected(versions[vi].name))
