@@ -1248,21 +1248,21 @@ __device__ __forceinline__ void bwd_coop_pass(const __nv_bfloat16 *tdp, const __
 // 4-thread one); 32 bytes apart, and the staged forward's output at 0 mod 128 bytes, they do not.
 __host__ __device__ static constexpr int bwd_tstr(int CH) { return SCAN_K * CH + 16; }
 
-// The end of backward chunk kk (after the barrier that ends its walk), NT threads: the warps' dB/dC sums R
-// (SCAN_K, NT/32, 2N) summed over the warps in a fixed order into this block's partials bc_part (M, nblk, 2N),
-// and the du / ddpre / dz tiles (SCAN_K, CH) that the walk staged in the dpre, z and dout tiles of the chunk's
-// stage (tiles: the two stages of u, dpre, z, dout, each bwd_tstr(CH) apart) stored, and, if y_out is not NULL,
-// the forward's output staged in oy. Both backward kernels flush through this.
-template <int NT, int CH>
+// The end of backward chunk kk (after the barrier that ends its walk), by threads 0 .. NT-1: the dB/dC sums R
+// (SCAN_K, BWARPS, 2N) of the walk's BWARPS warps summed over the warps in a fixed order into this block's
+// partials bc_part (M, nblk, 2N), and the du / ddpre / dz tiles (SCAN_K, CH) that the walk staged in the dpre, z
+// and dout tiles of the chunk's stage (fu: its u, dpre, z, dout tiles, each bwd_tstr(CH) apart) stored, and, if
+// y_out is not NULL, the forward's output staged in oy. Every backward kernel flushes through this (the
+// warp-specialized one by its producers: NT = 128 beside 8 walker warps).
+template <int NT, int CH, int BWARPS = NT / 32>
 __device__ __forceinline__ void bwd_flush_chunk(int kk, int T, size_t mrow, const float *R, float *bc_part,
                                                 __nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out,
                                                 __nv_bfloat16 *dz_out, __nv_bfloat16 *y_out, int ldz, int c0, int Cd,
-                                                const __nv_bfloat16 *tiles, const __nv_bfloat16 *oy) {
-    constexpr int BWARPS = NT / 32, TSTR = bwd_tstr(CH);
+                                                const __nv_bfloat16 *fu, const __nv_bfloat16 *oy) {
+    constexpr int TSTR = bwd_tstr(CH);
     const int tt = kk * SCAN_K;
     const size_t m0 = mrow + tt;
     const int len = min(SCAN_K, T - tt);
-    const __nv_bfloat16 *fu = tiles + (size_t)(kk & 1) * 4 * TSTR;
     for (int idx = threadIdx.x; idx < len * 2 * SCAN_N; idx += NT) {
         const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
         float acc = 0.f;
@@ -1344,6 +1344,29 @@ struct BwdChunkSync {
         }
     }
 };
+
+// A 2-thread backward thread's half of chunk k's checkpoint (rows, nck, Cd, N): its states at lo.. and hi..;
+// zeros where off (a channel past Cd, or no checkpoints: the segment summary pass)
+__device__ __forceinline__ void bwd2_load_ck(const float *ckpt, int row, int nck, int k, int Cd, int c, int lo,
+                                             int hi, bool on, float4 (&r)[2]) {
+    if (on) {
+        const float *p = ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N;
+        r[0] = *(const float4 *)(p + lo), r[1] = *(const float4 *)(p + hi);
+    } else {
+        r[0] = r[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+}
+// A 2-thread backward thread's parameter partials into pp (its row's (2 + N, Cd) block, at its channel): thread
+// q = 0 ddt_bias and dD, each thread dA_log = dA * dA/dA_log = dA * A of its states
+__device__ __forceinline__ void bwd2_put_params(float *pp, int Cd, int q, float dbias, float dDacc,
+                                                const float (&dA)[8], const float (&A)[8], int lo, int hi) {
+    if (q == 0) {
+        pp[0] = dbias;
+        pp[(size_t)Cd] = dDacc;
+    }
+#pragma unroll
+    for (int n = 0; n < 8; n++) pp[(size_t)(2 + (n < 4 ? lo + n : hi + n - 4)) * Cd] = dA[n] * A[n];
+}
 
 // A 2-thread backward chunk after its cooperative pass (scan_bwd_staged_kernel's main pass, scan_bwd_ws_kernel's
 // walkers): recompute the chunk's states from the checkpoint in s into registers, then walk them backwards,
@@ -1561,14 +1584,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
         load_tile<SCAN_K, NT, CH>(st + 2 * TSTR, z, ldz, mrow + t0, len, c0, Cd);
         load_tile<SCAN_K, NT, CH>(st + 3 * TSTR, dout, Cd, mrow + t0, len, c0, Cd);
     };
-    auto load_ck = [&](int k, float4 (&r)[2]) {  // this thread's half of chunk k's checkpoint, (rows, nck, Cd, N)
-        if (active && !BSUMM) {
-            const float *p = ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N;
-            r[0] = *(const float4 *)(p + lo), r[1] = *(const float4 *)(p + hi);
-        } else {
-            r[0] = r[1] = make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-    };
+    auto load_ck = [&](int k, float4 (&r)[2]) { bwd2_load_ck(ckpt, row, nck, k, Cd, c, lo, hi, active && !BSUMM, r); };
     BCFetch<SCAN_K, NT> bc;
     float4 ck_next[2];
     {
@@ -1586,7 +1602,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
     // chunk kk's staged outputs (in its stage's dpre, z and dout tiles, R, and oy) to global memory
     auto flush = [&](int kk) {
         bwd_flush_chunk<NT, CH>(kk, T, mrow, R, bc_part, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz, c0,
-                                Cd, tiles, oy);
+                                Cd, tiles + (size_t)(kk & 1) * 4 * TSTR, oy);
     };
     for (int k = kend - 1; k >= kbeg; k--) {
         const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
@@ -1663,16 +1679,9 @@ __global__ void __launch_bounds__(CH *BG, 1)
         }
         return;
     }
-    if (active) {
-        float *pp = par_part + ((size_t)row * (SMODE ? nseg : 1) + seg) * (2 + SCAN_N) * Cd + c;
-        if (q == 0) {
-            pp[0] = dbias;
-            pp[(size_t)Cd] = dDacc;
-        }
-#pragma unroll
-        for (int n = 0; n < NS; n++)  // dA_log = dA * dA/dA_log = dA * A
-            pp[(size_t)(2 + (n < 4 ? lo + n : hi + n - 4)) * Cd] = dA[n] * A[n];
-    }
+    if (active)
+        bwd2_put_params(par_part + ((size_t)row * (SMODE ? nseg : 1) + seg) * (2 + SCAN_N) * Cd + c, Cd, q, dbias,
+                        dDacc, dA, A, lo, hi);
 }
 
 // ---- v72: the 2-thread backward warp-specialized, as the forward since v65 ----
@@ -1742,23 +1751,10 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
             bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
             pv = pos_fetch(pos, mrow + t0, len);
         };
-        // chunk kk's staged outputs and dB/dC sums (the walkers' 8 warps, summed in bwd_flush_chunk's order)
-        auto flush = [&](int kk, const unsigned char *sb) {
-            const int tt = kk * SCAN_K, len = min(SCAN_K, T - tt);
-            const size_t m0 = mrow + tt;
-            const float *R = (const float *)(sb + BWS_R);
-            for (int idx = tid; idx < len * 2 * SCAN_N; idx += NP) {
-                const int j = idx / (2 * SCAN_N), e = idx % (2 * SCAN_N);
-                float acc = 0.f;
-#pragma unroll
-                for (int w = 0; w < BWARPS; w++) acc += R[(j * BWARPS + w) * 2 * SCAN_N + e];
-                bc_part[((m0 + j) * gridDim.x + blockIdx.x) * 2 * SCAN_N + e] = acc;
-            }
-            const __nv_bfloat16 *fu = (const __nv_bfloat16 *)sb;
-            store_tile<SCAN_K, NP, CH>(du_out, Cd, m0, len, c0, Cd, fu + TSTR);
-            store_tile<SCAN_K, NP, CH>(ddpre_out, Cd, m0, len, c0, Cd, fu + 2 * TSTR);
-            store_tile<SCAN_K, NP, CH>(dz_out, ldz, m0, len, c0, Cd, fu + 3 * TSTR);
-            if (RE) store_tile<SCAN_K, NP, CH>(y_out, Cd, m0, len, c0, Cd, (const __nv_bfloat16 *)(sb + BWS_OY));
+        auto flush = [&](int kk, const unsigned char *sb) {  // chunk kk's staged outputs and dB/dC sums
+            bwd_flush_chunk<NP, CH, BWARPS>(kk, T, mrow, (const float *)(sb + BWS_R), bc_part, du_out, ddpre_out, dz_out,
+                                            RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)sb,
+                                            (const __nv_bfloat16 *)(sb + BWS_OY));
         };
         issue(nck - 1, smem_raw);
         for (int i = 0; i < nck; i++) {
@@ -1772,6 +1768,8 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
             const unsigned mask = start_mask(pv, t0, len);
             if (tid == 0) *(unsigned *)(sb + BWS_MASK) = mask;
             bws_bar_producers();  // every producer's copies landed
+            // the cooperative pass (pass_vals, as bwd_coop_pass forms it), four items at a time: bwd_coop_pass loads
+            // all of a thread's 16 items first (v51), 64 registers the producers' 40 do not hold
 #pragma unroll 4
             for (int it = 0; it < SCAN_K; it++) {
                 const int ii = it * CH + tid;
@@ -1811,23 +1809,15 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
 #pragma unroll
     for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
     float dbias = 0.f, dDacc = 0.f;
-    auto load_ck = [&](int k, float4 (&r)[2]) {
-        if (active) {
-            const float *p = ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N;
-            r[0] = *(const float4 *)(p + lo), r[1] = *(const float4 *)(p + hi);
-        } else {
-            r[0] = r[1] = make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-    };
     float4 ck_next[2];
-    load_ck(nck - 1, ck_next);
+    bwd2_load_ck(ckpt, row, nck, nck - 1, Cd, c, lo, hi, active, ck_next);
 #pragma unroll 1
     for (int ic = 0; ic < nck; ic++) {
         const int k = nck - 1 - ic, sidx = ic & 1;
         unsigned char *sb = smem_raw + (size_t)sidx * BWS_STAGE;
         float s[NS] = {ck_next[0].x, ck_next[0].y, ck_next[0].z, ck_next[0].w,
                        ck_next[1].x, ck_next[1].y, ck_next[1].z, ck_next[1].w};
-        if (k > 0) load_ck(k - 1, ck_next);
+        if (k > 0) bwd2_load_ck(ckpt, row, nck, k - 1, Cd, c, lo, hi, active, ck_next);
         mbar_wait(mb_full + sidx, (unsigned)((ic >> 1) & 1));
         __nv_bfloat16 *tu = (__nv_bfloat16 *)sb, *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
         __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo, *oy = (__nv_bfloat16 *)(sb + BWS_OY);
@@ -1837,21 +1827,11 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
         float *R = (float *)(sb + BWS_R);
         const float *bck = (const float *)(sb + BWS_BC);
         const unsigned mask = *(const unsigned *)(sb + BWS_MASK);
-        {
         bwd2_walk_chunk<CH, BWARPS, RE>(pa4, K2q, tu, bck, mask, R, oA, oB, odu, oddp, odz, s, carry, dA, A, Dc, dbias,
                                         dDacc, cl, lane, warp, q, lo, hi);
-        }
         mbar_arrive(mb_empty + sidx);
     }
-    if (active) {
-        float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
-        if (q == 0) {
-            pp[0] = dbias;
-            pp[(size_t)Cd] = dDacc;
-        }
-#pragma unroll
-        for (int n = 0; n < NS; n++) pp[(size_t)(2 + (n < 4 ? lo + n : hi + n - 4)) * Cd] = dA[n] * A[n];
-    }
+    if (active) bwd2_put_params(par_part + (size_t)row * (2 + SCAN_N) * Cd + c, Cd, q, dbias, dDacc, dA, A, lo, hi);
 }
 
 // Whether the device runs this file's sm_90a code, which scan_bwd_ws_kernel needs for setmaxnreg (built for another
@@ -1988,7 +1968,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
 
     auto flush = [&](int kk) {  // as in scan_bwd_staged_kernel
         bwd_flush_chunk<NT, CH>(kk, T, mrow, R, bc_part, du_out, ddpre_out, dz_out, RE ? y_out : nullptr, ldz, c0,
-                                Cd, tiles, oy);
+                                Cd, tiles + (size_t)(kk & 1) * 4 * TSTR, oy);
     };
     using Sync = BwdChunkSync<BWD_ORDER4>;
     for (int k = nck - 1; k >= 0; k--) {
