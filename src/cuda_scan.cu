@@ -1,17 +1,17 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v72 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v72, the
-// 2-thread backward's 128-wide plans without time segments warp-specialized on sm_90a (scan_bwd_ws_kernel: a
-// producer warpgroup for the tiles, the cooperative pass and the flush; walker warpgroups at 232 registers by
-// setmaxnreg), on v70: where the
-// forward's plan takes 64-wide blocks (v69: at any channel count), or 32-wide ones that fit one wave three an SM
-// (v70), without time segments, the forward split into producer warps (input copies, softplus, SiLU, the
-// outputs) and walker warps meeting at mbarriers (v65, scan_fwd_ws_kernel; v66 the mbarriers instead of named
-// barriers; v67 the producers' copies by 16 bytes, a token's 8 channels a thread; v68 the producers form the
-// outputs from the walkers' fp32 y); the
-// backward's plan weighing 64-wide blocks against 128-wide ones that need time segments (tie64); v63: the 4-thread
-// backward's chunks with two barriers (v63: order 3, see PM_SCAN_BWD_ORDER4), its cooperative pass without a
-// branch, its inputs loaded first (v61, as the 2-thread one's since v51);
+// Version v73 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v73, the
+// warp-specialized backward's tiles in three slots, so a chunk's copies go out right after the pass of the chunk
+// before (lab v72c), on v72: the 2-thread backward's 128-wide plans without time segments warp-specialized on
+// sm_90a (scan_bwd_ws_kernel: a producer warpgroup for the tiles, the cooperative pass and the flush; walker
+// warpgroups at 232 registers by setmaxnreg), on v70: where the forward's plan takes 64-wide blocks (v69: at
+// any channel count), or 32-wide ones that fit one wave three an SM (v70), without time segments, the forward
+// split into producer warps (input copies, softplus, SiLU, the outputs) and walker warps meeting at mbarriers (v65,
+// scan_fwd_ws_kernel; v66 the mbarriers instead of named barriers; v67 the producers' copies by 16 bytes, a
+// token's 8 channels a thread; v68 the producers form the outputs from the walkers' fp32 y); the backward's plan
+// weighing 64-wide blocks against 128-wide ones that need time segments (tie64); v63: the 4-thread backward's chunks
+// with two barriers (v63: order 3, see PM_SCAN_BWD_ORDER4), its cooperative pass without a branch, its inputs
+// loaded first (v61, as the 2-thread one's since v51);
 // the backward walks' r = ds a_t s_{t-1} from the new carry and the previous token's state (v57: a multiply fewer
 // a state and token); fewer barriers
 // a chunk (v54: the forward two, the backward three, or two where two blocks share an SM); the backward
@@ -1687,8 +1687,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
 // ---- v72: the 2-thread backward warp-specialized, as the forward since v65 ----
 // One 128-wide block an SM: a producer warpgroup (128 threads) copies each chunk's u/dpre/z/dout tiles, B/C and
 // pos, computes the cooperative pass into the chunk's stage, and flushes each walked chunk's staged outputs and
-// dB/dC sums; two walker warpgroups (256 threads, the 2-thread kernel's layout) recompute and walk. Two stages,
-// meeting at mbarriers (full: the producers' pass, empty: the walk). Hopper's setmaxnreg gives the walkers 232
+// dB/dC sums; two walker warpgroups (256 threads, the 2-thread kernel's layout) recompute and walk. Three tile
+// slots (v73) and two stages of the pass's arrays, meeting at mbarriers (full: the producers' pass, empty: the walk). Hopper's setmaxnreg gives the walkers 232
 // registers and the producers 40 (sm_90a builds only). Every value is formed as scan_bwd_staged_kernel<128, 0, RE>
 // forms it, in the same order: the same bits. Used for the 128-wide plans without time segments (the 370m and 1.4b
 // widths at their batch sizes) where the device runs sm_90a code (scan_bwd_ws_ok); PM_SCAN_BWD_WS=0 in the
@@ -1706,15 +1706,19 @@ __device__ __forceinline__ void reg_dealloc() {
 #endif
 }
 static constexpr int BWS_NP = 128, BWS_CH = 128;
-// a stage: tiles u/dpre/z/dout (4 bwd_tstr apart) bf16 | oy (SCAN_K, CH) bf16 (0 mod 128 bytes, as v30's) |
-// pa4 (SCAN_K, CH) float4 | K2 (SCAN_K, CH) float2 | R (SCAN_K, 8 warps, 2N) f32 | bcf (SCAN_K, 2N) f32 | mask
-static constexpr size_t BWS_OY = (size_t)4 * bwd_tstr(BWS_CH) * 2, BWS_PA = BWS_OY + (size_t)SCAN_K * BWS_CH * 2,
+// Three tile slots: u/dpre/z/dout (4 bwd_tstr apart) bf16, the walk's outputs staged in the last three once the
+// pass has read them; chunk i (counted from the row's end) in slot i % 3, so a chunk's copies go out while the
+// chunk two before it still waits for its flush (v73, lab v72c). Then two stages of the rest: oy (SCAN_K, CH) bf16 (0 mod
+// 128 bytes, as v30's) | pa4 (SCAN_K, CH) float4 | K2 (SCAN_K, CH) float2 | R (SCAN_K, 8 warps, 2N) f32 | bcf
+// (SCAN_K, 2N) f32 | mask.
+static constexpr size_t BWS_TILES = (size_t)4 * bwd_tstr(BWS_CH) * 2;
+static constexpr size_t BWS_OY = 0, BWS_PA = BWS_OY + (size_t)SCAN_K * BWS_CH * 2,
                         BWS_K2 = BWS_PA + (size_t)SCAN_K * BWS_CH * 16, BWS_R = BWS_K2 + (size_t)SCAN_K * BWS_CH * 8,
                         BWS_BC = BWS_R + (size_t)SCAN_K * (BWS_CH * BG / 32) * 2 * SCAN_N * 4,
                         BWS_MASK = BWS_BC + (size_t)SCAN_K * 2 * SCAN_N * 4,
                         BWS_STAGE = (BWS_MASK + 16 + 127) / 128 * 128;
-static_assert(BWS_OY % 128 == 0 && BWS_PA % 16 == 0, "stage layout");
-static constexpr size_t bws_smem() { return 2 * BWS_STAGE + 4 * 8; }
+static_assert(BWS_TILES % 128 == 0 && BWS_PA % 16 == 0, "stage layout");
+static constexpr size_t bws_smem() { return 3 * BWS_TILES + 2 * BWS_STAGE + 4 * 8; }
 __device__ __forceinline__ void bws_bar_producers() { asm volatile("bar.sync 1, %0;\n" ::"n"(BWS_NP) : "memory"); }
 
 template <bool RE>
@@ -1727,7 +1731,10 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
                        int nck) {
     constexpr int CH = BWS_CH, NP = BWS_NP, NW = CH * BG, BWARPS = NW / 32, NS = SCAN_N / BG, TSTR = bwd_tstr(CH);
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    unsigned long long *mb_full = (unsigned long long *)(smem_raw + 2 * BWS_STAGE), *mb_empty = mb_full + 2;
+    unsigned long long *mb_full = (unsigned long long *)(smem_raw + 3 * BWS_TILES + 2 * BWS_STAGE),
+                       *mb_empty = mb_full + 2;
+    auto tiles_at = [&](int i) { return smem_raw + (size_t)(i % 3) * BWS_TILES; };  // chunk i's tile slot
+    auto stage_at = [&](int s) { return smem_raw + 3 * BWS_TILES + (size_t)s * BWS_STAGE; };
     const int tid = threadIdx.x, row = blockIdx.y, c0 = blockIdx.x * CH;
     const size_t mrow = (size_t)row * T;
     if (tid == 0) {
@@ -1748,26 +1755,34 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
             load_tile<SCAN_K, NP, CH>(st + 2 * TSTR, z, ldz, mrow + t0, len, c0, Cd);
             load_tile<SCAN_K, NP, CH>(st + 3 * TSTR, dout, Cd, mrow + t0, len, c0, Cd);
             cp_async_commit();
+        };
+        auto fetch_bc = [&](int k) {  // chunk k's B/C and pos into registers (stored when its pass begins)
+            const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
             bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
             pv = pos_fetch(pos, mrow + t0, len);
         };
-        auto flush = [&](int kk, const unsigned char *sb) {  // chunk kk's staged outputs and dB/dC sums
+        auto flush = [&](int kk, const unsigned char *tl, const unsigned char *sb) {  // chunk kk's outputs and sums
             bwd_flush_chunk<NP, CH, BWARPS>(kk, T, mrow, (const float *)(sb + BWS_R), bc_part, du_out, ddpre_out, dz_out,
-                                            RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)sb,
+                                            RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)tl,
                                             (const __nv_bfloat16 *)(sb + BWS_OY));
         };
-        issue(nck - 1, smem_raw);
+        issue(nck - 1, tiles_at(0));
+        fetch_bc(nck - 1);
         for (int i = 0; i < nck; i++) {
             const int k = nck - 1 - i, s = i & 1, t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
-            unsigned char *sb = smem_raw + (size_t)s * BWS_STAGE;
-            const __nv_bfloat16 *tdp = (const __nv_bfloat16 *)sb + TSTR, *tz = tdp + TSTR, *tdo = tdp + 2 * TSTR;
+            unsigned char *sb = stage_at(s);
+            const __nv_bfloat16 *tdp = (const __nv_bfloat16 *)tiles_at(i) + TSTR, *tz = tdp + TSTR,
+                                *tdo = tdp + 2 * TSTR;
             float4 *pa4 = (float4 *)(sb + BWS_PA);
             float2 *K2 = (float2 *)(sb + BWS_K2);
             cp_async_wait0();
             bc.store((float *)(sb + BWS_BC));
             const unsigned mask = start_mask(pv, t0, len);
             if (tid == 0) *(unsigned *)(sb + BWS_MASK) = mask;
-            bws_bar_producers();  // every producer's copies landed
+            // every producer's copies of chunk k landed, and every producer's flush of chunk k + 2 is done (the
+            // previous chunk's iteration), so its tile slot can take chunk k - 1's copies (below, after the pass:
+            // issued before it, they held registers the pass needs)
+            bws_bar_producers();
             // the cooperative pass (pass_vals, as bwd_coop_pass forms it), four items at a time: bwd_coop_pass loads
             // all of a thread's 16 items first (v51), 64 registers the producers' 40 do not hold
 #pragma unroll 4
@@ -1782,16 +1797,15 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
                 }
             }
             mbar_arrive(mb_full + s);  // the stage is filled
-            unsigned char *sb1 = smem_raw + (size_t)(s ^ 1) * BWS_STAGE;
-            if (i > 0) {  // chunk k + 1's walk over: its outputs out, then its stage takes chunk k - 1
+            if (k > 0) issue(k - 1, tiles_at(i + 1));  // in flight during the flush below
+            if (i > 0) {  // chunk k + 1's walk over: its outputs out
                 mbar_wait(mb_empty + (s ^ 1), (unsigned)(((i - 1) >> 1) & 1));
-                flush(k + 1, sb1);
-                bws_bar_producers();  // every producer's reads of the stage done before it is refilled
+                flush(k + 1, tiles_at(i - 1), stage_at(s ^ 1));
             }
-            if (k > 0) issue(k - 1, sb1);
+            if (k > 0) fetch_bc(k - 1);  // (after the flush: held across it, they made the producers spill)
         }
         mbar_wait(mb_empty + ((nck - 1) & 1), (unsigned)(((nck - 1) >> 1) & 1));
-        flush(0, smem_raw + (size_t)((nck - 1) & 1) * BWS_STAGE);
+        flush(0, tiles_at(nck - 1), stage_at((nck - 1) & 1));
         return;
     }
     // ---- walkers: thread (channel cl = wt / BG, half q = wt % BG), as scan_bwd_staged_kernel's
@@ -1814,12 +1828,12 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
 #pragma unroll 1
     for (int ic = 0; ic < nck; ic++) {
         const int k = nck - 1 - ic, sidx = ic & 1;
-        unsigned char *sb = smem_raw + (size_t)sidx * BWS_STAGE;
+        unsigned char *sb = stage_at(sidx);
         float s[NS] = {ck_next[0].x, ck_next[0].y, ck_next[0].z, ck_next[0].w,
                        ck_next[1].x, ck_next[1].y, ck_next[1].z, ck_next[1].w};
         if (k > 0) bwd2_load_ck(ckpt, row, nck, k - 1, Cd, c, lo, hi, active, ck_next);
         mbar_wait(mb_full + sidx, (unsigned)((ic >> 1) & 1));
-        __nv_bfloat16 *tu = (__nv_bfloat16 *)sb, *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
+        __nv_bfloat16 *tu = (__nv_bfloat16 *)tiles_at(ic), *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
         __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo, *oy = (__nv_bfloat16 *)(sb + BWS_OY);
         __nv_bfloat16 *oA = q ? oddp : odu, *oB = q && RE ? oy : odz;
         const float4 *pa4 = (const float4 *)(sb + BWS_PA);
@@ -2394,6 +2408,11 @@ static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ck
     }
 }
 
+// Launches of the warp-specialized kernels so far, for the op tests (backend.h): the staged kernels form the same
+// bits, so a comparison of the two would pass unnoticed if the warp-specialized ones never ran.
+static int g_fwd_ws_launches, g_bwd_ws_launches;
+extern "C" int backend_cuda_scan_ws_launches(int backward) { return backward ? g_bwd_ws_launches : g_fwd_ws_launches; }
+
 // v65's forward (FWD_WS): MODE_FWD_CKPT where the backward is left its checkpoints
 template <int CH, int PW, int MINB, int WG>
 static void scan_fwd_ws_launch(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
@@ -2408,6 +2427,7 @@ static void scan_fwd_ws_launch(__nv_bfloat16 *out, float *ckpt, const __nv_bfloa
     kern<<<dim3((Cd + CH - 1) / CH, rows), CH * WG + 32 * PW, smem, stream>>>(out, ckpt, u, dpre, dt_bias, A_log, Bm,
                                                                               Cm, ldbc, D, z, ldz, pos, T, Cd, nck);
     scan_check_launch("scan_fwd_ws_kernel");
+    g_fwd_ws_launches++;
 }
 
 #if PM_SCAN_WS_32
@@ -2497,7 +2517,7 @@ static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv
     static int optin = 0, optin_s = 0, optin_g = 0;
     const int nblk = (Cd + CH - 1) / CH;
     size_t smem = bwd_smem(CH);
-    if (nseg == 1 && CH == 128 && scan_bwd_ws_ok()) {  // v72
+    if (nseg == 1 && CH == 128 && scan_bwd_ws_ok()) {  // v72, v73
         static int optin_w = 0;
         const size_t sm = bws_smem();
         scan_smem_optin((const void *)scan_bwd_ws_kernel<RE>, sm, &optin_w, "scan_bwd_ws_kernel");
@@ -2505,6 +2525,7 @@ static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv
             du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
             Cd, nck);
         scan_check_launch("scan_bwd_ws_kernel");
+        g_bwd_ws_launches++;
         return;
     }
     if (nseg == 1) {  // v9's kernel

@@ -692,6 +692,10 @@ static void test_conv(void **state) {
 // The scan reads u, dpre (M, Cd), B and C as slices of xdbl (M, R + 2N), z as the second half of xz (M, 2 Cd),
 // and writes dB, dC into dxdbl and dz into dxz — the same layout the model uses.
 // both_bwd: the shape lets PM_SCAN_BWD4 force each backward kernel (one wave of 4-thread blocks fits the GPU)
+// Launches of the warp-specialized forward and backward in scan_case's first forward and backward calls (PM_SCAN_*_WS
+// unset), for test_scan's checks that they ran where the plan takes them.
+static int g_case_fwd_ws, g_case_bwd_ws;
+
 static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
     int M = B * T, nx = R + 2 * N, ldz = 2 * Cd;
     printf("  scan B=%d T=%d Cd=%d N=%d\n", B, T, Cd, N);
@@ -731,8 +735,10 @@ static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
     float *nan = poisoned(u, M, Cd, 0, Cd);
     float *pdx = poisoned(dxdbl0, M, nx, R, 2 * N), *pdz = poisoned(dxz0, M, ldz, Cd, Cd);
     void *gout = g_act(nan, mc);
+    const int fws0 = backend_cuda_scan_ws_launches(0);
     G->scan_fwd(gout, gu, gdp, gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M, T,
                 Cd, N, NULL);
+    g_case_fwd_ws = backend_cuda_scan_ws_launches(0) - fws0;
     float *out = g_get_act(gout, mc);
     check_rel("scan_fwd out (bf16)", out, r_out, mc, 1e-2);
     // The forward again, leaving its scan states (in a NaN-poisoned buffer, so a state it fails to write shows):
@@ -755,8 +761,10 @@ static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
     setenv("PM_SCAN_FWD_WS", "0", 1);
     void *gst0 = G->alloc(stb), *gout0 = g_act(nan, mc);
     G->upload(gst0, stnan, stb);
+    const int fws1 = backend_cuda_scan_ws_launches(0);
     G->scan_fwd(gout0, gu, gdp, gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M,
                 T, Cd, N, gst0);
+    assert_int_equal(backend_cuda_scan_ws_launches(0) - fws1, 0);  // the switch did turn it off
     unsetenv("PM_SCAN_FWD_WS");
     float *out0 = g_get_act(gout0, mc), *st0 = g_get_f32(gst0, stb / 4), *st2 = g_get_f32(gst, stb / 4);
     check_same_bits("scan_fwd out, staged forward", out2, out0, mc * 4);
@@ -769,14 +777,17 @@ static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
     // 128-wide plans without time segments, in sm_90a code) forms every value as the staged 2-thread kernel does, in
     // the same order, so the staged kernel gives call 0's bits. (Where the plan is another, both run one kernel.)
     const Backend *modes[5] = {G, GD, GD, G, G};
+    int ws_runs[5] = {0, 0, 0, 0, 0};  // launches of the warp-specialized backward in each call
     for (int k = 0; k < 5; k++) {
         if (k == 4) setenv("PM_SCAN_BWD_WS", "0", 1);
+        const int ws0 = backend_cuda_scan_ws_launches(1);
         void *gdu = g_act(nan, mc), *gddp = g_act(nan, mc), *gdx = g_act(pdx, (size_t)M * nx);
         void *gdz = g_act(pdz, (size_t)M * ldz), *gddtb = g_f32(ddtb0, Cd), *gdA = g_f32(dA0, (size_t)Cd * N);
         void *gdD = g_f32(dD0, Cd), *gyo = g_act(nan, mc);
         modes[k]->scan_bwd(gdu, gddp, act_off(gdx, R), act_off(gdx, R + N), act_off(gdz, Cd), gddtb, gdA, gdD, gdo, gu,
                            gdp, gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M, T, Cd,
                            N, k == 3 ? gst : NULL, k == 0 || k >= 3 ? gyo : NULL);
+        ws_runs[k] = backend_cuda_scan_ws_launches(1) - ws0;
         if (k == 4) unsetenv("PM_SCAN_BWD_WS");
         float *yo = g_get_act(gyo, mc);
         float *du = g_get_act(gdu, mc), *ddp = g_get_act(gddp, mc), *dx = g_get_act(gdx, (size_t)M * nx);
@@ -852,6 +863,11 @@ static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
             G->free(gyo);
     }
     unsetenv("PM_SCAN_BWD4");
+    // PM_SCAN_BWD_WS=0 turned the warp-specialized backward off; with kept states it runs as where they are recomputed
+    printf("    warp-specialized: forward %s, backward %s\n", g_case_fwd_ws ? "yes" : "no", ws_runs[0] ? "yes" : "no");
+    assert_int_equal(ws_runs[4], 0);
+    assert_int_equal(ws_runs[3], ws_runs[0]);
+    g_case_bwd_ws = ws_runs[0];
     if (Cd % 8 == 0 && both_bwd)  // (otherwise the generic kernel, or the 2-thread one, runs either way)
         assert_true(memcmp(ddtb_forced[0], ddtb_forced[1], (size_t)Cd * sizeof(float)) != 0 ||
                     memcmp(dx_forced[0], dx_forced[1], (size_t)M * nx * sizeof(float)) != 0);
@@ -883,15 +899,24 @@ static void test_scan(void **state) {
     // (v50) and the backward 128-wide 2-thread ones (512 4-thread blocks would need a second wave)
     // (its forward and backward are the warp-specialized ones)
     scan_case(8, 40, 2048, 16, 8, 0);
+    // On a 132-SM Hopper (the H100 SXM and H200: compute capability 9.0, sm_90a code in the default build, CMake's
+    // 90a-real) both kernels must have run, or the staged-kernel comparisons above compared a kernel with itself.
+    // (A build without sm_90a code fails here on such a GPU: it would train, slower, without a word.) Other SM
+    // counts may plan these shapes otherwise.
+    int sms = 0;
+    const int hopper = backend_cuda_device_info(&sms) == 90 && sms == 132;
+    if (hopper) assert_true(g_case_fwd_ws > 0 && g_case_bwd_ws > 0);
     // the warp-specialized forward with a partial 64-channel block (1480 = 23 * 64 + 8; 216 blocks, two an SM) and
     // a partial chunk
     scan_case(9, 40, 1480, 16, 8, 0);
+    if (hopper) assert_true(g_case_fwd_ws > 0);
     // B/C at an odd stride, 2-byte aligned: the warp-specialized forward's 4-byte copies cannot take them, the staged
     // forward runs
     scan_case(8, 40, 2048, 16, 7, 0);
     // the warp-specialized backward (v72) with a partial 128-channel block (200 = 128 + 72; 120 blocks, one wave)
     // and a partial chunk
     scan_case(60, 40, 200, 16, 8, 0);
+    if (hopper) assert_true(g_case_bwd_ws > 0);
     FINISH();
 }
 

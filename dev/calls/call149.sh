@@ -8,14 +8,5 @@ i=0
 for cfg in "--preset 370m --batch 8" "--preset 370m --batch 8 --keep-activations" "--preset 1.4b --batch 4" \
            "--preset 130m --batch 8 --keep-activations"; do
     i=$((i + 1)); .gpu/bin/packmamba bench $A $cfg --out "$OUT/b$i" >"$OUT/b$i.log" 2>&1 || tail -5 "$OUT/b$i.log"
-    python3 - "$OUT/b$i/results.json" "$cfg" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-for c in d["configs"]:
-    print(f"{sys.argv[2]} | tok/s {c['tok_per_s']:.0f} | step {c['step_ms']['median']:.2f} ms | profiled {c['profiled_step_ms']:.2f}"
-          f" | other {c['other_ms']:.2f} | mfu {c.get('mfu')}")
-    print("   ", ", ".join(f"{k} {v['ms']:.2f}" for k, v in c["categories"].items()))
-    print("   ", "; ".join(f"{o['region']} {o['ms']:.2f} ({o['roof_fraction']:.2f})" for o in c["ops"] if o["ms"] > 0.3))
-print("ceilings", d["ceilings"])
-PY
+    python3 dev/bench_profile.py "$OUT/b$i/results.json" "$cfg"
 done
