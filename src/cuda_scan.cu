@@ -1849,11 +1849,14 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
 }
 
 // Whether the device runs this file's sm_90a code, which scan_bwd_ws_kernel needs for setmaxnreg (built for another
-// target its walkers would be held to 168 registers and spill): this kernel's static shared memory is 16 bytes in
-// sm_90a code and 4 in any other, and cudaFuncGetAttributes reports it without a launch.
+// target its walkers would be held to 168 registers and spill): this kernel's static shared memory is 2 KB in sm_90a
+// code and 4 bytes in any other, and cudaFuncGetAttributes reports it without a launch. (The driver rounds the
+// static shared memory of code it compiles from PTX up: a first probe of 16 bytes against 4 read 16 from a build of
+// compute_90 PTX alone on the H200, twenty-sixth session's call203, so the sizes now differ by far more.)
+static constexpr int SM90A_PROBE_BYTES = 2048;
 __global__ void scan_sm90a_probe_kernel(int *out) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    __shared__ int v[4];
+    __shared__ int v[SM90A_PROBE_BYTES / 4];
 #else
     __shared__ int v[1];
 #endif
@@ -1865,9 +1868,12 @@ static bool scan_bwd_ws_ok() {
     static int feat = -1;
     if (feat < 0) {
         cudaFuncAttributes a;
-        feat = cudaFuncGetAttributes(&a, scan_sm90a_probe_kernel) == cudaSuccess && a.sharedSizeBytes == 16 &&
-               bws_smem() <= (size_t)pm_cuda_device()->smem_block;
+        const bool got = cudaFuncGetAttributes(&a, scan_sm90a_probe_kernel) == cudaSuccess;
+        feat = got && a.sharedSizeBytes >= (size_t)SM90A_PROBE_BYTES && bws_smem() <= (size_t)pm_cuda_device()->smem_block;
         cudaGetLastError();  // (clear a failure: the next launch check would report it)
+        if (getenv("PM_CUDA_VERBOSE"))
+            fprintf(stderr, "packmamba: scan: sm_90a probe: static shared memory %zu bytes: warp-specialized backward %s\n",
+                    got ? a.sharedSizeBytes : (size_t)0, feat ? "available" : "not available");
     }
     const char *e = getenv("PM_SCAN_BWD_WS");  // read each call (the op tests compare both kernels)
     return feat && !(e && e[0] == '0');

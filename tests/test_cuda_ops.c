@@ -903,9 +903,14 @@ static void test_scan(void **state) {
     // 90a-real) both kernels must have run, or the staged-kernel comparisons above compared a kernel with itself.
     // (A build without sm_90a code fails here on such a GPU: it would train, slower, without a word.) Other SM
     // counts may plan these shapes otherwise.
+    // PM_TEST_PTX_ONLY=1 declares a build of compute_90 PTX alone (CMAKE_CUDA_ARCHITECTURES=90-virtual: what a
+    // GPU newer than Hopper loads from the default build, compiled by the driver): the warp-specialized backward
+    // is then absent (setmaxnreg is sm_90a's) and the staged one must run, with every result above the same.
+    // (CUDA_FORCE_PTX_JIT=1 cannot stand in for it: cuBLASLt's kernels carry no PTX and it fails to start.)
     int sms = 0;
-    const int hopper = backend_cuda_device_info(&sms) == 90 && sms == 132;
-    if (hopper) assert_true(g_case_fwd_ws > 0 && g_case_bwd_ws > 0);
+    const char *ptx_env = getenv("PM_TEST_PTX_ONLY");
+    const int jit = ptx_env && atoi(ptx_env) == 1, hopper = backend_cuda_device_info(&sms) == 90 && sms == 132;
+    if (hopper) assert_true(g_case_fwd_ws > 0 && (jit ? g_case_bwd_ws == 0 : g_case_bwd_ws > 0));
     // the warp-specialized forward with a partial 64-channel block (1480 = 23 * 64 + 8; 216 blocks, two an SM) and
     // a partial chunk
     scan_case(9, 40, 1480, 16, 8, 0);
@@ -916,7 +921,7 @@ static void test_scan(void **state) {
     // the warp-specialized backward (v72) with a partial 128-channel block (200 = 128 + 72; 120 blocks, one wave)
     // and a partial chunk
     scan_case(60, 40, 200, 16, 8, 0);
-    if (hopper) assert_true(g_case_bwd_ws > 0);
+    if (hopper) assert_true(jit ? g_case_bwd_ws == 0 : g_case_bwd_ws > 0);
     FINISH();
 }
 
