@@ -3,7 +3,12 @@
 #
 #   dev/gpu.sh pack   (here, on the build machine) build with CUDA into .gpu/build, then copy the binaries
 #                     into .gpu/bin and the shared libraries the GPU machine lacks into .gpu/lib. Carry `.gpu`.
-#   dev/gpu.sh [run]  (there) run the CUDA op tests (also under compute-sanitizer), the whole-model checks and,
+#                     Also builds the CUDA op tests from compute_90 PTX alone (.gpu/build-ptx, CMake's
+#                     90-virtual: what a GPU newer than Hopper loads from the default build) as
+#                     .gpu/bin/ptx_test_cuda_ops (1.8 MB; PM_PTX_CHECK=0 skips it, in `run` too: the driver's
+#                     compile and the tests take ~35 s of device time on the H200).
+#   dev/gpu.sh [run]  (there) run the CUDA op tests (also under compute-sanitizer, and from the PTX-only build
+#                     with PM_TEST_PTX_ONLY=1 where pack made it), the whole-model checks and,
 #                     when `packmamba bench` exists, the benchmark; full logs go to $OUT (or .gpu/out), and a
 #                     short table is printed last.
 #
@@ -27,6 +32,11 @@ if [ "$MODE" = pack ]; then
     for f in "$GPU/build/packmamba" "$GPU/build"/test_cuda_* "$GPU/build"/test_*gpu*; do
         [ -x "$f" ] && cp "$f" "$GPU/bin/"
     done
+    if [ "${PM_PTX_CHECK:-1}" != 0 ]; then
+        cmake -S "$ROOT" -B "$GPU/build-ptx" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90-virtual >/dev/null
+        cmake --build "$GPU/build-ptx" -j"${PM_JOBS:-2}" --target test_cuda_ops
+        cp "$GPU/build-ptx/test_cuda_ops" "$GPU/bin/ptx_test_cuda_ops"
+    fi
     # Libraries the GPU machine may lack; it has (Ubuntu 24.04) glibc, libstdc++, libgomp, OpenBLAS, PCRE2, CUDA,
     # NCCL and OpenMPI (whose own plugins must match its libmpi, so never carry ours).
     for b in "$GPU/bin"/*; do
@@ -71,6 +81,19 @@ for t in "$GPU/bin"/test_*; do
     row "$name" "rc=$rc" "$pass ok, $fail failed, $skipped skipped, ${e}s"
     grep -E 'FAIL|ERROR|packmamba:|model loss|all gradients' "$OUTDIR/$name.log" | head -30 >>"$SUMMARY"
 done
+
+# 1b. the op tests from compute_90 PTX alone (the driver compiles it at load): the backend without its sm_90a code,
+#     as on a GPU newer than Hopper; PM_TEST_PTX_ONLY=1 makes test_scan require the staged backward there
+if [ "${PM_PTX_CHECK:-1}" != 0 ] && [ -x "$GPU/bin/ptx_test_cuda_ops" ]; then
+    s=$SECONDS
+    PM_TEST_PTX_ONLY=1 PM_CUDA_VERBOSE=1 timeout "${PM_TEST_TIMEOUT:-600}" "$GPU/bin/ptx_test_cuda_ops" \
+        >"$OUTDIR/ptx_test_cuda_ops.log" 2>&1
+    rc=$?
+    pass=$(grep -c '^\[       OK \]' "$OUTDIR/ptx_test_cuda_ops.log")
+    fail=$(grep '^\[  FAILED  \] test' "$OUTDIR/ptx_test_cuda_ops.log" | sort -u | wc -l)
+    row "test_cuda_ops (PTX only)" "rc=$rc" "$pass ok, $fail failed, $((SECONDS - s))s"
+    grep -E 'FAIL|ERROR|sm_90a probe' "$OUTDIR/ptx_test_cuda_ops.log" | head -10 >>"$SUMMARY"
+fi
 
 # 2. op timings at model shapes (PM_BENCH=1 makes test_cuda_ops time each op)
 if [ "${PM_BENCH:-1}" != 0 ] && [ -x "$GPU/bin/test_cuda_ops" ]; then
