@@ -67,32 +67,28 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,n
 missing=$(for b in "$GPU/bin"/*; do ldd "$b" | grep 'not found'; done | sort -u)
 [ -n "$missing" ] && echo "missing libraries: $missing" | tee -a "$OUTDIR/gpu.txt"
 
-# 1. op tests (and the whole-model tests in the same binary)
-for t in "$GPU/bin"/test_*; do
+# run_test BINARY [VAR=VALUE ...]: one cmocka binary (with the variables set), its log in $OUTDIR, a summary row
+run_test() {
+    local t=$1 name s rc pass fail skipped
+    shift
     name=$(basename "$t")
     s=$SECONDS
-    PM_CUDA_VERBOSE=1 timeout "${PM_TEST_TIMEOUT:-600}" "$t" >"$OUTDIR/$name.log" 2>&1
+    env PM_CUDA_VERBOSE=1 "$@" timeout "${PM_TEST_TIMEOUT:-600}" "$t" >"$OUTDIR/$name.log" 2>&1
     rc=$?
-    e=$((SECONDS - s))
     # cmocka prints a failed or skipped test's name twice (as it runs, and in the closing list): count names
     pass=$(grep -c '^\[       OK \]' "$OUTDIR/$name.log")
     fail=$(grep '^\[  FAILED  \] test' "$OUTDIR/$name.log" | sort -u | wc -l)
     skipped=$(grep '^\[  SKIPPED \] test' "$OUTDIR/$name.log" | sort -u | wc -l)
-    row "$name" "rc=$rc" "$pass ok, $fail failed, $skipped skipped, ${e}s"
+    row "$name" "rc=$rc" "$pass ok, $fail failed, $skipped skipped, $((SECONDS - s))s"
     grep -E 'FAIL|ERROR|packmamba:|model loss|all gradients' "$OUTDIR/$name.log" | head -30 >>"$SUMMARY"
-done
+}
 
+# 1. op tests (and the whole-model tests in the same binary)
+for t in "$GPU/bin"/test_*; do run_test "$t"; done
 # 1b. the op tests from compute_90 PTX alone (the driver compiles it at load): the backend without its sm_90a code,
 #     as on a GPU newer than Hopper; PM_TEST_PTX_ONLY=1 makes test_scan require the staged backward there
 if [ "${PM_PTX_CHECK:-1}" != 0 ] && [ -x "$GPU/bin/ptx_test_cuda_ops" ]; then
-    s=$SECONDS
-    PM_TEST_PTX_ONLY=1 PM_CUDA_VERBOSE=1 timeout "${PM_TEST_TIMEOUT:-600}" "$GPU/bin/ptx_test_cuda_ops" \
-        >"$OUTDIR/ptx_test_cuda_ops.log" 2>&1
-    rc=$?
-    pass=$(grep -c '^\[       OK \]' "$OUTDIR/ptx_test_cuda_ops.log")
-    fail=$(grep '^\[  FAILED  \] test' "$OUTDIR/ptx_test_cuda_ops.log" | sort -u | wc -l)
-    row "test_cuda_ops (PTX only)" "rc=$rc" "$pass ok, $fail failed, $((SECONDS - s))s"
-    grep -E 'FAIL|ERROR|sm_90a probe' "$OUTDIR/ptx_test_cuda_ops.log" | head -10 >>"$SUMMARY"
+    run_test "$GPU/bin/ptx_test_cuda_ops" PM_TEST_PTX_ONLY=1
 fi
 
 # 2. op timings at model shapes (PM_BENCH=1 makes test_cuda_ops time each op)

@@ -207,8 +207,8 @@ int backend_cuda_side_tickets(void);
 int backend_cuda_reduction_launches(void);
 // Launches of the warp-specialized scan kernels (backward: 1, the backward's; 0, the forward's) so far. For tests.
 int backend_cuda_scan_ws_launches(int backward);
-// The CUDA device's compute capability as major * 10 + minor, and its SM count in *sms (0 and 0 without CUDA or a
-// device). For tests.
+// The CUDA device's compute capability as major * 10 + minor, and its SM count in *sms, as the kernels' plans see
+// them (0 and 0 in a build without CUDA). For tests.
 int backend_cuda_device_info(int *sms);
 // By name: "cpu" or "cuda"; dies with a clear message when unavailable.
 const Backend *backend_get(const char *name, int deterministic);

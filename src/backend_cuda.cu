@@ -160,17 +160,10 @@ static void cu_defer_reductions(int on) {
     else red_flush();
 }
 extern "C" int backend_cuda_reduction_launches(void) { return g_red_launches; }
-extern "C" int backend_cuda_device_info(int *sms) {
-    int dev = 0, ma = 0, mi = 0;
-    *sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&ma, cudaDevAttrComputeCapabilityMajor, dev) ||
-        cudaDeviceGetAttribute(&mi, cudaDevAttrComputeCapabilityMinor, dev) ||
-        cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev)) {
-        cudaGetLastError();
-        *sms = 0;
-        return 0;
-    }
-    return ma * 10 + mi;
+extern "C" int backend_cuda_device_info(int *sms) {  // what the kernels' plans see (pm_cuda_device)
+    const PmCudaDevice *d = pm_cuda_device();
+    *sms = d->sms;
+    return d->cc_major * 10 + d->cc_minor;
 }
 
 // ---------------------------------------------------------------------------------------------------------

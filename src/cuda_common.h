@@ -85,12 +85,12 @@ static inline void pm_cuda_die(const char *who, const char *fmt, ...) {
 }
 
 // What the kernels' plans need to know of the current device, queried once (the H200's values if a query
-// fails): SMs, shared memory per block (opt-in) and per SM, compute capability (major).
+// fails): SMs, shared memory per block (opt-in) and per SM, compute capability (major, minor).
 typedef struct {
-    int sms, smem_block, smem_sm, cc_major;
+    int sms, smem_block, smem_sm, cc_major, cc_minor;
 } PmCudaDevice;
 static inline const PmCudaDevice *pm_cuda_device(void) {
-    static PmCudaDevice d = {0, 0, 0, 0};
+    static PmCudaDevice d = {0, 0, 0, 0, 0};
     if (d.sms == 0) {
         int dev = 0;
         if (cudaGetDevice(&dev) != cudaSuccess ||
@@ -98,8 +98,9 @@ static inline const PmCudaDevice *pm_cuda_device(void) {
             cudaDeviceGetAttribute(&d.smem_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
             cudaDeviceGetAttribute(&d.smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
             cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&d.cc_minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
             d.sms <= 0)
-            d = PmCudaDevice{132, 232448, 233472, 9};
+            d = PmCudaDevice{132, 232448, 233472, 9, 0};
     }
     return &d;
 }

@@ -1688,8 +1688,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
 // One 128-wide block an SM: a producer warpgroup (128 threads) copies each chunk's u/dpre/z/dout tiles, B/C and
 // pos, computes the cooperative pass into the chunk's stage, and flushes each walked chunk's staged outputs and
 // dB/dC sums; two walker warpgroups (256 threads, the 2-thread kernel's layout) recompute and walk. Three tile
-// slots (v73) and two stages of the pass's arrays, meeting at mbarriers (full: the producers' pass, empty: the walk). Hopper's setmaxnreg gives the walkers 232
-// registers and the producers 40 (sm_90a builds only). Every value is formed as scan_bwd_staged_kernel<128, 0, RE>
+// slots (v73) and two stages of the pass's arrays, meeting at mbarriers (full: the producers' pass, empty: the
+// walk). Hopper's setmaxnreg gives the walkers 232 registers and the producers 40 (sm_90a builds only). Every value is formed as scan_bwd_staged_kernel<128, 0, RE>
 // forms it, in the same order: the same bits. Used for the 128-wide plans without time segments (the 370m and 1.4b
 // widths at their batch sizes) where the device runs sm_90a code (scan_bwd_ws_ok); PM_SCAN_BWD_WS=0 in the
 // environment (read at each call) turns it off.
@@ -1708,9 +1708,9 @@ __device__ __forceinline__ void reg_dealloc() {
 static constexpr int BWS_NP = 128, BWS_CH = 128;
 // Three tile slots: u/dpre/z/dout (4 bwd_tstr apart) bf16, the walk's outputs staged in the last three once the
 // pass has read them; chunk i (counted from the row's end) in slot i % 3, so a chunk's copies go out while the
-// chunk two before it still waits for its flush (v73, lab v72c). Then two stages of the rest: oy (SCAN_K, CH) bf16 (0 mod
-// 128 bytes, as v30's) | pa4 (SCAN_K, CH) float4 | K2 (SCAN_K, CH) float2 | R (SCAN_K, 8 warps, 2N) f32 | bcf
-// (SCAN_K, 2N) f32 | mask.
+// chunk two before it still waits for its flush (v73, lab v72c). Then two stages of the rest: oy (SCAN_K, CH) bf16
+// (0 mod 128 bytes, as v30's) | pa4 (SCAN_K, CH) float4 | K2 (SCAN_K, CH) float2 | R (SCAN_K, 8 warps, 2N) f32 |
+// bcf (SCAN_K, 2N) f32 | mask.
 static constexpr size_t BWS_TILES = (size_t)4 * bwd_tstr(BWS_CH) * 2;
 static constexpr size_t BWS_OY = 0, BWS_PA = BWS_OY + (size_t)SCAN_K * BWS_CH * 2,
                         BWS_K2 = BWS_PA + (size_t)SCAN_K * BWS_CH * 16, BWS_R = BWS_K2 + (size_t)SCAN_K * BWS_CH * 8,
@@ -1747,9 +1747,9 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
         const float bias = settle(c0 + tid < Cd ? dt_bias[c0 + tid] : 0.f);
         BCFetch<SCAN_K, NP> bc;
         int pv = 1;
-        auto issue = [&](int k, unsigned char *sb) {  // chunk k's inputs into stage sb
+        auto issue = [&](int k, unsigned char *tl) {  // chunk k's inputs into tile slot tl
             const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
-            __nv_bfloat16 *st = (__nv_bfloat16 *)sb;
+            __nv_bfloat16 *st = (__nv_bfloat16 *)tl;
             load_tile<SCAN_K, NP, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
             load_tile<SCAN_K, NP, CH>(st + TSTR, dpre, Cd, mrow + t0, len, c0, Cd);
             load_tile<SCAN_K, NP, CH>(st + 2 * TSTR, z, ldz, mrow + t0, len, c0, Cd);
@@ -1762,8 +1762,8 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
             pv = pos_fetch(pos, mrow + t0, len);
         };
         auto flush = [&](int kk, const unsigned char *tl, const unsigned char *sb) {  // chunk kk's outputs and sums
-            bwd_flush_chunk<NP, CH, BWARPS>(kk, T, mrow, (const float *)(sb + BWS_R), bc_part, du_out, ddpre_out, dz_out,
-                                            RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)tl,
+            bwd_flush_chunk<NP, CH, BWARPS>(kk, T, mrow, (const float *)(sb + BWS_R), bc_part, du_out, ddpre_out,
+                                            dz_out, RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)tl,
                                             (const __nv_bfloat16 *)(sb + BWS_OY));
         };
         issue(nck - 1, tiles_at(0));
@@ -1869,10 +1869,12 @@ static bool scan_bwd_ws_ok() {
     if (feat < 0) {
         cudaFuncAttributes a;
         const bool got = cudaFuncGetAttributes(&a, scan_sm90a_probe_kernel) == cudaSuccess;
-        feat = got && a.sharedSizeBytes >= (size_t)SM90A_PROBE_BYTES && bws_smem() <= (size_t)pm_cuda_device()->smem_block;
+        feat = got && a.sharedSizeBytes >= (size_t)SM90A_PROBE_BYTES &&
+               bws_smem() <= (size_t)pm_cuda_device()->smem_block;
         cudaGetLastError();  // (clear a failure: the next launch check would report it)
         if (getenv("PM_CUDA_VERBOSE"))
-            fprintf(stderr, "packmamba: scan: sm_90a probe: static shared memory %zu bytes: warp-specialized backward %s\n",
+            fprintf(stderr,
+                    "packmamba: scan: sm_90a probe: static shared memory %zu bytes: warp-specialized backward %s\n",
                     got ? a.sharedSizeBytes : (size_t)0, feat ? "available" : "not available");
     }
     const char *e = getenv("PM_SCAN_BWD_WS");  // read each call (the op tests compare both kernels)

@@ -691,11 +691,11 @@ static void test_conv(void **state) {
 
 // The scan reads u, dpre (M, Cd), B and C as slices of xdbl (M, R + 2N), z as the second half of xz (M, 2 Cd),
 // and writes dB, dC into dxdbl and dz into dxz — the same layout the model uses.
-// both_bwd: the shape lets PM_SCAN_BWD4 force each backward kernel (one wave of 4-thread blocks fits the GPU)
 // Launches of the warp-specialized forward and backward in scan_case's first forward and backward calls (PM_SCAN_*_WS
 // unset), for test_scan's checks that they ran where the plan takes them.
 static int g_case_fwd_ws, g_case_bwd_ws;
 
+// both_bwd: the shape lets PM_SCAN_BWD4 force each backward kernel (one wave of 4-thread blocks fits the GPU)
 static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
     int M = B * T, nx = R + 2 * N, ldz = 2 * Cd;
     printf("  scan B=%d T=%d Cd=%d N=%d\n", B, T, Cd, N);
@@ -909,8 +909,8 @@ static void test_scan(void **state) {
     // (CUDA_FORCE_PTX_JIT=1 cannot stand in for it: cuBLASLt's kernels carry no PTX and it fails to start.)
     int sms = 0;
     const char *ptx_env = getenv("PM_TEST_PTX_ONLY");
-    const int jit = ptx_env && atoi(ptx_env) == 1, hopper = backend_cuda_device_info(&sms) == 90 && sms == 132;
-    if (hopper) assert_true(g_case_fwd_ws > 0 && (jit ? g_case_bwd_ws == 0 : g_case_bwd_ws > 0));
+    const int ptx_only = ptx_env && atoi(ptx_env) == 1, hopper = backend_cuda_device_info(&sms) == 90 && sms == 132;
+    if (hopper) assert_true(g_case_fwd_ws > 0 && (ptx_only ? g_case_bwd_ws == 0 : g_case_bwd_ws > 0));
     // the warp-specialized forward with a partial 64-channel block (1480 = 23 * 64 + 8; 216 blocks, two an SM) and
     // a partial chunk
     scan_case(9, 40, 1480, 16, 8, 0);
@@ -921,7 +921,7 @@ static void test_scan(void **state) {
     // the warp-specialized backward (v72) with a partial 128-channel block (200 = 128 + 72; 120 blocks, one wave)
     // and a partial chunk
     scan_case(60, 40, 200, 16, 8, 0);
-    if (hopper) assert_true(jit ? g_case_bwd_ws == 0 : g_case_bwd_ws > 0);
+    if (hopper) assert_true(ptx_only ? g_case_bwd_ws == 0 : g_case_bwd_ws > 0);
     FINISH();
 }
 
