@@ -1,6 +1,8 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v73 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v73, the
+// Version v76 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v76, the
+// warp-specialized backward also cut into time segments (after a summary pass) where 128-wide blocks alone would
+// leave half the SMs idle (B2·D4096·L8192, B1 and B4 at the 370m width), on v73: the
 // warp-specialized backward's tiles in three slots, so a chunk's copies go out right after the pass of the chunk
 // before (lab v72c), on v72: the 2-thread backward's 128-wide plans without time segments warp-specialized on
 // sm_90a (scan_bwd_ws_kernel: a producer warpgroup for the tiles, the cooperative pass and the flush; walker
@@ -1356,6 +1358,21 @@ __device__ __forceinline__ void bwd2_load_ck(const float *ckpt, int row, int nck
         r[0] = r[1] = make_float4(0.f, 0.f, 0.f, 0.f);
     }
 }
+// A 2-thread backward thread's carry entering segment seg's last token, folded from the summaries (G_h, P_h) of the
+// later segments in bsum (rows, nseg - 1, 2, Cd, N): c = P_h c + G_h, h = nseg - 1 .. seg + 1 (see below)
+__device__ __forceinline__ void bwd2_fold_carry(const float *bsum, int row, int nseg, int seg, int Cd, int c, int lo,
+                                                int hi, float (&carry)[8]) {
+    for (int h = nseg - 1; h > seg; h--) {
+        const float *Gp = bsum + ((((size_t)row * (nseg - 1) + (h - 1)) * 2 + 0) * Cd + c) * SCAN_N;
+        const float *Pp = Gp + (size_t)Cd * SCAN_N;
+        const float4 g0 = *(const float4 *)(Gp + lo), g1 = *(const float4 *)(Gp + hi);
+        const float4 p0 = *(const float4 *)(Pp + lo), p1 = *(const float4 *)(Pp + hi);
+        const float gg[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+        const float pp[8] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
+#pragma unroll
+        for (int i = 0; i < 8; i++) carry[i] = fmaf(pp[i], carry[i], gg[i]);
+    }
+}
 // A 2-thread backward thread's parameter partials into pp (its row's (2 + N, Cd) block, at its channel): thread
 // q = 0 ddt_bias and dD, each thread dA_log = dA * dA/dA_log = dA * A of its states
 __device__ __forceinline__ void bwd2_put_params(float *pp, int Cd, int q, float dbias, float dDacc,
@@ -1564,17 +1581,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
     auto sum_at = [&](int h, int which) {
         return bsum + ((((size_t)row * (nseg - 1) + (h - 1)) * 2 + which) * Cd + c) * SCAN_N;
     };
-    if (SMODE == 1 && active) {
-        for (int h = nseg - 1; h > seg; h--) {
-            const float *Gp = sum_at(h, 0), *Pp = sum_at(h, 1);
-            const float4 g0 = *(const float4 *)(Gp + lo), g1 = *(const float4 *)(Gp + hi);
-            const float4 p0 = *(const float4 *)(Pp + lo), p1 = *(const float4 *)(Pp + hi);
-            const float gg[NS] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-            const float pp[NS] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
-#pragma unroll
-            for (int i = 0; i < NS; i++) carry[i] = fmaf(pp[i], carry[i], gg[i]);
-        }
-    }
+    if (SMODE == 1 && active) bwd2_fold_carry(bsum, row, nseg, seg, Cd, c, lo, hi, carry);
 
     auto issue = [&](int k) {  // tiles of chunk k into stage k & 1
         int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
@@ -1705,38 +1712,49 @@ __device__ __forceinline__ void reg_dealloc() {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 #endif
 }
-static constexpr int BWS_NP = 128, BWS_CH = 128;
 // Three tile slots: u/dpre/z/dout (4 bwd_tstr apart) bf16, the walk's outputs staged in the last three once the
-// pass has read them; chunk i (counted from the row's end) in slot i % 3, so a chunk's copies go out while the
+// pass has read them; chunk i (counted from the segment's end) in slot i % 3, so a chunk's copies go out while the
 // chunk two before it still waits for its flush (v73, lab v72c). Then two stages of the rest: oy (SCAN_K, CH) bf16
-// (0 mod 128 bytes, as v30's) | pa4 (SCAN_K, CH) float4 | K2 (SCAN_K, CH) float2 | R (SCAN_K, 8 warps, 2N) f32 |
-// bcf (SCAN_K, 2N) f32 | mask.
-static constexpr size_t BWS_TILES = (size_t)4 * bwd_tstr(BWS_CH) * 2;
-static constexpr size_t BWS_OY = 0, BWS_PA = BWS_OY + (size_t)SCAN_K * BWS_CH * 2,
-                        BWS_K2 = BWS_PA + (size_t)SCAN_K * BWS_CH * 16, BWS_R = BWS_K2 + (size_t)SCAN_K * BWS_CH * 8,
-                        BWS_BC = BWS_R + (size_t)SCAN_K * (BWS_CH * BG / 32) * 2 * SCAN_N * 4,
-                        BWS_MASK = BWS_BC + (size_t)SCAN_K * 2 * SCAN_N * 4,
-                        BWS_STAGE = (BWS_MASK + 16 + 127) / 128 * 128;
-static_assert(BWS_TILES % 128 == 0 && BWS_PA % 16 == 0, "stage layout");
-static constexpr size_t bws_smem() { return 3 * BWS_TILES + 2 * BWS_STAGE + 4 * 8; }
-__device__ __forceinline__ void bws_bar_producers() { asm volatile("bar.sync 1, %0;\n" ::"n"(BWS_NP) : "memory"); }
+// (0 mod 128 bytes, as v30's) | pa4 (SCAN_K, CH) float4 | K2 (SCAN_K, CH) float2 | R (SCAN_K, CH/16 warps, 2N) f32 |
+// bcf (SCAN_K, 2N) f32 | mask. (v76 measured 64-wide blocks one an SM, without the register split, which
+// setmaxnreg cannot make for 64 producers: +29% at B2·D4096·L8192, call211.)
+template <int CH>
+struct BwsLayout {
+    static constexpr size_t TILES = (size_t)4 * bwd_tstr(CH) * 2;
+    static constexpr size_t OY = 0, PA = OY + (size_t)SCAN_K * CH * 2, K2 = PA + (size_t)SCAN_K * CH * 16,
+                            R = K2 + (size_t)SCAN_K * CH * 8, BC = R + (size_t)SCAN_K * (CH * BG / 32) * 2 * SCAN_N * 4,
+                            MASK = BC + (size_t)SCAN_K * 2 * SCAN_N * 4, STAGE = (MASK + 16 + 127) / 128 * 128;
+    static_assert(TILES % 128 == 0 && PA % 16 == 0, "stage layout");
+    static constexpr size_t smem() { return 3 * TILES + 2 * STAGE + 4 * 8; }
+};
+static constexpr int BWS_CH = 128;
+static constexpr size_t bws_smem() { return BwsLayout<BWS_CH>::smem(); }
+template <int NP>
+__device__ __forceinline__ void bws_bar_producers() { asm volatile("bar.sync 1, %0;\n" ::"n"(NP) : "memory"); }
 
-template <bool RE>
-__global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
+// SMODE as scan_bwd_staged_kernel's: 0 = no segments, 1 = segment blockIdx.z of nseg (SLK chunks each; the
+// summaries of the later ones in bsum, from scan_bwd_staged_kernel<64, 2, false>: v76).
+template <int SMODE, bool RE>
+__global__ void __launch_bounds__(BWS_CH *BG + BWS_CH, 1)
     scan_bwd_ws_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out,
                        __nv_bfloat16 *y_out, float *bc_part, float *par_part, const float *ckpt,
                        const __nv_bfloat16 *dout, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
                        const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
                        int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd,
-                       int nck) {
-    constexpr int CH = BWS_CH, NP = BWS_NP, NW = CH * BG, BWARPS = NW / 32, NS = SCAN_N / BG, TSTR = bwd_tstr(CH);
+                       int nck, int SLK, int nseg, const float *bsum) {
+    constexpr int CH = BWS_CH;
+    using L = BwsLayout<CH>;
+    constexpr int NP = CH, NW = CH * BG, BWARPS = NW / 32, NS = SCAN_N / BG, TSTR = bwd_tstr(CH);
+    static_assert(SMODE == 0 || SMODE == 1, "the main pass only: the summaries come from the staged kernel");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    unsigned long long *mb_full = (unsigned long long *)(smem_raw + 3 * BWS_TILES + 2 * BWS_STAGE),
+    unsigned long long *mb_full = (unsigned long long *)(smem_raw + 3 * L::TILES + 2 * L::STAGE),
                        *mb_empty = mb_full + 2;
-    auto tiles_at = [&](int i) { return smem_raw + (size_t)(i % 3) * BWS_TILES; };  // chunk i's tile slot
-    auto stage_at = [&](int s) { return smem_raw + 3 * BWS_TILES + (size_t)s * BWS_STAGE; };
+    auto tiles_at = [&](int i) { return smem_raw + (size_t)(i % 3) * L::TILES; };  // chunk i's tile slot
+    auto stage_at = [&](int s) { return smem_raw + 3 * L::TILES + (size_t)s * L::STAGE; };
     const int tid = threadIdx.x, row = blockIdx.y, c0 = blockIdx.x * CH;
     const size_t mrow = (size_t)row * T;
+    const int seg = SMODE ? blockIdx.z : 0;
+    const int kbeg = SMODE ? seg * SLK : 0, kend = SMODE ? min(nck, kbeg + SLK) : nck, nk = kend - kbeg;
     if (tid == 0) {
         mbar_init(mb_full, NP), mbar_init(mb_full + 1, NP);
         mbar_init(mb_empty, NW), mbar_init(mb_empty + 1, NW);
@@ -1762,27 +1780,27 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
             pv = pos_fetch(pos, mrow + t0, len);
         };
         auto flush = [&](int kk, const unsigned char *tl, const unsigned char *sb) {  // chunk kk's outputs and sums
-            bwd_flush_chunk<NP, CH, BWARPS>(kk, T, mrow, (const float *)(sb + BWS_R), bc_part, du_out, ddpre_out,
+            bwd_flush_chunk<NP, CH, BWARPS>(kk, T, mrow, (const float *)(sb + L::R), bc_part, du_out, ddpre_out,
                                             dz_out, RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)tl,
-                                            (const __nv_bfloat16 *)(sb + BWS_OY));
+                                            (const __nv_bfloat16 *)(sb + L::OY));
         };
-        issue(nck - 1, tiles_at(0));
-        fetch_bc(nck - 1);
-        for (int i = 0; i < nck; i++) {
-            const int k = nck - 1 - i, s = i & 1, t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        issue(kend - 1, tiles_at(0));
+        fetch_bc(kend - 1);
+        for (int i = 0; i < nk; i++) {
+            const int k = kend - 1 - i, s = i & 1, t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
             unsigned char *sb = stage_at(s);
             const __nv_bfloat16 *tdp = (const __nv_bfloat16 *)tiles_at(i) + TSTR, *tz = tdp + TSTR,
                                 *tdo = tdp + 2 * TSTR;
-            float4 *pa4 = (float4 *)(sb + BWS_PA);
-            float2 *K2 = (float2 *)(sb + BWS_K2);
+            float4 *pa4 = (float4 *)(sb + L::PA);
+            float2 *K2 = (float2 *)(sb + L::K2);
             cp_async_wait0();
-            bc.store((float *)(sb + BWS_BC));
+            bc.store((float *)(sb + L::BC));
             const unsigned mask = start_mask(pv, t0, len);
-            if (tid == 0) *(unsigned *)(sb + BWS_MASK) = mask;
+            if (tid == 0) *(unsigned *)(sb + L::MASK) = mask;
             // every producer's copies of chunk k landed, and every producer's flush of chunk k + 2 is done (the
             // previous chunk's iteration), so its tile slot can take chunk k - 1's copies (below, after the pass:
             // issued before it, they held registers the pass needs)
-            bws_bar_producers();
+            bws_bar_producers<NP>();
             // the cooperative pass (pass_vals, as bwd_coop_pass forms it), four items at a time: bwd_coop_pass loads
             // all of a thread's 16 items first (v51), 64 registers the producers' 40 do not hold
 #pragma unroll 4
@@ -1797,15 +1815,15 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
                 }
             }
             mbar_arrive(mb_full + s);  // the stage is filled
-            if (k > 0) issue(k - 1, tiles_at(i + 1));  // in flight during the flush below
+            if (k > kbeg) issue(k - 1, tiles_at(i + 1));  // in flight during the flush below
             if (i > 0) {  // chunk k + 1's walk over: its outputs out
                 mbar_wait(mb_empty + (s ^ 1), (unsigned)(((i - 1) >> 1) & 1));
                 flush(k + 1, tiles_at(i - 1), stage_at(s ^ 1));
             }
-            if (k > 0) fetch_bc(k - 1);  // (after the flush: held across it, they made the producers spill)
+            if (k > kbeg) fetch_bc(k - 1);  // (after the flush: held across it, they made the producers spill)
         }
-        mbar_wait(mb_empty + ((nck - 1) & 1), (unsigned)(((nck - 1) >> 1) & 1));
-        flush(0, tiles_at(nck - 1), stage_at((nck - 1) & 1));
+        mbar_wait(mb_empty + ((nk - 1) & 1), (unsigned)(((nk - 1) >> 1) & 1));
+        flush(kbeg, tiles_at(nk - 1), stage_at((nk - 1) & 1));
         return;
     }
     // ---- walkers: thread (channel cl = wt / BG, half q = wt % BG), as scan_bwd_staged_kernel's
@@ -1822,30 +1840,33 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_NP, 1)
     float carry[NS], dA[NS];
 #pragma unroll
     for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
+    if (SMODE == 1 && active) bwd2_fold_carry(bsum, row, nseg, seg, Cd, c, lo, hi, carry);
     float dbias = 0.f, dDacc = 0.f;
     float4 ck_next[2];
-    bwd2_load_ck(ckpt, row, nck, nck - 1, Cd, c, lo, hi, active, ck_next);
+    bwd2_load_ck(ckpt, row, nck, kend - 1, Cd, c, lo, hi, active, ck_next);
 #pragma unroll 1
-    for (int ic = 0; ic < nck; ic++) {
-        const int k = nck - 1 - ic, sidx = ic & 1;
+    for (int ic = 0; ic < nk; ic++) {
+        const int k = kend - 1 - ic, sidx = ic & 1;
         unsigned char *sb = stage_at(sidx);
         float s[NS] = {ck_next[0].x, ck_next[0].y, ck_next[0].z, ck_next[0].w,
                        ck_next[1].x, ck_next[1].y, ck_next[1].z, ck_next[1].w};
-        if (k > 0) bwd2_load_ck(ckpt, row, nck, k - 1, Cd, c, lo, hi, active, ck_next);
+        if (k > kbeg) bwd2_load_ck(ckpt, row, nck, k - 1, Cd, c, lo, hi, active, ck_next);
         mbar_wait(mb_full + sidx, (unsigned)((ic >> 1) & 1));
         __nv_bfloat16 *tu = (__nv_bfloat16 *)tiles_at(ic), *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
-        __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo, *oy = (__nv_bfloat16 *)(sb + BWS_OY);
+        __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo, *oy = (__nv_bfloat16 *)(sb + L::OY);
         __nv_bfloat16 *oA = q ? oddp : odu, *oB = q && RE ? oy : odz;
-        const float4 *pa4 = (const float4 *)(sb + BWS_PA);
-        const float *K2q = (const float *)(sb + BWS_K2) + (tid & 1);
-        float *R = (float *)(sb + BWS_R);
-        const float *bck = (const float *)(sb + BWS_BC);
-        const unsigned mask = *(const unsigned *)(sb + BWS_MASK);
+        const float4 *pa4 = (const float4 *)(sb + L::PA);
+        const float *K2q = (const float *)(sb + L::K2) + (tid & 1);
+        float *R = (float *)(sb + L::R);
+        const float *bck = (const float *)(sb + L::BC);
+        const unsigned mask = *(const unsigned *)(sb + L::MASK);
         bwd2_walk_chunk<CH, BWARPS, RE>(pa4, K2q, tu, bck, mask, R, oA, oB, odu, oddp, odz, s, carry, dA, A, Dc, dbias,
                                         dDacc, cl, lane, warp, q, lo, hi);
         mbar_arrive(mb_empty + sidx);
     }
-    if (active) bwd2_put_params(par_part + (size_t)row * (2 + SCAN_N) * Cd + c, Cd, q, dbias, dDacc, dA, A, lo, hi);
+    if (active)
+        bwd2_put_params(par_part + ((size_t)row * (SMODE ? nseg : 1) + seg) * (2 + SCAN_N) * Cd + c, Cd, q, dbias,
+                        dDacc, dA, A, lo, hi);
 }
 
 // Whether the device runs this file's sm_90a code, which scan_bwd_ws_kernel needs for setmaxnreg (built for another
@@ -1864,7 +1885,7 @@ __global__ void scan_sm90a_probe_kernel(int *out) {
     __syncthreads();
     out[threadIdx.x] = v[0];
 }
-static bool scan_bwd_ws_ok() {
+static bool scan_bwd_ws_avail() {  // (the plan's question: the env switch below changes the kernel, not the plan)
     static int feat = -1;
     if (feat < 0) {
         cudaFuncAttributes a;
@@ -1877,8 +1898,11 @@ static bool scan_bwd_ws_ok() {
                     "packmamba: scan: sm_90a probe: static shared memory %zu bytes: warp-specialized backward %s\n",
                     got ? a.sharedSizeBytes : (size_t)0, feat ? "available" : "not available");
     }
+    return feat;
+}
+static bool scan_bwd_ws_ok() {
     const char *e = getenv("PM_SCAN_BWD_WS");  // read each call (the op tests compare both kernels)
-    return feat && !(e && e[0] == '0');
+    return scan_bwd_ws_avail() && !(e && e[0] == '0');
 }
 
 // ---- v20/v21: the backward main pass with 4 threads per channel, in narrow blocks three to an SM ----
@@ -2314,6 +2338,24 @@ static BwdPlan bwd_pick_segments(int ch, int nb, int slots, int nch, float *cost
     *cost_out = best;
     return p;
 }
+// v76: where 128-wide blocks would fill at most half the SMs, the warp-specialized backward (sm_90a) cuts each
+// row into as many time segments as one wave of them holds (at least BSEG_MIN_CHUNKS chunks each), after a summary
+// pass in 64-wide blocks, if the segments' blocks then fill at least 7/8 of the SMs. Lab fwd+bwd against the plans
+// before it (call212): B2·D4096·L8192 -5.8% (two segments, 128 blocks), B4·D2048 -4.5%, B1·D2048 -5.3%,
+// B2·D2048·L4096 -6.7%, B1·D1536·L16384 -3.2% (132 blocks); at B4·D1536 (96 blocks) +13%, hence the fill rule.
+// PM_SCAN_BWD_WS_SEG=0 (read each call) keeps the plans before it.
+static bool scan_bwd_ws_seg_plan(int rows, int Cd, int nch, BwdPlan *p) {
+    const char *e = getenv("PM_SCAN_BWD_WS_SEG");
+    if ((e && e[0] == '0') || !scan_bwd_ws_avail()) return false;
+    const int b128 = rows * ((Cd + 127) / 128);
+    int S = pm_cuda_sm_count() / b128;
+    if (S > SCAN_SEG_MAX) S = SCAN_SEG_MAX;
+    if (S > nch / BSEG_MIN_CHUNKS) S = nch / BSEG_MIN_CHUNKS;
+    if (S < 2 || 8 * b128 * S < 7 * pm_cuda_sm_count()) return false;
+    const int slk = (nch + S - 1) / S;
+    *p = {128, slk, (nch + slk - 1) / slk, 2};
+    return true;
+}
 static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
     const int sms = pm_cuda_sm_count(), nch = (T + SCAN_K - 1) / SCAN_K;
     const int smem_block = pm_cuda_device()->smem_block;
@@ -2326,6 +2368,9 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
         }
     }
 #endif
+    const char *e4 = getenv("PM_SCAN_BWD4");  // (=2 forces the 4-thread kernel: the op tests' comparison)
+    BwdPlan ws;
+    if (!(e4 && e4[0] == '2') && scan_bwd_ws_seg_plan(rows, Cd, nch, &ws)) return ws;
     if (scan_use_bwd4(rows, Cd)) return {32, nch, 1, 4};
     // 128-wide blocks need bwd_smem(128) of shared memory (104 KB; 212 KB when this check was written, before the
     // chunk's states moved to registers): a GPU with less per block takes 64-wide ones. One a SM (registers); where
@@ -2514,6 +2559,20 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
                                        pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
 }
 
+// The backward's segment summaries (rows, nseg - 1, 2, Cd, N) into bsum: scan_bwd_staged_kernel<CH, 2, false>.
+// Each channel's are its own thread's work, so any block width gives the same bits.
+template <int CH>
+static void scan_bsumm_launch(const __nv_bfloat16 *dout, const __nv_bfloat16 *dpre, const float *dt_bias,
+                              const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                              const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows, int T,
+                              int Cd, int nck, int SLK, int nseg, float *bsum, cudaStream_t stream) {
+    static int optin = 0;
+    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 2, false>, bwd_smem(CH), &optin, "scan_bsumm_staged_kernel");
+    scan_bwd_staged_kernel<CH, 2, false><<<dim3((Cd + CH - 1) / CH, rows, nseg - 1), CH * BG, bwd_smem(CH), stream>>>(
+        nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, dout, nullptr, dpre, dt_bias, A_log, Bm, Cm,
+        ldbc, D, z, ldz, pos, T, Cd, nck, SLK, nseg, bsum);
+    scan_check_launch("scan_bsumm_staged_kernel");
+}
 // The backward's segment summaries (when there is more than one segment), then the main pass.
 template <int CH, bool RE>
 static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dz, __nv_bfloat16 *y_out,
@@ -2522,16 +2581,27 @@ static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv
                                    const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                                    const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows,
                                    int T, int Cd, int nck, int SLK, int nseg, float *bsum, cudaStream_t stream) {
-    static int optin = 0, optin_s = 0, optin_g = 0;
+    static int optin = 0, optin_g = 0;
     const int nblk = (Cd + CH - 1) / CH;
     size_t smem = bwd_smem(CH);
-    if (nseg == 1 && CH == 128 && scan_bwd_ws_ok()) {  // v72, v73
-        static int optin_w = 0;
+    if (CH == BWS_CH && scan_bwd_ws_ok()) {  // v72, v73; v76: also with time segments
+        // (the summaries in 64-wide blocks: twice the blocks of 128-wide ones, which measured 6% slower in all, call211)
+        if (nseg > 1)
+            scan_bsumm_launch<64>(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, SLK, nseg,
+                                  bsum, stream);
+        static int optin_w = 0, optin_ws = 0;
         const size_t sm = bws_smem();
-        scan_smem_optin((const void *)scan_bwd_ws_kernel<RE>, sm, &optin_w, "scan_bwd_ws_kernel");
-        scan_bwd_ws_kernel<RE><<<dim3(nblk, rows), CH * BG + BWS_NP, sm, stream>>>(
-            du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
-            Cd, nck);
+        if (nseg > 1) {
+            scan_smem_optin((const void *)scan_bwd_ws_kernel<1, RE>, sm, &optin_ws, "scan_bwd_ws_kernel");
+            scan_bwd_ws_kernel<1, RE><<<dim3(nblk, rows, nseg), CH * BG + CH, sm, stream>>>(
+                du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                pos, T, Cd, nck, SLK, nseg, bsum);
+        } else {
+            scan_smem_optin((const void *)scan_bwd_ws_kernel<0, RE>, sm, &optin_w, "scan_bwd_ws_kernel");
+            scan_bwd_ws_kernel<0, RE><<<dim3(nblk, rows), CH * BG + CH, sm, stream>>>(
+                du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                pos, T, Cd, nck, nck, 1, nullptr);
+        }
         scan_check_launch("scan_bwd_ws_kernel");
         g_bwd_ws_launches++;
         return;
@@ -2544,11 +2614,8 @@ static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv
         scan_check_launch("scan_bwd_staged_kernel");
         return;
     }
-    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 2, false>, smem, &optin_s, "scan_bsumm_staged_kernel");
-    scan_bwd_staged_kernel<CH, 2, false><<<dim3(nblk, rows, nseg - 1), CH * BG, smem, stream>>>(
-        du, ddpre, dz, nullptr, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
-        nck, SLK, nseg, bsum);
-    scan_check_launch("scan_bsumm_staged_kernel");
+    scan_bsumm_launch<CH>(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, SLK, nseg, bsum,
+                          stream);
     scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 1, RE>, smem, &optin_g, "scan_bwd_seg_staged_kernel");
     scan_bwd_staged_kernel<CH, 1, RE><<<dim3(nblk, rows, nseg), CH * BG, smem, stream>>>(
         du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
