@@ -1,6 +1,7 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v76 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v76, the
+// Version v77 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v77, the
+// segment summaries of 128-wide backward plans over quarter or half segments (more summary blocks), on v76: the
 // warp-specialized backward also cut into time segments (after a summary pass) where 128-wide blocks alone would
 // leave half the SMs idle (B2·D4096·L8192, B1 and B4 at the 370m width), on v73: the
 // warp-specialized backward's tiles in three slots, so a chunk's copies go out right after the pass of the chunk
@@ -1358,12 +1359,14 @@ __device__ __forceinline__ void bwd2_load_ck(const float *ckpt, int row, int nck
         r[0] = r[1] = make_float4(0.f, 0.f, 0.f, 0.f);
     }
 }
-// A 2-thread backward thread's carry entering segment seg's last token, folded from the summaries (G_h, P_h) of the
-// later segments in bsum (rows, nseg - 1, 2, Cd, N): c = P_h c + G_h, h = nseg - 1 .. seg + 1 (see below)
-__device__ __forceinline__ void bwd2_fold_carry(const float *bsum, int row, int nseg, int seg, int Cd, int c, int lo,
+// A 2-thread backward thread's carry entering the last token before summary segment hmin, folded from the summaries
+// (G_h, P_h) of summary segments h = nsum - 1 .. hmin in bsum (rows, nsum - 1, 2, Cd, N): c = P_h c + G_h (see
+// below). v77: a main segment of SLK chunks is `sub` summary segments of SLK / sub chunks (more blocks for the
+// summary pass), so segment seg folds from hmin = (seg + 1) * sub.
+__device__ __forceinline__ void bwd2_fold_carry(const float *bsum, int row, int nsum, int hmin, int Cd, int c, int lo,
                                                 int hi, float (&carry)[8]) {
-    for (int h = nseg - 1; h > seg; h--) {
-        const float *Gp = bsum + ((((size_t)row * (nseg - 1) + (h - 1)) * 2 + 0) * Cd + c) * SCAN_N;
+    for (int h = nsum - 1; h >= hmin; h--) {
+        const float *Gp = bsum + ((((size_t)row * (nsum - 1) + (h - 1)) * 2 + 0) * Cd + c) * SCAN_N;
         const float *Pp = Gp + (size_t)Cd * SCAN_N;
         const float4 g0 = *(const float4 *)(Gp + lo), g1 = *(const float4 *)(Gp + hi);
         const float4 p0 = *(const float4 *)(Pp + lo), p1 = *(const float4 *)(Pp + hi);
@@ -1532,7 +1535,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
                            const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
                            const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
                            const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck, int SLK,
-                           int nseg, float *bsum) {
+                           int nseg, float *bsum, int sub) {
     constexpr bool BSUMM = SMODE == 2;
     // v54: the summary pass keeps order 0 (it flushes nothing)
     using Sync = BwdChunkSync<BSUMM ? 0 : BWD_ORDER >= 0 ? BWD_ORDER : CH == 128 ? 2 : 3>;
@@ -1575,13 +1578,17 @@ __global__ void __launch_bounds__(CH *BG, 1)
     float dbias = 0.f, dDacc = 0.f;
     float cum = 0.f;        // BSUMM: sum of delta*log2 e over the segment (this channel): P = 2^(A cum) (v18c)
     unsigned anyst = 0u;    // BSUMM: nonzero when a document starts inside the segment
-    const int seg = BSUMM ? blockIdx.z + 1 : SMODE == 1 ? blockIdx.z : 0;
+    // (BSUMM: this launch's segments are summary segments, the first `sub` of them unused: v77)
+    const int seg = BSUMM ? blockIdx.z + sub : SMODE == 1 ? blockIdx.z : 0;
     const int kbeg = SMODE ? seg * SLK : 0, kend = SMODE ? min(nck, kbeg + SLK) : nck;
     // (G, P) of segment h: this thread's states at lo.. and hi..
     auto sum_at = [&](int h, int which) {
         return bsum + ((((size_t)row * (nseg - 1) + (h - 1)) * 2 + which) * Cd + c) * SCAN_N;
     };
-    if (SMODE == 1 && active) bwd2_fold_carry(bsum, row, nseg, seg, Cd, c, lo, hi, carry);
+    if (SMODE == 1 && active) {
+        const int sl = SLK / sub;
+        bwd2_fold_carry(bsum, row, (nck + sl - 1) / sl, (seg + 1) * sub, Cd, c, lo, hi, carry);
+    }
 
     auto issue = [&](int k) {  // tiles of chunk k into stage k & 1
         int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
@@ -1741,7 +1748,7 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_CH, 1)
                        const __nv_bfloat16 *dout, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
                        const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
                        int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd,
-                       int nck, int SLK, int nseg, const float *bsum) {
+                       int nck, int SLK, int nseg, const float *bsum, int sub) {
     constexpr int CH = BWS_CH;
     using L = BwsLayout<CH>;
     constexpr int NP = CH, NW = CH * BG, BWARPS = NW / 32, NS = SCAN_N / BG, TSTR = bwd_tstr(CH);
@@ -1840,7 +1847,10 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_CH, 1)
     float carry[NS], dA[NS];
 #pragma unroll
     for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
-    if (SMODE == 1 && active) bwd2_fold_carry(bsum, row, nseg, seg, Cd, c, lo, hi, carry);
+    if (SMODE == 1 && active) {
+        const int sl = SLK / sub;
+        bwd2_fold_carry(bsum, row, (nck + sl - 1) / sl, (seg + 1) * sub, Cd, c, lo, hi, carry);
+    }
     float dbias = 0.f, dDacc = 0.f;
     float4 ck_next[2];
     bwd2_load_ck(ckpt, row, nck, kend - 1, Cd, c, lo, hi, active, ck_next);
@@ -2343,6 +2353,9 @@ static BwdPlan bwd_pick_segments(int ch, int nb, int slots, int nch, float *cost
 // pass in 64-wide blocks, if the segments' blocks then fill at least 7/8 of the SMs. Lab fwd+bwd against the plans
 // before it (call212): B2·D4096·L8192 -5.8% (two segments, 128 blocks), B4·D2048 -4.5%, B1·D2048 -5.3%,
 // B2·D2048·L4096 -6.7%, B1·D1536·L16384 -3.2% (132 blocks); at B4·D1536 (96 blocks) +13%, hence the fill rule.
+// v77 (scan_bsumm_sub): the summaries over half segments, twice the blocks; against v76 (call213) B2·D4096·L8192
+// 2.387 -> 2.239 ms fwd+bwd (-6.2%; 2.535 before v76), B4·D2048 -7.4%, B2·D2048·L4096 -6.9%, B1·D2048 -2.7%;
+// over quarters where they fit, -0.6 to -1.5% more (call214).
 // PM_SCAN_BWD_WS_SEG=0 (read each call) keeps the plans before it.
 static bool scan_bwd_ws_seg_plan(int rows, int Cd, int nch, BwdPlan *p) {
     const char *e = getenv("PM_SCAN_BWD_WS_SEG");
@@ -2352,7 +2365,9 @@ static bool scan_bwd_ws_seg_plan(int rows, int Cd, int nch, BwdPlan *p) {
     if (S > SCAN_SEG_MAX) S = SCAN_SEG_MAX;
     if (S > nch / BSEG_MIN_CHUNKS) S = nch / BSEG_MIN_CHUNKS;
     if (S < 2 || 8 * b128 * S < 7 * pm_cuda_sm_count()) return false;
-    const int slk = (nch + S - 1) / S;
+    // (a multiple of the summary split that fits: scan_bsumm_sub)
+    const int r = 4 * S <= SCAN_SEG_MAX ? 4 : 2 * S <= SCAN_SEG_MAX ? 2 : 1;
+    const int slk = ((nch + S - 1) / S + r - 1) / r * r;
     *p = {128, slk, (nch + slk - 1) / slk, 2};
     return true;
 }
@@ -2559,19 +2574,34 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
                                        pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
 }
 
-// The backward's segment summaries (rows, nseg - 1, 2, Cd, N) into bsum: scan_bwd_staged_kernel<CH, 2, false>.
-// Each channel's are its own thread's work, so any block width gives the same bits.
+// The backward's segment summaries into bsum (rows, nsum - 1, 2, Cd, N): scan_bwd_staged_kernel<CH, 2, false> over
+// the summary segments of SLK / sub chunks (nsum of them; the first sub are no later segment's). Each channel's are
+// its own thread's work, so any block width gives the same bits.
 template <int CH>
 static void scan_bsumm_launch(const __nv_bfloat16 *dout, const __nv_bfloat16 *dpre, const float *dt_bias,
                               const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                               const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows, int T,
-                              int Cd, int nck, int SLK, int nseg, float *bsum, cudaStream_t stream) {
+                              int Cd, int nck, int SLK, int sub, float *bsum, cudaStream_t stream) {
     static int optin = 0;
+    const int sl = SLK / sub, nsum = (nck + sl - 1) / sl;
     scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 2, false>, bwd_smem(CH), &optin, "scan_bsumm_staged_kernel");
-    scan_bwd_staged_kernel<CH, 2, false><<<dim3((Cd + CH - 1) / CH, rows, nseg - 1), CH * BG, bwd_smem(CH), stream>>>(
+    scan_bwd_staged_kernel<CH, 2, false><<<dim3((Cd + CH - 1) / CH, rows, nsum - sub), CH * BG, bwd_smem(CH), stream>>>(
         nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, dout, nullptr, dpre, dt_bias, A_log, Bm, Cm,
-        ldbc, D, z, ldz, pos, T, Cd, nck, SLK, nseg, bsum);
+        ldbc, D, z, ldz, pos, T, Cd, nck, sl, nsum, bsum, sub);
     scan_check_launch("scan_bsumm_staged_kernel");
+}
+// v77: summary segments per main segment where the plan is 128-wide with segments (both kernels, so the staged one
+// gives the warp-specialized one's bits): the most of 4 and 2 that divides SLK and whose summaries fit the
+// workspace's SCAN_SEG_MAX - 1, else 1 (PM_SCAN_BSUMM_SUB=r tries r alone: lab). Quarters against halves (call214):
+// B2·D4096·L8192 -1.5%, B4·D2048 -0.9%, B2·D2048·L4096 -0.6%; eighths no better where they fit.
+static int scan_bsumm_sub(int nck, int SLK) {
+    const char *e = getenv("PM_SCAN_BSUMM_SUB");
+    for (int r = e ? atoi(e) : 4; r >= 2; r /= 2) {
+        const int sl = SLK / r;
+        if (SLK % r == 0 && (nck + sl - 1) / sl <= SCAN_SEG_MAX) return r;
+        if (e) break;
+    }
+    return 1;
 }
 // The backward's segment summaries (when there is more than one segment), then the main pass.
 template <int CH, bool RE>
@@ -2584,10 +2614,11 @@ static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv
     static int optin = 0, optin_g = 0;
     const int nblk = (Cd + CH - 1) / CH;
     size_t smem = bwd_smem(CH);
+    const int sub = CH == 128 && nseg > 1 ? scan_bsumm_sub(nck, SLK) : 1;
     if (CH == BWS_CH && scan_bwd_ws_ok()) {  // v72, v73; v76: also with time segments
         // (the summaries in 64-wide blocks: twice the blocks of 128-wide ones, which measured 6% slower in all, call211)
         if (nseg > 1)
-            scan_bsumm_launch<64>(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, SLK, nseg,
+            scan_bsumm_launch<64>(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, SLK, sub,
                                   bsum, stream);
         static int optin_w = 0, optin_ws = 0;
         const size_t sm = bws_smem();
@@ -2595,12 +2626,12 @@ static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv
             scan_smem_optin((const void *)scan_bwd_ws_kernel<1, RE>, sm, &optin_ws, "scan_bwd_ws_kernel");
             scan_bwd_ws_kernel<1, RE><<<dim3(nblk, rows, nseg), CH * BG + CH, sm, stream>>>(
                 du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                pos, T, Cd, nck, SLK, nseg, bsum);
+                pos, T, Cd, nck, SLK, nseg, bsum, sub);
         } else {
             scan_smem_optin((const void *)scan_bwd_ws_kernel<0, RE>, sm, &optin_w, "scan_bwd_ws_kernel");
             scan_bwd_ws_kernel<0, RE><<<dim3(nblk, rows), CH * BG + CH, sm, stream>>>(
                 du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                pos, T, Cd, nck, nck, 1, nullptr);
+                pos, T, Cd, nck, nck, 1, nullptr, 1);
         }
         scan_check_launch("scan_bwd_ws_kernel");
         g_bwd_ws_launches++;
@@ -2610,16 +2641,16 @@ static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv
         scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 0, RE>, smem, &optin, "scan_bwd_staged_kernel");
         scan_bwd_staged_kernel<CH, 0, RE><<<dim3(nblk, rows), CH * BG, smem, stream>>>(
             du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
-            Cd, nck, nck, 1, bsum);
+            Cd, nck, nck, 1, bsum, 1);
         scan_check_launch("scan_bwd_staged_kernel");
         return;
     }
-    scan_bsumm_launch<CH>(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, SLK, nseg, bsum,
+    scan_bsumm_launch<CH>(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, SLK, sub, bsum,
                           stream);
     scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 1, RE>, smem, &optin_g, "scan_bwd_seg_staged_kernel");
     scan_bwd_staged_kernel<CH, 1, RE><<<dim3(nblk, rows, nseg), CH * BG, smem, stream>>>(
         du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
-        nck, SLK, nseg, bsum);
+        nck, SLK, nseg, bsum, sub);
     scan_check_launch("scan_bwd_seg_staged_kernel");
 }
 

@@ -923,8 +923,9 @@ static void test_scan(void **state) {
     scan_case(60, 40, 200, 16, 8, 0);
     if (hopper) assert_true(ptx_only ? g_case_bwd_ws == 0 : g_case_bwd_ws > 0);
     // v76: 32 blocks of 128 channels (the last of 80), so the warp-specialized backward takes four time segments of
-    // 10 chunks (the last of 8, ending in a partial chunk) after the segment summaries; PM_SCAN_BWD_WS=0 keeps the
-    // plan and runs the staged 2-thread kernel's segments, which must give the same bits
+    // 12 chunks (the last of 2, ending in a partial chunk) after the segment summaries (v77: over quarter segments
+    // of 3 chunks); PM_SCAN_BWD_WS=0 keeps the plan and runs the staged 2-thread kernel's segments, which must give
+    // the same bits
     scan_case(2, 600, 2000, 16, 8, 0);
     if (hopper) assert_true(ptx_only ? g_case_bwd_ws == 0 : g_case_bwd_ws > 0);
     FINISH();
