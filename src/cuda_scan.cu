@@ -1703,10 +1703,11 @@ __global__ void __launch_bounds__(CH *BG, 1)
 // pos, computes the cooperative pass into the chunk's stage, and flushes each walked chunk's staged outputs and
 // dB/dC sums; two walker warpgroups (256 threads, the 2-thread kernel's layout) recompute and walk. Three tile
 // slots (v73) and two stages of the pass's arrays, meeting at mbarriers (full: the producers' pass, empty: the
-// walk). Hopper's setmaxnreg gives the walkers 232 registers and the producers 40 (sm_90a builds only). Every value is formed as scan_bwd_staged_kernel<128, 0, RE>
-// forms it, in the same order: the same bits. Used for the 128-wide plans without time segments (the 370m and 1.4b
-// widths at their batch sizes) where the device runs sm_90a code (scan_bwd_ws_ok); PM_SCAN_BWD_WS=0 in the
-// environment (read at each call) turns it off.
+// walk). Hopper's setmaxnreg gives the walkers 232 registers and the producers 40 (sm_90a builds only). Every
+// value is formed as scan_bwd_staged_kernel<128, SMODE, RE> forms it, in the same order: the same bits. Used for
+// every 128-wide plan (the 370m and 1.4b widths at their batch sizes without time segments; since v76 with them,
+// scan_bwd_ws_seg_plan) where the device runs sm_90a code (scan_bwd_ws_ok); PM_SCAN_BWD_WS=0 in the environment
+// (read at each call) runs the staged kernel at the same plan.
 template <int N>
 __device__ __forceinline__ void reg_alloc() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
