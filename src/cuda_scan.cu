@@ -1363,11 +1363,18 @@ __device__ __forceinline__ void bwd2_load_ck(const float *ckpt, int row, int nck
 // (G_h, P_h) of summary segments h = nsum - 1 .. hmin in bsum (rows, nsum - 1, 2, Cd, N): c = P_h c + G_h (see
 // below). v77: a main segment of SLK chunks is `sub` summary segments of SLK / sub chunks (more blocks for the
 // summary pass), so segment seg folds from hmin = (seg + 1) * sub.
+__host__ __device__ static inline int bsumm_count(int nck, int SLK, int sub) {  // summary segments of a row
+    const int sl = SLK / sub;
+    return (nck + sl - 1) / sl;
+}
+// Where G (which = 0) or P (1) of summary segment h >= 1, channel c, lies in bsum (rows, nsum - 1, 2, Cd, N)
+__device__ __forceinline__ size_t bsumm_off(int row, int nsum, int h, int which, int Cd, int c) {
+    return ((((size_t)row * (nsum - 1) + (h - 1)) * 2 + which) * Cd + c) * SCAN_N;
+}
 __device__ __forceinline__ void bwd2_fold_carry(const float *bsum, int row, int nsum, int hmin, int Cd, int c, int lo,
                                                 int hi, float (&carry)[8]) {
     for (int h = nsum - 1; h >= hmin; h--) {
-        const float *Gp = bsum + ((((size_t)row * (nsum - 1) + (h - 1)) * 2 + 0) * Cd + c) * SCAN_N;
-        const float *Pp = Gp + (size_t)Cd * SCAN_N;
+        const float *Gp = bsum + bsumm_off(row, nsum, h, 0, Cd, c), *Pp = bsum + bsumm_off(row, nsum, h, 1, Cd, c);
         const float4 g0 = *(const float4 *)(Gp + lo), g1 = *(const float4 *)(Gp + hi);
         const float4 p0 = *(const float4 *)(Pp + lo), p1 = *(const float4 *)(Pp + hi);
         const float gg[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
@@ -1581,14 +1588,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
     // (BSUMM: this launch's segments are summary segments, the first `sub` of them unused: v77)
     const int seg = BSUMM ? blockIdx.z + sub : SMODE == 1 ? blockIdx.z : 0;
     const int kbeg = SMODE ? seg * SLK : 0, kend = SMODE ? min(nck, kbeg + SLK) : nck;
-    // (G, P) of segment h: this thread's states at lo.. and hi..
-    auto sum_at = [&](int h, int which) {
-        return bsum + ((((size_t)row * (nseg - 1) + (h - 1)) * 2 + which) * Cd + c) * SCAN_N;
-    };
-    if (SMODE == 1 && active) {
-        const int sl = SLK / sub;
-        bwd2_fold_carry(bsum, row, (nck + sl - 1) / sl, (seg + 1) * sub, Cd, c, lo, hi, carry);
-    }
+    if (SMODE == 1 && active) bwd2_fold_carry(bsum, row, bsumm_count(nck, SLK, sub), (seg + 1) * sub, Cd, c, lo, hi, carry);
 
     auto issue = [&](int k) {  // tiles of chunk k into stage k & 1
         int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
@@ -1682,7 +1682,8 @@ __global__ void __launch_bounds__(CH *BG, 1)
     Sync::finish(kbeg, flush);
     if (BSUMM) {
         if (active) {
-            float *Gp = sum_at(seg, 0), *Pp = sum_at(seg, 1);
+            // (this launch's segments are the summary segments: nseg of them)
+            float *Gp = bsum + bsumm_off(row, nseg, seg, 0, Cd, c), *Pp = bsum + bsumm_off(row, nseg, seg, 1, Cd, c);
             *(float4 *)(Gp + lo) = make_float4(carry[0], carry[1], carry[2], carry[3]);
             *(float4 *)(Gp + hi) = make_float4(carry[4], carry[5], carry[6], carry[7]);
             float pa[NS];
@@ -1726,8 +1727,9 @@ __device__ __forceinline__ void reg_dealloc() {
 // (0 mod 128 bytes, as v30's) | pa4 (SCAN_K, CH) float4 | K2 (SCAN_K, CH) float2 | R (SCAN_K, CH/16 warps, 2N) f32 |
 // bcf (SCAN_K, 2N) f32 | mask. (v76 measured 64-wide blocks one an SM, without the register split, which
 // setmaxnreg cannot make for 64 producers: +29% at B2·D4096·L8192, call211.)
-template <int CH>
+static constexpr int BWS_CH = 128;
 struct BwsLayout {
+    static constexpr int CH = BWS_CH;
     static constexpr size_t TILES = (size_t)4 * bwd_tstr(CH) * 2;
     static constexpr size_t OY = 0, PA = OY + (size_t)SCAN_K * CH * 2, K2 = PA + (size_t)SCAN_K * CH * 16,
                             R = K2 + (size_t)SCAN_K * CH * 8, BC = R + (size_t)SCAN_K * (CH * BG / 32) * 2 * SCAN_N * 4,
@@ -1735,8 +1737,7 @@ struct BwsLayout {
     static_assert(TILES % 128 == 0 && PA % 16 == 0, "stage layout");
     static constexpr size_t smem() { return 3 * TILES + 2 * STAGE + 4 * 8; }
 };
-static constexpr int BWS_CH = 128;
-static constexpr size_t bws_smem() { return BwsLayout<BWS_CH>::smem(); }
+static constexpr size_t bws_smem() { return BwsLayout::smem(); }
 template <int NP>
 __device__ __forceinline__ void bws_bar_producers() { asm volatile("bar.sync 1, %0;\n" ::"n"(NP) : "memory"); }
 
@@ -1751,7 +1752,7 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_CH, 1)
                        int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd,
                        int nck, int SLK, int nseg, const float *bsum, int sub) {
     constexpr int CH = BWS_CH;
-    using L = BwsLayout<CH>;
+    using L = BwsLayout;
     constexpr int NP = CH, NW = CH * BG, BWARPS = NW / 32, NS = SCAN_N / BG, TSTR = bwd_tstr(CH);
     static_assert(SMODE == 0 || SMODE == 1, "the main pass only: the summaries come from the staged kernel");
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -1848,10 +1849,7 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_CH, 1)
     float carry[NS], dA[NS];
 #pragma unroll
     for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
-    if (SMODE == 1 && active) {
-        const int sl = SLK / sub;
-        bwd2_fold_carry(bsum, row, (nck + sl - 1) / sl, (seg + 1) * sub, Cd, c, lo, hi, carry);
-    }
+    if (SMODE == 1 && active) bwd2_fold_carry(bsum, row, bsumm_count(nck, SLK, sub), (seg + 1) * sub, Cd, c, lo, hi, carry);
     float dbias = 0.f, dDacc = 0.f;
     float4 ck_next[2];
     bwd2_load_ck(ckpt, row, nck, kend - 1, Cd, c, lo, hi, active, ck_next);
@@ -2300,6 +2298,7 @@ static FwdPlan scan_fwd_plan(int rows, int Cd, int T) {
 // tile loads and cooperative pass). (v10 considered segments only where fewer than a quarter of the SMs got a
 // 128-wide block; v14 wherever 64-wide blocks are chosen.)
 static constexpr float BSEG_R = 0.35f;
+static constexpr int BSUMM_SUB_MAX = 4;  // most summary segments a backward segment (v77: scan_bsumm_sub)
 static constexpr int BSEG_MIN_CHUNKS = 8;  // fewest chunks per backward segment
 struct BwdPlan {
     int ch, SLK, nseg, bg;  // bg: threads per channel (4: v20's kernel, 32-wide blocks, no segments)
@@ -2309,7 +2308,12 @@ struct BwdPlan {
 // its backward is 0.73 ms against 0.82 for v21's 2-thread kernel with 4 time segments (and 0.90 for v18). Where
 // v18's kernel needs no segments (B8 D2048: 128-wide blocks) or v20 would need a second, mostly idle wave (B8
 // D2048: 512 blocks on 396 slots: 1.58 ms fwd+bwd against 1.30 at v20) the 2-thread kernel stays.
-// PM_SCAN_BWD4=0 turns it off, =2 forces it wherever one wave holds the blocks (A/B runs, the op tests).
+// PM_SCAN_BWD4=0 turns it off, =2 forces it wherever one wave holds the blocks (A/B runs, the op tests); read
+// each call (the op tests switch it to check both kernels against the CPU on any GPU).
+static int scan_bwd4_env() {
+    const char *e = getenv("PM_SCAN_BWD4");
+    return e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
+}
 static bool scan_use_bwd4(int rows, int Cd) {
     static int per_sm = -1;
     if (per_sm < 0) {
@@ -2320,9 +2324,7 @@ static bool scan_use_bwd4(int rows, int Cd) {
             per_sm = 0;
         }
     }
-    // read each call (the op tests switch it to check both kernels against the CPU on any GPU)
-    const char *e = getenv("PM_SCAN_BWD4");
-    const int env = e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
+    const int env = scan_bwd4_env();
     const int sms = pm_cuda_sm_count(), blocks = rows * ((Cd + 31) / 32);
     if (env == 2) return per_sm >= 1 && blocks <= per_sm * sms;  // (lab: wherever one wave holds the blocks)
     // At least 15/8 blocks an SM: the busiest SMs hold two. At 256 blocks on 132 SMs, B2·D4096·L8192 and
@@ -2366,8 +2368,9 @@ static bool scan_bwd_ws_seg_plan(int rows, int Cd, int nch, BwdPlan *p) {
     if (S > SCAN_SEG_MAX) S = SCAN_SEG_MAX;
     if (S > nch / BSEG_MIN_CHUNKS) S = nch / BSEG_MIN_CHUNKS;
     if (S < 2 || 8 * b128 * S < 7 * pm_cuda_sm_count()) return false;
-    // (a multiple of the summary split that fits: scan_bsumm_sub)
-    const int r = 4 * S <= SCAN_SEG_MAX ? 4 : 2 * S <= SCAN_SEG_MAX ? 2 : 1;
+    // (a multiple of the most summary segments a segment that fit the workspace: what scan_bsumm_sub takes)
+    int r = BSUMM_SUB_MAX;
+    while (r > 1 && r * S > SCAN_SEG_MAX) r /= 2;
     const int slk = ((nch + S - 1) / S + r - 1) / r * r;
     *p = {128, slk, (nch + slk - 1) / slk, 2};
     return true;
@@ -2384,9 +2387,8 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
         }
     }
 #endif
-    const char *e4 = getenv("PM_SCAN_BWD4");  // (=2 forces the 4-thread kernel: the op tests' comparison)
-    BwdPlan ws;
-    if (!(e4 && e4[0] == '2') && scan_bwd_ws_seg_plan(rows, Cd, nch, &ws)) return ws;
+    BwdPlan ws;  // (PM_SCAN_BWD4=2, the op tests' forced 4-thread kernel, keeps the plans before v76)
+    if (scan_bwd4_env() != 2 && scan_bwd_ws_seg_plan(rows, Cd, nch, &ws)) return ws;
     if (scan_use_bwd4(rows, Cd)) return {32, nch, 1, 4};
     // 128-wide blocks need bwd_smem(128) of shared memory (104 KB; 212 KB when this check was written, before the
     // chunk's states moved to registers): a GPU with less per block takes 64-wide ones. One a SM (registers); where
@@ -2584,7 +2586,7 @@ static void scan_bsumm_launch(const __nv_bfloat16 *dout, const __nv_bfloat16 *dp
                               const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows, int T,
                               int Cd, int nck, int SLK, int sub, float *bsum, cudaStream_t stream) {
     static int optin = 0;
-    const int sl = SLK / sub, nsum = (nck + sl - 1) / sl;
+    const int sl = SLK / sub, nsum = bsumm_count(nck, SLK, sub);
     scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 2, false>, bwd_smem(CH), &optin, "scan_bsumm_staged_kernel");
     scan_bwd_staged_kernel<CH, 2, false><<<dim3((Cd + CH - 1) / CH, rows, nsum - sub), CH * BG, bwd_smem(CH), stream>>>(
         nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, dout, nullptr, dpre, dt_bias, A_log, Bm, Cm,
@@ -2597,9 +2599,8 @@ static void scan_bsumm_launch(const __nv_bfloat16 *dout, const __nv_bfloat16 *dp
 // B2·D4096·L8192 -1.5%, B4·D2048 -0.9%, B2·D2048·L4096 -0.6%; eighths no better where they fit.
 static int scan_bsumm_sub(int nck, int SLK) {
     const char *e = getenv("PM_SCAN_BSUMM_SUB");
-    for (int r = e ? atoi(e) : 4; r >= 2; r /= 2) {
-        const int sl = SLK / r;
-        if (SLK % r == 0 && (nck + sl - 1) / sl <= SCAN_SEG_MAX) return r;
+    for (int r = e ? atoi(e) : BSUMM_SUB_MAX; r >= 2; r /= 2) {
+        if (SLK % r == 0 && bsumm_count(nck, SLK, r) <= SCAN_SEG_MAX) return r;
         if (e) break;
     }
     return 1;
@@ -2612,47 +2613,34 @@ static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv
                                    const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                                    const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows,
                                    int T, int Cd, int nck, int SLK, int nseg, float *bsum, cudaStream_t stream) {
-    static int optin = 0, optin_g = 0;
+    static int optin[2][2];  // [warp-specialized][segments]: scan_smem_optin's flags, one a kernel
     const int nblk = (Cd + CH - 1) / CH;
-    size_t smem = bwd_smem(CH);
+    const bool ws = CH == BWS_CH && scan_bwd_ws_ok();  // v72, v73; v76: also with time segments
     const int sub = CH == 128 && nseg > 1 ? scan_bsumm_sub(nck, SLK) : 1;
-    if (CH == BWS_CH && scan_bwd_ws_ok()) {  // v72, v73; v76: also with time segments
-        // (the summaries in 64-wide blocks: twice the blocks of 128-wide ones, which measured 6% slower in all, call211)
-        if (nseg > 1)
-            scan_bsumm_launch<64>(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, SLK, sub,
-                                  bsum, stream);
-        static int optin_w = 0, optin_ws = 0;
-        const size_t sm = bws_smem();
-        if (nseg > 1) {
-            scan_smem_optin((const void *)scan_bwd_ws_kernel<1, RE>, sm, &optin_ws, "scan_bwd_ws_kernel");
-            scan_bwd_ws_kernel<1, RE><<<dim3(nblk, rows, nseg), CH * BG + CH, sm, stream>>>(
-                du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                pos, T, Cd, nck, SLK, nseg, bsum, sub);
-        } else {
-            scan_smem_optin((const void *)scan_bwd_ws_kernel<0, RE>, sm, &optin_w, "scan_bwd_ws_kernel");
-            scan_bwd_ws_kernel<0, RE><<<dim3(nblk, rows), CH * BG + CH, sm, stream>>>(
-                du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                pos, T, Cd, nck, nck, 1, nullptr, 1);
-        }
-        scan_check_launch("scan_bwd_ws_kernel");
-        g_bwd_ws_launches++;
-        return;
-    }
-    if (nseg == 1) {  // v9's kernel
-        scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 0, RE>, smem, &optin, "scan_bwd_staged_kernel");
-        scan_bwd_staged_kernel<CH, 0, RE><<<dim3(nblk, rows), CH * BG, smem, stream>>>(
+    // (the warp-specialized backward's summaries in 64-wide blocks: twice the blocks of 128-wide ones, which measured
+    // 6% slower in all, call211)
+    if (nseg > 1 && ws)
+        scan_bsumm_launch<64>(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, SLK, sub, bsum,
+                              stream);
+    else if (nseg > 1)
+        scan_bsumm_launch<CH>(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, SLK, sub, bsum,
+                              stream);
+    // (without segments, SMODE 0, the kernels read nothing of SLK, nseg, bsum and sub)
+    if (ws) {
+        auto kern = nseg > 1 ? scan_bwd_ws_kernel<1, RE> : scan_bwd_ws_kernel<0, RE>;
+        scan_smem_optin((const void *)kern, bws_smem(), &optin[1][nseg > 1], "scan_bwd_ws_kernel");
+        kern<<<dim3(nblk, rows, nseg), CH * BG + CH, bws_smem(), stream>>>(
             du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
-            Cd, nck, nck, 1, bsum, 1);
-        scan_check_launch("scan_bwd_staged_kernel");
-        return;
+            Cd, nck, SLK, nseg, bsum, sub);
+        g_bwd_ws_launches++;
+    } else {  // v9's kernel, v10's segments
+        auto kern = nseg > 1 ? scan_bwd_staged_kernel<CH, 1, RE> : scan_bwd_staged_kernel<CH, 0, RE>;
+        scan_smem_optin((const void *)kern, bwd_smem(CH), &optin[0][nseg > 1], "scan_bwd_staged_kernel");
+        kern<<<dim3(nblk, rows, nseg), CH * BG, bwd_smem(CH), stream>>>(
+            du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T,
+            Cd, nck, SLK, nseg, bsum, sub);
     }
-    scan_bsumm_launch<CH>(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, SLK, sub, bsum,
-                          stream);
-    scan_smem_optin((const void *)scan_bwd_staged_kernel<CH, 1, RE>, smem, &optin_g, "scan_bwd_seg_staged_kernel");
-    scan_bwd_staged_kernel<CH, 1, RE><<<dim3(nblk, rows, nseg), CH * BG, smem, stream>>>(
-        du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd,
-        nck, SLK, nseg, bsum, sub);
-    scan_check_launch("scan_bwd_seg_staged_kernel");
+    scan_check_launch(ws ? "scan_bwd_ws_kernel" : "scan_bwd_staged_kernel");
 }
 
 size_t cuda_scan_states_bytes(int M, int T, int Cd, int N) {

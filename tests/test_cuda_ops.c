@@ -773,9 +773,10 @@ static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
     float *bits[3] = {NULL, NULL, NULL}, *bits_g[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     // The GPU backward's out: the forward's output again, from the states it recomputes, summed over the states in
     // the forward's order: bit-identical to the forward's. Passed in calls 0 and 3 (recomputed and kept states),
-    // NULL in 1 and 2. Call 4 repeats call 0 with PM_SCAN_BWD_WS=0: the warp-specialized backward (scan v72:
-    // 128-wide plans without time segments, in sm_90a code) forms every value as the staged 2-thread kernel does, in
-    // the same order, so the staged kernel gives call 0's bits. (Where the plan is another, both run one kernel.)
+    // NULL in 1 and 2. Call 4 repeats call 0 with PM_SCAN_BWD_WS=0: the warp-specialized backward (scan v72: 128-wide
+    // plans, in sm_90a code; v76: with time segments too) forms every value as the staged 2-thread kernel does at the
+    // same plan, in the same order, so the staged kernel gives call 0's bits. (Where the plan is another, both run
+    // one kernel.)
     const Backend *modes[5] = {G, GD, GD, G, G};
     int ws_runs[5] = {0, 0, 0, 0, 0};  // launches of the warp-specialized backward in each call
     for (int k = 0; k < 5; k++) {
@@ -925,7 +926,8 @@ static void test_scan(void **state) {
     // v76: 32 blocks of 128 channels (the last of 80), so the warp-specialized backward takes four time segments of
     // 12 chunks (the last of 2, ending in a partial chunk) after the segment summaries (v77: over quarter segments
     // of 3 chunks); PM_SCAN_BWD_WS=0 keeps the plan and runs the staged 2-thread kernel's segments, which must give
-    // the same bits
+    // the same bits. (Without v76's rule this shape's plan is 64-wide staged blocks: a warp-specialized launch here
+    // is the segmented one.)
     scan_case(2, 600, 2000, 16, 8, 0);
     if (hopper) assert_true(ptx_only ? g_case_bwd_ws == 0 : g_case_bwd_ws > 0);
     FINISH();
