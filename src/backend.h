@@ -186,6 +186,11 @@ typedef struct Backend {
     void (*event_release)(void *e);
     // Device-to-device copy of `bytes` (bench's bandwidth ceiling); NULL: bench times f32_to_act instead.
     void (*copy)(void *dst, const void *src, size_t bytes);
+    // Throughput kernels for bench's vector and special-function ceilings: spin(kind, n) runs about n operations,
+    // in chains independent enough to keep every unit busy, over the whole device (asynchronous, like every op):
+    // PM_SPIN_FMA fp32 multiply-adds, n counted as FLOPs (2 each), or PM_SPIN_EXP exps, the scan's own (ex2 on
+    // the GPU's special-function unit; the CPU backend's vectorized exp). Returns how many FLOPs or exps it ran.
+    double (*spin)(int kind, double n);
     // Free and total device memory in bytes (bench's peak and fit checks); 0 or -1. NULL on the CPU, where bench
     // reads /proc instead.
     int (*mem_info)(size_t *free_bytes, size_t *total_bytes);
@@ -194,6 +199,8 @@ typedef struct Backend {
     // Vp: an estimate, for model_train_bytes (--memory-budget). NULL: none worth counting.
     size_t (*workspace_bytes)(int M, int T, int C, int Cd, int N, int K, int Vp);
 } Backend;
+
+enum { PM_SPIN_FMA = 0, PM_SPIN_EXP = 1 };  // Backend.spin's kinds
 
 const Backend *backend_cpu(void);
 // NULL with pm_error set when there is no usable GPU (or the binary was built without CUDA).

@@ -5,6 +5,7 @@
 // Speed (docs/cpu_perf.md): the conv and scan loops run over channels innermost, in `#pragma omp simd` loops
 // with a branch-free exp/log1p in the float build, compiled -O3 -fno-trapping-math (set in CMakeLists.txt).
 #include <cblas.h>
+#include <omp.h>
 #include <tgmath.h>  // exp, sqrt, ... in the type of their argument: float or double with `real`
 #include <string.h>
 
@@ -185,6 +186,34 @@ static void cpu_memzero(void *p, size_t bytes) {
 }
 static void cpu_synchronize(void) {}
 static void cpu_convert(void *dst, const void *src, size_t n) { cpu_copy(dst, src, n * sizeof(real)); }
+
+// Backend.spin: every thread runs SPIN_W independent chains in `omp simd` loops (vector registers full, no memory
+// traffic), multiply-adds or the scan's exp (exp_r, here on the FMA pipe). The sink keeps the chains alive.
+enum { SPIN_W = 64 };
+static volatile double g_spin_sink;
+static double cpu_spin(int kind, double n) {
+    const int nt = omp_get_max_threads();
+    const double per = (kind == PM_SPIN_FMA ? 2.0 : 1.0) * SPIN_W * nt;  // operations a step of every thread
+    const long steps = n / per < 1 ? 1 : (long)(n / per);
+    double sink = 0;
+#pragma omp parallel reduction(+ : sink)
+    {
+        real x[SPIN_W];
+        for (int j = 0; j < SPIN_W; j++) x[j] = (real)(0.5 + 0.001 * j + 1e-6 * omp_get_thread_num());
+        for (long i = 0; i < steps; i++) {
+            if (kind == PM_SPIN_FMA) {
+#pragma omp simd
+                for (int j = 0; j < SPIN_W; j++) x[j] = x[j] * (real)0.9999 + (real)0.0001;
+            } else {
+#pragma omp simd
+                for (int j = 0; j < SPIN_W; j++) x[j] = exp_r(-x[j]);  // stays in [e^-1, 1]
+            }
+        }
+        for (int j = 0; j < SPIN_W; j++) sink += x[j];
+    }
+    g_spin_sink = sink;
+    return per * (double)steps;
+}
 
 // ----------------------------------------------------------------------------------------------------------
 // embedding
@@ -818,6 +847,7 @@ const Backend *backend_cpu(void) {
         .sumsq = sumsq,
         .adamw = adamw,
         .grads_write = grads_write,
+        .spin = cpu_spin,
     };
     return &b;
 }

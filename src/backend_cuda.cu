@@ -226,6 +226,44 @@ static void cu_copy(void *dst, const void *src, size_t bytes) {
     if (bytes) cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g_stream));
 }
 
+// Backend.spin: 8 independent chains a thread, 2048 threads an SM (8 blocks of 256), the step loop unrolled so
+// that its own instructions take a few percent of the issue slots. FMA: fp32 multiply-adds on the CUDA cores.
+// EXP: ex2.approx.ftz on the special-function unit, as the scan computes its exps (2^-x keeps x in [0.5, 1]).
+// The sink is written only if the chains sum to -1, which they never do; the compiler cannot know that.
+__device__ float g_spin_sink;
+template <int KIND>
+__global__ void __launch_bounds__(256) spin_kernel(int steps) {
+    float x[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) x[j] = 0.5f + 0.01f * j + 1e-7f * threadIdx.x;
+#pragma unroll 16
+    for (int i = 0; i < steps; i++) {
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            if (KIND == PM_SPIN_FMA)
+                x[j] = fmaf(x[j], 0.9999f, 0.0001f);
+            else
+                asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(x[j]) : "f"(-x[j]));
+        }
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; j++) s += x[j];
+    if (s == -1.f) g_spin_sink = s;
+}
+static double cu_spin(int kind, double n) {
+    const int blocks = pm_cuda_device()->sms * 8, threads = 256;
+    const double per = (kind == PM_SPIN_FMA ? 2.0 : 1.0) * 8 * blocks * threads;  // operations a step
+    const double s = n / per;
+    const int steps = s < 16 ? 16 : s > 1e9 ? 1000000000 : (int)s;
+    if (kind == PM_SPIN_FMA)
+        spin_kernel<PM_SPIN_FMA><<<blocks, threads, 0, g_stream>>>(steps);
+    else
+        spin_kernel<PM_SPIN_EXP><<<blocks, threads, 0, g_stream>>>(steps);
+    cudaCheck(cudaGetLastError());
+    return per * steps;
+}
+
 static int cu_mem_info(size_t *free_bytes, size_t *total_bytes) {
     return cudaMemGetInfo(free_bytes, total_bytes) == cudaSuccess ? 0 : -1;
 }
@@ -1764,6 +1802,7 @@ static int cuda_init(void) {
         b->event_elapsed_ms = cu_event_elapsed_ms;
         b->event_release = cu_event_release;
         b->copy = cu_copy;
+        b->spin = cu_spin;
         b->mem_info = cu_mem_info;
         b->workspace_bytes = cu_workspace_bytes;
     }

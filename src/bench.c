@@ -452,9 +452,25 @@ static void mem_sample(void *ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// ceilings: a streaming copy and a large GEMM through the backend
+// ceilings: a streaming copy and a large GEMM through the backend; the vector and special-function units through
+// Backend.spin where the backend has it
 
-static void measure_ceilings(const Backend *bk, json_t *out, double *copy_bps, double *gemm_fps) {
+// Operations a second of Backend.spin's `kind`: the best of 5 timed runs of about n operations, after one warm-up.
+static double spin_rate(const Backend *bk, int kind, double n) {
+    double best = 1e30, ops = 0;
+    bk->spin(kind, n / 8);
+    for (int r = 0; r < 5; r++) {
+        bk->synchronize();
+        double t = pm_now();
+        ops = bk->spin(kind, n);
+        bk->synchronize();
+        if (pm_now() - t < best) best = pm_now() - t;
+    }
+    return ops / best;
+}
+
+static void measure_ceilings(const Backend *bk, json_t *out, Ceilings *k) {
+    double *copy_bps = &k->bytes_per_s, *gemm_fps = &k->gemm_flops_per_s;
     const int gpu = g_is_cuda;
     // copy: 1 GiB on a GPU (well past every cache), 64 MiB on the CPU
     size_t bytes = gpu ? (1ull << 30) : (64ull << 20);
@@ -521,6 +537,16 @@ static void measure_ceilings(const Backend *bk, json_t *out, double *copy_bps, d
     json_object_set_new(out, "gemm_flops_per_s", jr(*gemm_fps));
     json_object_set_new(out, "gemm_mnk", json_integer(n));
     json_object_set_new(out, "gemm_dtype", json_string(bk->act_bytes == 2 ? "bf16" : bk->act_bytes == 4 ? "fp32" : "fp64"));
+    // vector FMAs and exps: ~10 ms of each at the GPU's rates, ~50 ms at a few CPU cores'
+    k->vector_flops_per_s = k->exps_per_s = 0;
+    if (bk->spin) {
+        k->vector_flops_per_s = spin_rate(bk, PM_SPIN_FMA, gpu ? 6e11 : 2e9);
+        k->exps_per_s = spin_rate(bk, PM_SPIN_EXP, gpu ? 4e10 : 2e8);
+        json_object_set_new(out, "vector_flops_per_s", jr(k->vector_flops_per_s));
+        json_object_set_new(out, "exps_per_s", jr(k->exps_per_s));
+        json_object_set_new(out, "spin_method", json_string(gpu ? "Backend.spin: fp32 FMA / ex2.approx chains, 8 a thread, 2048 threads an SM"
+                                                                : "Backend.spin: fp32 FMA / exp chains in omp simd loops, every thread"));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -569,7 +595,7 @@ typedef struct {
     int steps, warmup, profile_steps, seed, window, vocab, use_events;
     int fp32_logits;  // --fp32-logits (Model.fp32_logits)
     MemoryFlags mem;  // the memory/speed flags: each configuration's MemorySettings (memory_flags_settings)
-    double copy_bps, gemm_fps;
+    Ceilings ceil;    // measured at start (measure_ceilings)
     size_t mem_base;  // memory in use before any model
     Profiler prof;
     NvmlProbe *nvml;
@@ -892,7 +918,13 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
                               op_direction(name), "ms", ms, "calls", (double)op_calls[k] / psteps);
         if (known) {
             double s = ms * 1e-3, ai = oc.bytes > 0 ? oc.flops / oc.bytes : 0;
-            double roof = fmin(bn->gemm_fps, bn->copy_bps * ai);
+            // the two-ceiling roof at the op's intensity (the roofline plot's), on the ceiling its FLOPs run on
+            const double fps = oc.gemm_flops >= 0.5 * oc.flops || bn->ceil.vector_flops_per_s <= 0
+                                   ? bn->ceil.gemm_flops_per_s
+                                   : bn->ceil.vector_flops_per_s;
+            double roof = fmin(fps, bn->ceil.bytes_per_s * ai);
+            const char *bound;
+            const double floor_s = op_floor_s(&oc, &bn->ceil, &bound);
             json_object_set_new(o, "expected_calls", json_integer(oc.calls));
             json_object_set_new(o, "flops", jr(oc.flops));
             json_object_set_new(o, "bytes", jr(oc.bytes));
@@ -900,10 +932,14 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
             json_object_set_new(o, "intensity", jr(ai));
             json_object_set_new(o, "flops_per_s", jr(s > 0 ? oc.flops / s : 0));
             json_object_set_new(o, "bytes_per_s", jr(s > 0 ? oc.bytes / s : 0));
+            json_object_set_new(o, "gemm_flops", jr(oc.gemm_flops));
+            json_object_set_new(o, "exps_per_s", jr(s > 0 ? oc.exps / s : 0));
             json_object_set_new(o, "roof_flops_per_s", jr(roof));
-            // fraction of the roofline: of the FLOP ceiling where compute-bound, of bandwidth where memory-bound
-            double frac = oc.flops > 0 && roof > 0 && s > 0 ? (oc.flops / s) / roof : (s > 0 ? oc.bytes / s / bn->copy_bps : 0);
-            json_object_set_new(o, "roof_fraction", jr(frac));
+            // the op's floor: its busiest unit's time at that unit's measured ceiling (op_floor_s), and the
+            // fraction of it reached
+            json_object_set_new(o, "floor_ms", jr(1e3 * floor_s));
+            json_object_set_new(o, "bound", json_string(bound));
+            json_object_set_new(o, "roof_fraction", jr(s > 0 ? floor_s / s : 0));
             flops_step += oc.flops;
             bytes_step += oc.bytes;
         }
@@ -928,7 +964,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     json_object_set_new(r, "achieved_flops_per_s", jr(prof_step_ms > 0 ? flops_step / (prof_step_ms * 1e-3) : 0));
     double fpt = model_flops_per_token(&m->cfg, m->n_params);
     json_object_set_new(r, "model_flops_per_token", jr(fpt));
-    json_object_set_new(r, "mfu", jr(bn->gemm_fps > 0 ? fpt * tps / bn->gemm_fps : 0));
+    json_object_set_new(r, "mfu", jr(bn->ceil.gemm_flops_per_s > 0 ? fpt * tps / bn->ceil.gemm_flops_per_s : 0));
 
     // memory
     size_t params = cat_bytes(MEM_PARAMS), grads = cat_bytes(MEM_GRADS), opt = cat_bytes(MEM_OPT);
@@ -1228,10 +1264,12 @@ int cmd_bench(int argc, char **argv) {
             n_cfg == 1 ? "" : "s", g_real->name, dname);
     g_cat = MEM_BENCH;
     json_t *ceil = json_object();
-    measure_ceilings(bn.bk, ceil, &bn.copy_bps, &bn.gemm_fps);
+    measure_ceilings(bn.bk, ceil, &bn.ceil);
     json_object_set_new(root, "ceilings", ceil);
-    fprintf(stderr, "packmamba: bench: copy %.1f GB/s, GEMM %.2f TFLOP/s (%s)\n", bn.copy_bps * 1e-9, bn.gemm_fps * 1e-12,
-            json_string_value(json_object_get(ceil, "gemm_dtype")));
+    fprintf(stderr, "packmamba: bench: copy %.1f GB/s, GEMM %.2f TFLOP/s (%s), vector %.2f TFLOP/s, exp %.1f G/s\n",
+            bn.ceil.bytes_per_s * 1e-9, bn.ceil.gemm_flops_per_s * 1e-12,
+            json_string_value(json_object_get(ceil, "gemm_dtype")), bn.ceil.vector_flops_per_s * 1e-12,
+            bn.ceil.exps_per_s * 1e-9);
     bn.mem_base = mem_in_use();
     if (bn.nvml && nvml_start(bn.nvml, sample_ms) != 0) fprintf(stderr, "packmamba: bench: NVML sampler did not start\n");
 

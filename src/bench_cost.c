@@ -28,12 +28,14 @@ const char *op_category(const char *region) {
 // A GEMM out (M, n) = inp (M, k) @ W (n, k)^T. Forward: 2Mnk flops; bytes: read inp and W, write out.
 static void gemm_fwd(OpCost *o, double M, double n, double k, double a) {
     o->flops += 2 * M * n * k;
+    o->gemm_flops += 2 * M * n * k;
     o->bytes += a * (M * k + n * k + M * n);
 }
 // Its backward: dinp = dout @ W (2Mnk) and dW += dout^T @ inp (2Mnk). Bytes: read dout, W, inp; write dinp;
 // read-modify-write dW in F32.
 static void gemm_bwd(OpCost *o, double M, double n, double k, double a, double f) {
     o->flops += 4 * M * n * k;
+    o->gemm_flops += 4 * M * n * k;
     o->bytes += a * (M * n + n * k + M * k + M * k) + 2 * f * n * k;
 }
 
@@ -42,7 +44,7 @@ int op_cost(const CostShape *s, const char *region, OpCost *out) {
     const double M = s->M, d = c->d_model, di = c->d_inner, R = c->dt_rank, N = c->d_state, K = c->d_conv;
     const double Vp = c->vocab_pad, L = c->n_layer, nx = R + 2 * N, P = (double)s->n_params;
     const double a = (double)s->act_bytes, f = (double)s->f32_bytes;
-    OpCost o = {0, 0, 0, 0};
+    OpCost o = {0};
     if (!strcmp(region, "bwd.recompute")) {
         // the backward recomputes what the forward did not keep: in recompute_acts layers the norm (xn), the conv +
         // SiLU (u) and the dt_proj GEMM (dpre), in recompute_in_proj layers the in_proj GEMM (xz) — the forward
@@ -55,6 +57,7 @@ int op_cost(const CostShape *s, const char *region, OpCost *out) {
             // per layer (fwd.norm also counts the final norm), times the layers that recompute it
             const double scale = (i == 3 ? s->recompute_in_proj : s->recompute_acts) / (i == 0 ? L + 1 : L);
             o.flops += part.flops * scale, o.bytes += part.bytes * scale, o.exps += part.exps * scale;
+            o.gemm_flops += part.gemm_flops * scale;
         }
         o.calls = s->recompute_acts > s->recompute_in_proj ? s->recompute_acts : s->recompute_in_proj;
     } else if (!strcmp(region, "fwd.embedding")) {
@@ -146,11 +149,13 @@ int op_cost(const CostShape *s, const char *region, OpCost *out) {
         // dwte (F32); the logits never reach memory (chunked).
         o.calls = 1;
         o.flops = 6 * M * Vp * d + 5 * M * Vp;
+        o.gemm_flops = 6 * M * Vp * d;
         o.exps = M * Vp;
         o.bytes = a * (2 * M * d + Vp * d) + 2 * f * Vp * d + 8 * M;
     } else if (!strcmp(region, "fwd.classifier")) {
         o.calls = 1;
         o.flops = 2 * M * Vp * d + 5 * M * Vp;
+        o.gemm_flops = 2 * M * Vp * d;
         o.exps = M * Vp;
         o.bytes = a * (M * d + Vp * d) + 8 * M;
     } else if (!strcmp(region, "opt.zero_grad")) {
@@ -178,4 +183,23 @@ double model_flops_per_token(const ModelConfig *c, size_t n_params) {
     // forward (7N + 11) + backward (19N + 25) per channel of every layer, as in op_cost
     double scan = (double)c->n_layer * c->d_inner * (26.0 * c->d_state + 36.0);
     return 6.0 * (double)n_params + scan;
+}
+
+double op_floor_s(const OpCost *c, const Ceilings *k, const char **bound) {
+    const double vec = c->flops - c->gemm_flops;
+    double t[4] = {0, 0, 0, 0};  // gemm, vector, memory, exp
+    static const char *const names[4] = {"gemm", "vector", "memory", "exp"};
+    if (k->vector_flops_per_s > 0) {
+        if (k->gemm_flops_per_s > 0) t[0] = c->gemm_flops / k->gemm_flops_per_s;
+        t[1] = vec / k->vector_flops_per_s;
+    } else if (k->gemm_flops_per_s > 0) {
+        t[0] = c->flops / k->gemm_flops_per_s;
+    }
+    if (k->bytes_per_s > 0) t[2] = c->bytes / k->bytes_per_s;
+    if (k->exps_per_s > 0) t[3] = c->exps / k->exps_per_s;
+    int best = -1;
+    for (int i = 0; i < 4; i++)
+        if (t[i] > 0 && (best < 0 || t[i] > t[best])) best = i;
+    if (bound) *bound = best < 0 ? "none" : names[best];
+    return best < 0 ? 0 : t[best];
 }

@@ -1,7 +1,8 @@
 // bench_cost.h — the work each profiled region of one training step does, counted from the shapes: floating-point
 // operations, the bytes it must move at least (each input read once, each output written once), and for the scan
 // the exp() count (the special-function unit is a ceiling of its own). These are models of the algorithm, not
-// instruction counts of any one kernel: they place each op on a roofline and give MFU.
+// instruction counts of any one kernel: they place each op on a roofline of four measured ceilings (op_floor_s)
+// and give MFU.
 #pragma once
 #include <stddef.h>
 
@@ -9,8 +10,24 @@
 
 typedef struct {
     double flops, bytes, exps;
-    int calls;  // how many times the region runs per step
+    double gemm_flops;  // the part of flops that is matrix products (tensor cores on a GPU, BLAS on the CPU)
+    int calls;          // how many times the region runs per step
 } OpCost;
+
+// The device's measured ceilings (bench's measure_ceilings); 0 where one was not measured.
+typedef struct {
+    double gemm_flops_per_s;    // a large bf16 (GPU) or fp32 (CPU) GEMM
+    double vector_flops_per_s;  // independent fp32 multiply-adds, 2 FLOPs each (Backend.spin)
+    double bytes_per_s;         // a streaming copy, read + write
+    double exps_per_s;          // independent exps, the scan's own (Backend.spin)
+} Ceilings;
+
+// The least time an op of cost c can take under ceilings k: the largest of its GEMM FLOPs over the GEMM rate, its
+// other FLOPs over the vector rate, its bytes over the copy bandwidth and its exps over the exp rate (each unit
+// is a ceiling of its own and all of its work must pass through it). Without a vector ceiling every FLOP goes on
+// the GEMM one (the two-ceiling roofline); a term whose ceiling is 0 is left out. *bound (if not NULL) names the
+// largest term: "gemm", "vector", "memory" or "exp" ("none" when there is no work).
+double op_floor_s(const OpCost *c, const Ceilings *k, const char **bound);
 
 typedef struct {
     const ModelConfig *cfg;

@@ -153,7 +153,7 @@ int report_write_data(const char *dir, json_t *root) {
     if (bwrite(&b, dir, "results.csv")) return -1;
 
     bputs(&b, "index,label,region,category,direction,calls,ms,flops,bytes,exps,intensity,flops_per_s,bytes_per_s,"
-              "roof_flops_per_s,roof_fraction\n");
+              "roof_flops_per_s,roof_fraction,gemm_flops,exps_per_s,floor_ms,bound\n");
     json_array_foreach(cfgs, i, c) {
         size_t j;
         json_t *o;
@@ -163,9 +163,12 @@ int report_write_data(const char *dir, json_t *root) {
             csv_str(&b, str(o, "region"), 0);
             csv_str(&b, str(o, "category"), 0);
             csv_str(&b, str(o, "direction"), 0);
-            static const char *const f[] = {"calls", "ms", "flops", "bytes", "exps", "intensity", "flops_per_s",
-                                            "bytes_per_s", "roof_flops_per_s", "roof_fraction", NULL};
+            static const char *const f[] = {"calls",           "ms",          "flops",          "bytes",
+                                            "exps",            "intensity",   "flops_per_s",    "bytes_per_s",
+                                            "roof_flops_per_s", "roof_fraction", "gemm_flops", "exps_per_s",
+                                            "floor_ms",        NULL};
             for (int k = 0; f[k]; k++) csv_num(&b, num(o, f[k]));
+            csv_str(&b, str(o, "bound"), 0);
             bputs(&b, "\n");
         }
     }
@@ -261,7 +264,8 @@ static int focus_config(json_t *cfgs) {
 // Writes the .dat files and plots.gp; returns the number of plots (0 when no configuration succeeded).
 static int write_gnuplot(const char *dir, json_t *root) {
     json_t *cfgs = json_object_get(root, "configs");
-    double bw = num(root, "ceilings.copy_bytes_per_s"), peak = num(root, "ceilings.gemm_flops_per_s");
+    double bw = num(root, "ceilings.copy_bytes_per_s"), peak = num(root, "ceilings.gemm_flops_per_s"),
+           vec = num(root, "ceilings.vector_flops_per_s");
     Buf g = {0}, d = {0}, p = {0};
     bputs(&g, "# packmamba bench plots: run `gnuplot plots.gp` in this directory (PNG + SVG of each plot)\n\n");
     int nplots = 0;
@@ -396,18 +400,21 @@ static int write_gnuplot(const char *dir, json_t *root) {
             char set[1024];
             snprintf(set, sizeof set,
                      "set logscale xy\nset xlabel 'arithmetic intensity (FLOP/byte)'\nset ylabel 'GFLOP/s'\nset grid\n"
-                     "set key outside right\nset samples 400\nBW = %.6g\nPEAK = %.6g\n"
-                     "roof(x) = x*BW < PEAK ? x*BW : PEAK\nset xrange [%.6g:%.6g]\n",
-                     bw * 1e-9, peak * 1e-9, lo, hi);
+                     "set key outside right\nset samples 400\nBW = %.6g\nPEAK = %.6g\nVEC = %.6g\n"
+                     "roof(x) = x*BW < PEAK ? x*BW : PEAK\nroofv(x) = x*BW < VEC ? x*BW : VEC\n"
+                     "set xrange [%.6g:%.6g]\n",
+                     bw * 1e-9, peak * 1e-9, vec > 0 ? vec * 1e-9 : peak * 1e-9, lo, hi);
             bprintf(&g, "set title ");
             gp_quote(&g, f >= 0 ? str(json_array_get(cfgs, f), "label") : "");
             bprintf(&g, "\n%s", set);
             gp_emit(&g, "roofline",
                     "plot roof(x) with lines lw 2 lc rgb '#444444' title 'roofline (measured copy, GEMM)', "
+                    "roofv(x) with lines lw 1 dt 2 lc rgb '#444444' title 'vector FMA ceiling', "
                     "'roofline.dat' using 1:2 with points pt 7 ps 1.3 lc rgb '#d62728' title 'ops', "
                     "'' using 1:2:3 with labels offset 0.8,0.6 left font ',8' notitle");
             bprintf(&g, "set title 'Every op of every configuration'\n%s", set);
-            bputs(&p, "plot roof(x) with lines lw 2 lc rgb '#444444' title 'roofline'");
+            bputs(&p, "plot roof(x) with lines lw 2 lc rgb '#444444' title 'roofline', "
+                      "roofv(x) with lines lw 1 dt 2 lc rgb '#444444' title 'vector FMA'");
             for (int k = 0; op_categories[k]; k++)
                 bprintf(&p, ", 'roofline_all.dat' using 1:($3==%d ? $2 : 1/0) with points pt 7 ps 0.9 lc rgb '%s' title '%s'",
                         k + 1, cat_color[k], op_categories[k]);
@@ -504,11 +511,11 @@ static const char *const html_js =
     "for(const c of R.configs){if(c.status!=='ok')continue;const d=document.createElement('details');\n"
     " d.innerHTML='<summary></summary>';d.firstChild.textContent=c.label+': '+f(c.tok_per_s,0)+' tok/s, step '+f(c.step_ms.median,3)+' ms';\n"
     " const t=document.createElement('table');d.appendChild(t);\n"
-    " const h=['op','calls','ms/step','% of step','GFLOP','MB','FLOP/byte','GFLOP/s','GB/s','% of roofline'];\n"
+    " const h=['op','calls','ms/step','% of step','GFLOP','MB','FLOP/byte','GFLOP/s','GB/s','Gexp/s','bound','floor ms','% of floor'];\n"
     " const hr=t.createTHead().insertRow();h.forEach((x,i)=>{const th=document.createElement('th');th.textContent=x;if(!i)th.className='l';hr.appendChild(th);});\n"
     " const b=t.createTBody();for(const o of c.ops){const r=b.insertRow();r.dataset.op=o.region;\n"
     "  [o.region,f(o.calls,0),f(o.ms,3),f(100*o.ms/c.profiled_step_ms,1),f(o.flops/1e9,3),f(o.bytes/1e6,2),f(o.intensity,2),\n"
-    "   f(o.flops_per_s/1e9,1),f(o.bytes_per_s/1e9,1),f(100*o.roof_fraction,1)].forEach((x,i)=>{const e=r.insertCell();e.textContent=x;if(!i)e.className='l';});}\n"
+    "   f(o.flops_per_s/1e9,1),f(o.bytes_per_s/1e9,1),f(o.exps_per_s/1e9,1),o.bound||'',f(o.floor_ms,3),f(100*o.roof_fraction,1)].forEach((x,i)=>{const e=r.insertCell();e.textContent=x;if(!i)e.className='l';});}\n"
     " const r=b.insertRow();['other (not in any op)','',f(c.other_ms,3),f(100*c.other_ms/c.profiled_step_ms,1)].forEach((x,i)=>{const e=r.insertCell();e.textContent=x;if(!i)e.className='l';});\n"
     " const m=document.createElement('p');const mm=c.memory;\n"
     " m.textContent='memory (GiB): parameters '+f(GiB(mm.parameters),3)+', gradients '+f(GiB(mm.gradients),3)+', optimizer '+f(GiB(mm.optimizer),3)+\n"
@@ -537,8 +544,15 @@ int report_write_html(const char *dir, json_t *root, int gnuplot) {
     html_esc(&h, str(dev, "timing"));
     bprintf(&h, ".<br>Ceilings measured at start: copy %.1f GB/s (", num(ceil, "copy_bytes_per_s") * 1e-9);
     html_esc(&h, str(ceil, "copy_method"));
-    bprintf(&h, "), GEMM %.2f TFLOP/s (%s, %d&sup3;).<br>", num(ceil, "gemm_flops_per_s") * 1e-12, str(ceil, "gemm_dtype"),
+    bprintf(&h, "), GEMM %.2f TFLOP/s (%s, %d&sup3;)", num(ceil, "gemm_flops_per_s") * 1e-12, str(ceil, "gemm_dtype"),
             (int)num(ceil, "gemm_mnk"));
+    if (num(ceil, "exps_per_s") > 0) {
+        bprintf(&h, ", vector %.2f TFLOP/s, exp %.1f G/s (", num(ceil, "vector_flops_per_s") * 1e-12,
+                num(ceil, "exps_per_s") * 1e-9);
+        html_esc(&h, str(ceil, "spin_method"));
+        bputs(&h, ")");
+    }
+    bputs(&h, ".<br>");
     json_t *nv = json_object_get(root, "nvml");
     if (json_is_true(json_object_get(nv, "available"))) {
         bputs(&h, "NVML: ");
@@ -561,8 +575,10 @@ int report_write_html(const char *dir, json_t *root, int gnuplot) {
     if (json_is_true(json_object_get(nv, "available"))) bputs(&h, ", <a href='nvml_samples.csv'>nvml_samples.csv</a>");
     bputs(&h, ".</p>\n<p>Tokens/s counts real tokens (padding excluded). MFU = (6 &times; parameters + the selective "
               "scan's forward and backward FLOPs per token) &times; tokens/s / the measured GEMM rate. Per-op FLOPs and "
-              "bytes are counted from the shapes (src/bench_cost.c); the roofline fraction compares an op with "
-              "min(GEMM rate, copy bandwidth &times; its FLOP/byte). Memory: parameters, gradients, optimizer and "
+              "bytes are counted from the shapes (src/bench_cost.c). An op's floor is its busiest unit's time at that "
+              "unit's measured ceiling: its GEMM FLOPs at the GEMM rate, its other FLOPs at the vector rate, its "
+              "bytes at the copy bandwidth, its exps at the exp rate (the largest names its bound); % of floor is "
+              "the floor over the op's time. Memory: parameters, gradients, optimizer and "
               "activations are what the model allocated; peak is the memory in use during a step beyond what was "
               "in use before the first model; workspace is the rest (backend buffers).</p>\n");
 

@@ -1,7 +1,8 @@
 // test_bench.c — `packmamba bench` on the CPU with tiny shapes, in process: a 2x2 sweep whose outputs are checked
 // against independent truths (every configuration present with positive throughput; per-op times that add up to
 // the step time they were measured inside; op call counts and parameter memory that follow from the model's
-// structure; GEMM FLOPs that follow from the parameter shapes), the Chrome trace parsed back, and report.html
+// structure; GEMM FLOPs that follow from the parameter shapes; each op's floor and bound from its counted work and
+// the measured ceilings, op_floor_s itself on worked and random cases), the Chrome trace parsed back, and report.html
 // rendered in headless Chromium (skipped with a message when Chromium is absent). Also: the synthetic batch
 // generator's document semantics and length distribution, sweep lists and files, the NVML sampler over a fake
 // library, and a sweep over real prepared documents.
@@ -223,6 +224,28 @@ static void test_op_calls_memory_and_flops_follow_the_model(void **state) {
     assert_true(gemm > 0);
     double mfu = num(c, "mfu");
     assert_true(fabs(mfu - num(c, "model_flops_per_token") * num(c, "tok_per_s") / gemm) < 1e-6 * mfu);
+    // the vector and exp ceilings (Backend.spin): measured, and an exp on the CPU's FMA pipe (a range reduction
+    // and a degree-7 polynomial) costs more than one multiply-add's 2 FLOPs
+    json_t *ceil = json_object_get(r, "ceilings");
+    const Ceilings k = {gemm, num(ceil, "vector_flops_per_s"), num(ceil, "copy_bytes_per_s"), num(ceil, "exps_per_s")};
+    assert_true(k.vector_flops_per_s > 0 && k.exps_per_s > 0 && isfinite(k.vector_flops_per_s));
+    assert_true(k.exps_per_s < k.vector_flops_per_s / 2);
+    // every op's floor, bound and fraction follow from its counted work and the ceilings
+    json_array_foreach(json_object_get(c, "ops"), j, o) {
+        const OpCost oc = {.flops = num(o, "flops"), .bytes = num(o, "bytes"), .exps = num(o, "exps"),
+                           .gemm_flops = num(o, "gemm_flops")};
+        const char *bound;
+        const double fl = op_floor_s(&oc, &k, &bound);
+        const char *name = json_string_value(json_object_get(o, "region"));
+        if (fabs(num(o, "floor_ms") - 1e3 * fl) > 1e-9 * 1e3 * fl)
+            fail_msg("%s: floor %g ms, expected %g", name, num(o, "floor_ms"), 1e3 * fl);
+        assert_string_equal(json_string_value(json_object_get(o, "bound")), bound);
+        assert_true(fabs(num(o, "roof_fraction") - num(o, "floor_ms") / num(o, "ms")) < 1e-9 * num(o, "roof_fraction"));
+        // the GEMM part of the counted FLOPs: all of a projection's, none of the scan's
+        if (strstr(name, "_proj") && strcmp(name, "bwd.recompute"))
+            assert_true(num(o, "gemm_flops") == num(o, "flops"));
+        if (strstr(name, ".scan") || strstr(name, ".conv")) assert_true(num(o, "gemm_flops") == 0);
+    }
     json_decref(r);
 }
 
@@ -252,6 +275,54 @@ static void test_scan_cost_counts_the_checkpoint_pass(void **state) {
     assert_true(c[1].flops - c[0].flops < fwd.flops / mc.n_layer);
     assert_true(c[1].bytes - c[0].bytes < fwd.bytes / mc.n_layer);
     assert_true(c[1].exps - c[0].exps < fwd.exps / mc.n_layer);
+}
+
+// op_floor_s: an op's floor is its busiest unit's time at that unit's ceiling. Worked cases (each term by hand),
+// then random costs and ceilings against the definition written out another way (sorted terms).
+static void test_op_floor_is_the_busiest_unit(void **state) {
+    (void)state;
+    const char *b;
+    // 10 FLOPs of which 6 GEMM, 100 bytes, 3 exps: GEMM 6/2 = 3 s, vector 4/1 = 4, memory 100/50 = 2, exp 3/1 = 3
+    OpCost c = {.flops = 10, .gemm_flops = 6, .bytes = 100, .exps = 3};
+    Ceilings k = {.gemm_flops_per_s = 2, .vector_flops_per_s = 1, .bytes_per_s = 50, .exps_per_s = 1};
+    assert_true(fabs(op_floor_s(&c, &k, &b) - 4) < 1e-12);
+    assert_string_equal(b, "vector");
+    // without a vector ceiling every FLOP goes on the GEMM one: 10/2 = 5
+    k.vector_flops_per_s = 0;
+    assert_true(fabs(op_floor_s(&c, &k, &b) - 5) < 1e-12);
+    assert_string_equal(b, "gemm");
+    // the exps bind once their rate is low enough (3/0.5 = 6), and drop out where it was not measured
+    k.exps_per_s = 0.5;
+    assert_true(fabs(op_floor_s(&c, &k, &b) - 6) < 1e-12);
+    assert_string_equal(b, "exp");
+    k.exps_per_s = 0, k.gemm_flops_per_s = 100;  // flops 0.1 s: the bytes bind
+    assert_true(fabs(op_floor_s(&c, &k, &b) - 2) < 1e-12);
+    assert_string_equal(b, "memory");
+    OpCost zero = {0};
+    assert_true(op_floor_s(&zero, &k, &b) == 0);
+    assert_string_equal(b, "none");
+    // random ones: the floor is one of the four terms and no term is above it
+    PmRng r;
+    pm_rng_seed(&r, 11);
+    for (int it = 0; it < 2000; it++) {
+        OpCost o = {.flops = 1 + 1e6 * pm_rng_uniform(&r), .bytes = 1e6 * pm_rng_uniform(&r),
+                    .exps = pm_rng_uniform(&r) < 0.5 ? 0 : 1e5 * pm_rng_uniform(&r)};
+        o.gemm_flops = o.flops * (pm_rng_uniform(&r) < 0.3 ? 0 : pm_rng_uniform(&r));
+        Ceilings q = {1 + 1e3 * pm_rng_uniform(&r), pm_rng_uniform(&r) < 0.2 ? 0 : 1 + 1e2 * pm_rng_uniform(&r),
+                      1 + 1e3 * pm_rng_uniform(&r), pm_rng_uniform(&r) < 0.2 ? 0 : 1 + 1e1 * pm_rng_uniform(&r)};
+        const double terms[4] = {q.vector_flops_per_s > 0 ? o.gemm_flops / q.gemm_flops_per_s : o.flops / q.gemm_flops_per_s,
+                                 q.vector_flops_per_s > 0 ? (o.flops - o.gemm_flops) / q.vector_flops_per_s : 0,
+                                 o.bytes / q.bytes_per_s, q.exps_per_s > 0 ? o.exps / q.exps_per_s : 0};
+        static const char *const names[4] = {"gemm", "vector", "memory", "exp"};
+        const double f = op_floor_s(&o, &q, &b);
+        int hit = -1;
+        for (int i = 0; i < 4; i++) {
+            assert_true(terms[i] <= f * (1 + 1e-12));
+            if (fabs(terms[i] - f) <= 1e-12 * f && hit < 0) hit = i;
+        }
+        assert_true(hit >= 0);
+        assert_string_equal(b, names[hit]);
+    }
 }
 
 static void test_trace_is_a_chrome_trace(void **state) {
@@ -715,6 +786,7 @@ int main(void) {
         cmocka_unit_test(test_op_times_add_up_to_the_step),
         cmocka_unit_test(test_op_calls_memory_and_flops_follow_the_model),
         cmocka_unit_test(test_scan_cost_counts_the_checkpoint_pass),
+        cmocka_unit_test(test_op_floor_is_the_busiest_unit),
         cmocka_unit_test(test_trace_is_a_chrome_trace),
         cmocka_unit_test(test_report_renders_every_configuration),
         cmocka_unit_test(test_report_can_be_remade),

@@ -293,6 +293,43 @@ static void test_bench_hooks(void **state) {
     FINISH();
 }
 
+// Backend.spin (bench's vector and exp ceilings) against the device's per-clock rates: fp32 FMA lanes an SM (64 on
+// cc 8.0, 128 on 8.6-9.x) x 2 FLOPs, and 16 exps an SM (the special-function unit). Each rate over its per-clock
+// rate is an SM clock, which must lie between 1.0 and 2.1 GHz (a chain optimized away would read faster, a kernel
+// bound by latency slower), and the two must be the same clock within 20%.
+static void test_spin_rates(void **state) {
+    (void)state;
+    NEED_GPU();
+    if (G == CPU) {
+        skip();
+        return;
+    }
+    int sms = 0;
+    const int cc = backend_cuda_device_info(&sms), lanes = cc == 80 ? 64 : 128;
+    const double per_clock[2] = {2.0 * lanes * sms, 16.0 * sms}, n[2] = {6e11, 4e10};
+    double ghz[2];
+    for (int k = 0; k < 2; k++) {
+        G->spin(k, n[k] / 8);
+        double best = 1e30, ops = 0;
+        for (int r = 0; r < 3; r++) {
+            G->synchronize();
+            double t0 = pm_now();
+            ops = G->spin(k, n[k]);
+            G->synchronize();
+            best = fmin(best, pm_now() - t0);
+        }
+        ghz[k] = ops / best / per_clock[k] * 1e-9;
+        const int ok = ghz[k] >= 1.0 && ghz[k] <= 2.1;
+        printf("    spin %s: %.3g %s/s in %.2f ms: %.3f GHz at %g a clock%s\n", k ? "exp" : "fma", ops / best,
+               k ? "exps" : "FLOPs", 1e3 * best, ghz[k], per_clock[k], ok ? "" : "  <-- FAIL");
+        g_fails += !ok;
+    }
+    const int same = ghz[0] < 1.2 * ghz[1] && ghz[1] < 1.2 * ghz[0];
+    if (!same) printf("    spin: the two clocks differ  <-- FAIL\n");
+    g_fails += !same;
+    FINISH();
+}
+
 static void test_convert(void **state) {
     (void)state;
     NEED_GPU();
@@ -1784,6 +1821,7 @@ int main(void) {
         cmocka_unit_test(test_convert),
         cmocka_unit_test(test_matmul_tuned),  // first: tuning stops once many shapes have been planned
         cmocka_unit_test(test_bench_hooks),
+        cmocka_unit_test(test_spin_rates),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_matmul),
