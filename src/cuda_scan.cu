@@ -1,7 +1,8 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v77 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v77, the
-// segment summaries of 128-wide backward plans over quarter or half segments (more summary blocks), on v76: the
+// Version v78 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v78, y's
+// quads summed as one chain of multiply-adds (quad_dot; in pairs as before where the backward's plan is the
+// 4-thread kernel), on v77: the segment summaries of 128-wide backward plans over quarter or half segments (more summary blocks), on v76: the
 // warp-specialized backward also cut into time segments (after a summary pass) where 128-wide blocks alone would
 // leave half the SMs idle (B2·D4096·L8192, B1 and B4 at the 370m width), on v73: the
 // warp-specialized backward's tiles in three slots, so a chunk's copies go out right after the pass of the chunk
@@ -562,11 +563,18 @@ __device__ __forceinline__ void tr_level(float (&v)[V]) {
     }
 }
 
-// sum_{k<4} s_k c_k as (s0 c0 + s1 c1) + (s2 c2 + s3 c3) (v24). Every kernel that forms y this way, then adds
-// the quads as (q0 + q1) + (q2 + q3), gets the same bits from the same states; a kernel holding a quad's two
-// pairs swapped (the backward's slot orders) still does, as fp32 addition commutes.
+// sum_{k<4} s_k c_k, in one of two orders: PAIRS (v24) (s0 c0 + s1 c1) + (s2 c2 + s3 c3); otherwise (v78) one
+// chain of multiply-adds in state order, ((s0 c0 + s1 c1) + s2 c2) + s3 c3, an instruction fewer. Every kernel
+// forms y from its quads in the order of the plan, then adds the quads as (q0 + q1) + (q2 + q3), so the forward
+// and the backward that writes its output again get the same bits from the same states. A kernel holding two
+// quads swapped (the 2-thread backward's slots) still does, as fp32 addition commutes; the 4-thread backward holds
+// a quad's two pairs swapped, which only the pairs' order leaves alone, so where the backward's plan is the
+// 4-thread kernel the forward sums in pairs (scan_quad_pairs; a chain there cost the 4-thread kernel two chains
+// and a select, +1.4-1.6% fwd+bwd at B8·D1536, B6·D2048, B3·D4096, call225-226).
+template <bool PAIRS>
 __device__ __forceinline__ float quad_dot(float s0, float s1, float s2, float s3, const float *c) {
-    return fmaf(s1, c[1], s0 * c[0]) + fmaf(s3, c[3], s2 * c[2]);
+    if (PAIRS) return fmaf(s1, c[1], s0 * c[0]) + fmaf(s3, c[3], s2 * c[2]);
+    return fmaf(s3, c[3], fmaf(s2, c[2], fmaf(s1, c[1], s0 * c[0])));
 }
 
 // One kernel, four jobs (MODE): FWD writes out; FWD_CKPT writes out and the checkpoints as CKPT does, so the
@@ -602,7 +610,7 @@ template <int CH>
 __device__ __forceinline__ int fwd_swz(int j, int c) {
     return j * CH + ((((c >> 3) ^ j) & 3) | ((c >> 3) & ~3)) * 8 + (c & 7);
 }
-template <int CH, int MODE, int MINB>
+template <int CH, int MODE, int MINB, bool QP = false>  // QP: quad_dot's order (PAIRS)
 __global__ void __launch_bounds__(CH *FG, MINB)
     scan_fwd_staged_kernel(__nv_bfloat16 *out, float *ckpt, float *summ, const __nv_bfloat16 *u,
                            const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
@@ -769,7 +777,7 @@ __global__ void __launch_bounds__(CH *FG, MINB)
                 for (int i = 0; i < NS; i++) s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[i]);
                 // y over the 4 states as two pairs (v24: the order the backward kernels can follow whatever slots
                 // they hold the states in, so the output they write again is this one)
-                yp[jj] = quad_dot(s[0], s[1], s[2], s[3], cc);
+                yp[jj] = quad_dot<QP>(s[0], s[1], s[2], s[3], cc);
             }
             if (!CKPT) {
                 if (jp >= 0) finish_group(ypend, jp);
@@ -925,7 +933,7 @@ __device__ __forceinline__ int ws_swz(int j, int c) {
 // second half first in groups 4-7 of every 8.
 __device__ __forceinline__ int ws_pdd_pos(int c) { return (c & ~7) | ((((c >> 1) + (c >> 4)) & 3) << 1) | (c & 1); }
 __device__ __forceinline__ int ws_pg_rot(int c) { return (c & ~7) | ((c + ((c >> 5) & 1) * 4) & 7); }
-template <int CH, int MODE, int PW, int MINB, int WG>
+template <int CH, int MODE, int PW, int MINB, int WG, bool QP = false>  // QP: quad_dot's order (PAIRS)
 __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     scan_fwd_ws_kernel(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
                        const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
@@ -1178,8 +1186,8 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
                 }
 #pragma unroll
                 for (int i = 0; i < NS; i++) s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[i]);
-                yp[jj] = quad_dot(s[0], s[1], s[2], s[3], cc);
-                if (NS == 8) yp[jj] += quad_dot(s[4], s[5], s[6], s[7], cc + 4);
+                yp[jj] = quad_dot<QP>(s[0], s[1], s[2], s[3], cc);
+                if (NS == 8) yp[jj] += quad_dot<QP>(s[4], s[5], s[6], s[7], cc + 4);
             }
             if (jp >= 0) finish_group(ypend, jp);
 #pragma unroll
@@ -1454,9 +1462,10 @@ __device__ __forceinline__ void bwd2_walk_chunk(const float4 *pa4, const float *
             const float *st = Sr[j];
             // y = sum s C, P = sum ds B, Q = sum A ds a s_{t-1}; then du = dy D + delta P,
             // ddelta = Q + u P
-            // y as the forward sums it (v24): per 4 states in pairs, then (q0 + q1) + (q2 + q3), so the
-            // forward's output below is the forward's, bit for bit
-            float y = quad_dot(st[0], st[1], st[2], st[3], cc) + quad_dot(st[4], st[5], st[6], st[7], cc + 4);
+            // y as the forward sums it (v24, v78): per 4 states in a chain (the 2-thread backward's plans are
+            // never scan_quad_pairs'), then (q0 + q1) + (q2 + q3), so the forward's output below is the forward's,
+            // bit for bit
+            float y = quad_dot<false>(st[0], st[1], st[2], st[3], cc) + quad_dot<false>(st[4], st[5], st[6], st[7], cc + 4);
             float P = 0.f, Q = 0.f;
             // this thread's dB (delta u ds) and dC (dy s) terms, summed over channels below;
             // v = [dB slots 0-3, dC slots 0-3, dB slots 4-7, dC slots 4-7]
@@ -2094,8 +2103,8 @@ __global__ void __launch_bounds__(CH *BG4, 3)
                 const float4 b = *(const float4 *)bcj, cv = *(const float4 *)(bcj + SCAN_N);
                 const float bb[NS] = {b.x, b.y, b.z, b.w}, cc[NS] = {cv.x, cv.y, cv.z, cv.w};
                 const float *st = Sr[j];
-                // y as the forward sums it (v24; slot order does not matter: see quad_dot)
-                const float y = quad_dot(st[0], st[1], st[2], st[3], cc);
+                // y as the forward sums it (v24; in pairs, so slot order does not matter: see quad_dot)
+                const float y = quad_dot<true>(st[0], st[1], st[2], st[3], cc);
                 float P = 0.f, Q = 0.f;
                 // v = [dB slots 0-1, dC slots 0-1, dB slots 2-3, dC slots 2-3]
                 float v[2 * NS];
@@ -2449,8 +2458,8 @@ static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ck
                                    const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                                    const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                                    const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows,
-                                   int T, int Cd, int nck, int SL, int nseg, cudaStream_t stream) {
-    static int optin_f = 0, optin_fc = 0, optin_c = 0, optin_s = 0;
+                                   int T, int Cd, int nck, int SL, int nseg, bool qp, cudaStream_t stream) {
+    static int optin_f[2] = {0, 0}, optin_fc[2] = {0, 0}, optin_c = 0, optin_s = 0;
     const int nblk = (Cd + CH - 1) / CH;
     const size_t smem = fwd_smem(CH, MODE_CKPT), smem_f = fwd_smem(CH, MODE_FWD);
     if (nseg > 1) {
@@ -2466,15 +2475,16 @@ static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ck
             NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
         scan_check_launch("scan_ckpt_staged_kernel");
     } else if (ckpt) {  // the forward, leaving the backward its checkpoints
-        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_FWD_CKPT, MINB>, smem_f, &optin_fc,
-                        "scan_fwd_ckpt_staged_kernel");
-        scan_fwd_staged_kernel<CH, MODE_FWD_CKPT, MINB><<<grid, CH * FG, smem_f, stream>>>(
-            out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
+        auto kern = qp ? scan_fwd_staged_kernel<CH, MODE_FWD_CKPT, MINB, true> : scan_fwd_staged_kernel<CH, MODE_FWD_CKPT, MINB>;
+        scan_smem_optin((const void *)kern, smem_f, &optin_fc[qp], "scan_fwd_ckpt_staged_kernel");
+        kern<<<grid, CH * FG, smem_f, stream>>>(out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos,
+                                                T, Cd, nck, SL, nseg);
         scan_check_launch("scan_fwd_ckpt_staged_kernel");
     } else {
-        scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_FWD, MINB>, smem_f, &optin_f, "scan_fwd_staged_kernel");
-        scan_fwd_staged_kernel<CH, MODE_FWD, MINB><<<grid, CH * FG, smem_f, stream>>>(
-            out, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, 0, SL, nseg);
+        auto kern = qp ? scan_fwd_staged_kernel<CH, MODE_FWD, MINB, true> : scan_fwd_staged_kernel<CH, MODE_FWD, MINB>;
+        scan_smem_optin((const void *)kern, smem_f, &optin_f[qp], "scan_fwd_staged_kernel");
+        kern<<<grid, CH * FG, smem_f, stream>>>(out, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos,
+                                                T, Cd, 0, SL, nseg);
         scan_check_launch("scan_fwd_staged_kernel");
     }
 }
@@ -2489,12 +2499,13 @@ template <int CH, int PW, int MINB, int WG>
 static void scan_fwd_ws_launch(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
                                const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,
                                const __nv_bfloat16 *Cm, int ldbc, const float *D, const __nv_bfloat16 *z, int ldz,
-                               const int32_t *pos, int rows, int T, int Cd, int nck, cudaStream_t stream) {
-    static int optin[2] = {0, 0};
+                               const int32_t *pos, int rows, int T, int Cd, int nck, bool qp, cudaStream_t stream) {
+    static int optin[2][2] = {{0, 0}, {0, 0}};
     const size_t smem = ws_smem(CH, 32 * PW);
-    auto kern =
-        ckpt ? scan_fwd_ws_kernel<CH, MODE_FWD_CKPT, PW, MINB, WG> : scan_fwd_ws_kernel<CH, MODE_FWD, PW, MINB, WG>;
-    scan_smem_optin((const void *)kern, smem, &optin[ckpt != NULL], "scan_fwd_ws_kernel");
+    auto kern = ckpt ? (qp ? scan_fwd_ws_kernel<CH, MODE_FWD_CKPT, PW, MINB, WG, true>
+                           : scan_fwd_ws_kernel<CH, MODE_FWD_CKPT, PW, MINB, WG>)
+                     : (qp ? scan_fwd_ws_kernel<CH, MODE_FWD, PW, MINB, WG, true> : scan_fwd_ws_kernel<CH, MODE_FWD, PW, MINB, WG>);
+    scan_smem_optin((const void *)kern, smem, &optin[qp][ckpt != NULL], "scan_fwd_ws_kernel");
     kern<<<dim3((Cd + CH - 1) / CH, rows), CH * WG + 32 * PW, smem, stream>>>(out, ckpt, u, dpre, dt_bias, A_log, Bm,
                                                                               Cm, ldbc, D, z, ldz, pos, T, Cd, nck);
     scan_check_launch("scan_fwd_ws_kernel");
@@ -2534,6 +2545,8 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
     // 0.217-0.219 ms; at B4 D5120 (640 blocks, two waves at three an SM against 1.2 at the staged kernel's four)
     // 0.374-0.379 -> 0.383-0.385 (call184), so not there. PM_SCAN_FWD_WS=0 in the environment (read each call) runs the
     // staged forward instead.
+    // quad_dot's order: the 4-thread backward's (pairs) where that is the backward's plan, a chain elsewhere (v78)
+    const bool qp = scan_bwd_plan(rows, Cd, T).bg == 4;
     const char *ws_env = getenv("PM_SCAN_FWD_WS");
     const bool ws_on = FWD_WS && !(ws_env && ws_env[0] == '0');
     if (ws_on && !ckpt_pass && pl.nseg == 1 &&
@@ -2543,38 +2556,38 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
 #if PM_SCAN_WS_128  // (only built when asked: two more instances of a large kernel)
         if (pl.ch == 128)
             scan_fwd_ws_launch<128, PM_SCAN_WS_PW128, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm,
-                                                                        ldbc, D, z, ldz, pos, rows, T, Cd, nck, stream);
+                                                                        ldbc, D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
         else
 #endif
 #if PM_SCAN_WS_32
         if (pl.ch == 32)
             scan_fwd_ws_launch<32, PM_SCAN_WS_PW32, 3, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
-                                                                      D, z, ldz, pos, rows, T, Cd, nck, stream);
+                                                                      D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
         else
 #endif
         if (pl.minb == 2)
             scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 2, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
-                                                                      D, z, ldz, pos, rows, T, Cd, nck, stream);
+                                                                      D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
         else
             scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
-                                                                      D, z, ldz, pos, rows, T, Cd, nck, stream);
+                                                                      D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
         return;
     }
     if (pl.ch == 32)  // four blocks of 4 warps per SM (<= 128 registers)
         scan_fwd_staged_launch<32, 4>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream);
     else if (pl.ch == 64 && pl.minb == 2)  // (v50: two an SM, <= 128 registers)
         scan_fwd_staged_launch<64, 2>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream);
     else if (pl.ch == 64)
         scan_fwd_staged_launch<64, 1>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream);
     else if (pl.minb == 2)
         scan_fwd_staged_launch<128, 2>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream);
     else
         scan_fwd_staged_launch<128, 1>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, stream);
+                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream);
 }
 
 // The backward's segment summaries into bsum (rows, nsum - 1, 2, Cd, N): scan_bwd_staged_kernel<CH, 2, false> over
