@@ -28,8 +28,8 @@
 // swizzled forward arrays and spaced backward tiles (v31), on v26: v24 with the
 // 4-thread backward reading delta log2 e as +inf at document starts from its pass array (no per-thread start test
 // in its two token loops; v25 did this in every kernel and was slower in the others). v24: v22 with the
-// backward able to write the forward's output again, bit for bit (every kernel sums y over the states in one
-// order; see quad_dot), so the model keeps no per-layer copy of it for out_proj's weight gradient. v22: v21 with
+// backward able to write the forward's output again, bit for bit (every kernel of a plan sums y over the states in
+// one order; see quad_dot), so the model keeps no per-layer copy of it for out_proj's weight gradient. v22: v21 with
 // the forward's token loop over a whole chunk at a compile-time bound (one unrolled block). v21: v18 with the
 // backward main pass keeping the chunk's recomputed states in registers instead of shared memory, and, where
 // rows * Cd is small (B8 D1536), a backward with 4 threads per channel in 32-wide blocks (v20) instead of time
