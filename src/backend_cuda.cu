@@ -228,7 +228,7 @@ static void cu_copy(void *dst, const void *src, size_t bytes) {
 
 // Backend.spin: 8 independent chains a thread, 2048 threads an SM (8 blocks of 256), the step loop unrolled so
 // that its own instructions take a few percent of the issue slots. FMA: fp32 multiply-adds on the CUDA cores.
-// EXP: ex2.approx.ftz on the special-function unit, as the scan computes its exps (2^-x keeps x in [0.5, 1]).
+// EXP: the scan's ex2_approx on the special-function unit (2^-x keeps x in [0.5, 1]).
 // The sink is written only if the chains sum to -1, which they never do; the compiler cannot know that.
 __device__ float g_spin_sink;
 template <int KIND>
@@ -243,7 +243,7 @@ __global__ void __launch_bounds__(256) spin_kernel(int steps) {
             if (KIND == PM_SPIN_FMA)
                 x[j] = fmaf(x[j], 0.9999f, 0.0001f);
             else
-                asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(x[j]) : "f"(-x[j]));
+                x[j] = ex2_approx(-x[j]);
         }
     }
     float s = 0.f;

@@ -455,56 +455,49 @@ static void mem_sample(void *ctx) {
 // ceilings: a streaming copy and a large GEMM through the backend; the vector and special-function units through
 // Backend.spin where the backend has it
 
-// Operations a second of Backend.spin's `kind`: the best of 5 timed runs of about n operations, after one warm-up.
-static double spin_rate(const Backend *bk, int kind, double n) {
-    double best = 1e30, ops = 0;
-    bk->spin(kind, n / 8);
-    for (int r = 0; r < 5; r++) {
+// One run of a ceiling's work: the backend's copy or F32 -> ACT conversion of `bytes`, or Backend.spin of about n
+// operations of `kind`; a run returns what spin returns (0 for the others).
+typedef struct {
+    void *dst, *src;
+    size_t bytes;
+    int kind;
+    double n;
+} CeilingJob;
+static double run_copy(const Backend *bk, const CeilingJob *j) {
+    bk->copy(j->dst, j->src, j->bytes);
+    return 0;
+}
+static double run_convert(const Backend *bk, const CeilingJob *j) {
+    bk->f32_to_act(j->dst, j->src, j->bytes / bk->f32_bytes);
+    return 0;
+}
+static double run_spin(const Backend *bk, const CeilingJob *j) { return bk->spin(j->kind, j->n); }
+// The best time of `reps` runs, each between two synchronizes, after one untimed run; *ret gets a run's return.
+static double best_run_s(const Backend *bk, int reps, double (*run)(const Backend *, const CeilingJob *),
+                         const CeilingJob *j, double *ret) {
+    double best = 1e30, r = run(bk, j);
+    for (int i = 0; i < reps; i++) {
         bk->synchronize();
-        double t = pm_now();
-        ops = bk->spin(kind, n);
+        const double t = pm_now();
+        r = run(bk, j);
         bk->synchronize();
         if (pm_now() - t < best) best = pm_now() - t;
     }
-    return ops / best;
+    if (ret) *ret = r;
+    return best;
 }
 
 static void measure_ceilings(const Backend *bk, json_t *out, Ceilings *k) {
-    double *copy_bps = &k->bytes_per_s, *gemm_fps = &k->gemm_flops_per_s;
     const int gpu = g_is_cuda;
     // copy: 1 GiB on a GPU (well past every cache), 64 MiB on the CPU
     size_t bytes = gpu ? (1ull << 30) : (64ull << 20);
     int reps = gpu ? 20 : 5;
-    const char *method;
-    double moved, best = 1e30;
-    void *src = bk->alloc(bytes), *dst = bk->alloc(bytes);
-    if (bk->copy) {
-        method = "backend copy (read + write)";
-        moved = 2.0 * bytes;
-        bk->copy(dst, src, bytes);
-        for (int r = 0; r < reps; r++) {
-            bk->synchronize();
-            double t = pm_now();
-            bk->copy(dst, src, bytes);
-            bk->synchronize();
-            if (pm_now() - t < best) best = pm_now() - t;
-        }
-    } else {
-        method = "f32_to_act conversion (read F32 + write ACT)";
-        size_t n = bytes / bk->f32_bytes;
-        moved = (double)n * (bk->f32_bytes + bk->act_bytes);
-        bk->f32_to_act(dst, src, n);
-        for (int r = 0; r < reps; r++) {
-            bk->synchronize();
-            double t = pm_now();
-            bk->f32_to_act(dst, src, n);
-            bk->synchronize();
-            if (pm_now() - t < best) best = pm_now() - t;
-        }
-    }
-    bk->free(src);
-    bk->free(dst);
-    *copy_bps = moved / best;
+    CeilingJob cj = {bk->alloc(bytes), bk->alloc(bytes), bytes, 0, 0};
+    const char *method = bk->copy ? "backend copy (read + write)" : "f32_to_act conversion (read F32 + write ACT)";
+    const double moved = bk->copy ? 2.0 * bytes : (double)(bytes / bk->f32_bytes) * (bk->f32_bytes + bk->act_bytes);
+    k->bytes_per_s = moved / best_run_s(bk, reps, bk->copy ? run_copy : run_convert, &cj, NULL);
+    bk->free(cj.src);
+    bk->free(cj.dst);
 
     // GEMM: square, random operands (zeros would flatter a GPU's power and clocks)
     int n = gpu ? 8192 : 1024;
@@ -530,18 +523,22 @@ static void measure_ceilings(const Backend *bk, json_t *out, Ceilings *k) {
     bk->free(A);
     bk->free(W);
     bk->free(C);
-    *gemm_fps = 2.0 * n * (double)n * n * reps / dt;
-    json_object_set_new(out, "copy_bytes_per_s", jr(*copy_bps));
+    k->gemm_flops_per_s = 2.0 * n * (double)n * n * reps / dt;
+    json_object_set_new(out, "copy_bytes_per_s", jr(k->bytes_per_s));
     json_object_set_new(out, "copy_method", json_string(method));
     json_object_set_new(out, "copy_bytes", json_integer((json_int_t)bytes));
-    json_object_set_new(out, "gemm_flops_per_s", jr(*gemm_fps));
+    json_object_set_new(out, "gemm_flops_per_s", jr(k->gemm_flops_per_s));
     json_object_set_new(out, "gemm_mnk", json_integer(n));
     json_object_set_new(out, "gemm_dtype", json_string(bk->act_bytes == 2 ? "bf16" : bk->act_bytes == 4 ? "fp32" : "fp64"));
     // vector FMAs and exps: ~10 ms of each at the GPU's rates, ~50 ms at a few CPU cores'
     k->vector_flops_per_s = k->exps_per_s = 0;
     if (bk->spin) {
-        k->vector_flops_per_s = spin_rate(bk, PM_SPIN_FMA, gpu ? 6e11 : 2e9);
-        k->exps_per_s = spin_rate(bk, PM_SPIN_EXP, gpu ? 4e10 : 2e8);
+        double ops, s;
+        CeilingJob fma = {NULL, NULL, 0, PM_SPIN_FMA, gpu ? 6e11 : 2e9}, ex = {NULL, NULL, 0, PM_SPIN_EXP, gpu ? 4e10 : 2e8};
+        s = best_run_s(bk, 5, run_spin, &fma, &ops);
+        k->vector_flops_per_s = ops / s;
+        s = best_run_s(bk, 5, run_spin, &ex, &ops);
+        k->exps_per_s = ops / s;
         json_object_set_new(out, "vector_flops_per_s", jr(k->vector_flops_per_s));
         json_object_set_new(out, "exps_per_s", jr(k->exps_per_s));
         json_object_set_new(out, "spin_method", json_string(gpu ? "Backend.spin: fp32 FMA / ex2.approx chains, 8 a thread, 2048 threads an SM"

@@ -72,6 +72,24 @@ __device__ __forceinline__ __nv_bfloat16 f2bf(float x) { return __float2bfloat16
 
 __device__ __forceinline__ float pm_sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
 
+// One special-function-unit instruction each (flush to zero): the scan's exps, logs and reciprocals, and the
+// bench's exp ceiling (Backend.spin), which must time the same instruction.
+__device__ __forceinline__ float ex2_approx(float x) {  // 2^x
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float rcp_approx(float x) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float lg2_approx(float x) {
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // One clear line naming the CUDA source (`who`) and exit, like pm_die (the kernel files are also linked
 // standalone by the kernel labs, without util.c).
 static inline void pm_cuda_die(const char *who, const char *fmt, ...) {

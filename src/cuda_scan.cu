@@ -163,21 +163,6 @@ static void scan_check_shape(int M, int T, int Cd, int N) {
 }
 
 // ---- device helpers ----
-__device__ __forceinline__ float ex2_approx(float x) {  // 2^x on the special-function unit
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-__device__ __forceinline__ float rcp_approx(float x) {
-    float y;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-__device__ __forceinline__ float lg2_approx(float x) {
-    float y;
-    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 // softplus(v) = ln(1 + e^v), and v itself above 20 (the reference's threshold)
 __device__ __forceinline__ float softplus_f(float v) {
     return v > 20.f ? v : lg2_approx(1.f + ex2_approx(v * LOG2E)) * 0.69314718055994531f;
@@ -569,8 +554,8 @@ __device__ __forceinline__ void tr_level(float (&v)[V]) {
 // and the backward that writes its output again get the same bits from the same states. A kernel holding two
 // quads swapped (the 2-thread backward's slots) still does, as fp32 addition commutes; the 4-thread backward holds
 // a quad's two pairs swapped, which only the pairs' order leaves alone, so where the backward's plan is the
-// 4-thread kernel the forward sums in pairs (scan_quad_pairs; a chain there cost the 4-thread kernel two chains
-// and a select, +1.4-1.6% fwd+bwd at B8·D1536, B6·D2048, B3·D4096, call225-226).
+// 4-thread kernel the forward sums in pairs (scan_quad_pairs, below; a chain there cost the 4-thread kernel two
+// chains and a select, +1.4-1.6% fwd+bwd at B8·D1536, B6·D2048, B3·D4096, call225-226).
 template <bool PAIRS>
 __device__ __forceinline__ float quad_dot(float s0, float s1, float s2, float s3, const float *c) {
     if (PAIRS) return fmaf(s1, c[1], s0 * c[0]) + fmaf(s3, c[3], s2 * c[2]);
@@ -2527,6 +2512,9 @@ static bool scan_ws32_one_wave(int rows, int Cd) {
 static bool scan_ws32_one_wave(int, int) { return false; }
 #endif
 
+// quad_dot's order for a shape (v78): the 4-thread backward's pairs where that is the backward's plan, a chain
+// elsewhere; the forward asks, the backward kernels hold their plan's order
+static bool scan_quad_pairs(int rows, int Cd, int T) { return scan_bwd_plan(rows, Cd, T).bg == 4; }
 static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *out, float *ckpt, float *summ,
                               const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                               const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
@@ -2545,8 +2533,7 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
     // 0.217-0.219 ms; at B4 D5120 (640 blocks, two waves at three an SM against 1.2 at the staged kernel's four)
     // 0.374-0.379 -> 0.383-0.385 (call184), so not there. PM_SCAN_FWD_WS=0 in the environment (read each call) runs the
     // staged forward instead.
-    // quad_dot's order: the 4-thread backward's (pairs) where that is the backward's plan, a chain elsewhere (v78)
-    const bool qp = scan_bwd_plan(rows, Cd, T).bg == 4;
+    const bool qp = scan_quad_pairs(rows, Cd, T);
     const char *ws_env = getenv("PM_SCAN_FWD_WS");
     const bool ws_on = FWD_WS && !(ws_env && ws_env[0] == '0');
     if (ws_on && !ckpt_pass && pl.nseg == 1 &&
@@ -2632,12 +2619,9 @@ static void scan_bwd_staged_launch(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv
     const int sub = CH == 128 && nseg > 1 ? scan_bsumm_sub(nck, SLK) : 1;
     // (the warp-specialized backward's summaries in 64-wide blocks: twice the blocks of 128-wide ones, which measured
     // 6% slower in all, call211)
-    if (nseg > 1 && ws)
-        scan_bsumm_launch<64>(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, SLK, sub, bsum,
-                              stream);
-    else if (nseg > 1)
-        scan_bsumm_launch<CH>(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, SLK, sub, bsum,
-                              stream);
+    if (nseg > 1)
+        (ws ? scan_bsumm_launch<64> : scan_bsumm_launch<CH>)(dout, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos,
+                                                            rows, T, Cd, nck, SLK, sub, bsum, stream);
     // (without segments, SMODE 0, the kernels read nothing of SLK, nseg, bsum and sub)
     if (ws) {
         auto kern = nseg > 1 ? scan_bwd_ws_kernel<1, RE> : scan_bwd_ws_kernel<0, RE>;

@@ -242,7 +242,7 @@ static void test_op_calls_memory_and_flops_follow_the_model(void **state) {
         assert_string_equal(json_string_value(json_object_get(o, "bound")), bound);
         assert_true(fabs(num(o, "roof_fraction") - num(o, "floor_ms") / num(o, "ms")) < 1e-9 * num(o, "roof_fraction"));
         // the GEMM part of the counted FLOPs: all of a projection's, none of the scan's
-        if (strstr(name, "_proj") && strcmp(name, "bwd.recompute"))
+        if (strstr(name, "_proj"))
             assert_true(num(o, "gemm_flops") == num(o, "flops"));
         if (strstr(name, ".scan") || strstr(name, ".conv")) assert_true(num(o, "gemm_flops") == 0);
     }
@@ -278,7 +278,8 @@ static void test_scan_cost_counts_the_checkpoint_pass(void **state) {
 }
 
 // op_floor_s: an op's floor is its busiest unit's time at that unit's ceiling. Worked cases (each term by hand),
-// then random costs and ceilings against the definition written out another way (sorted terms).
+// then random costs and ceilings, some ceilings unmeasured: the floor is one of the four terms, none is above it,
+// and the bound names the first term that reaches it.
 static void test_op_floor_is_the_busiest_unit(void **state) {
     (void)state;
     const char *b;
