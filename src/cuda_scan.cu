@@ -1931,8 +1931,106 @@ static constexpr size_t bwd4_smem(int CH) {
            (size_t)(16 + 16) * SCAN_K * CH + (size_t)SCAN_K * (CH * BG4 / 32) * 2 * SCAN_N * 4 +
            (size_t)SCAN_K * CH * 2;
 }
+// A 4-thread backward thread's chunk (v20/v21's walk; v80: shared by the staged and the warp-specialized kernel,
+// so both form every value alike): the chunk's states recomputed from s (the checkpoint, slot order: see up) into
+// registers, then the walk backwards over them; this lane's one output a token into oq (CH apart), the warp's
+// dB/dC sums into R (SCAN_K, BWARPS, 2N). pa4 and Kq (this lane's element of K) as the cooperative pass put them;
+// bck: this lane's B of the chunk's bcf copy (C at + N).
+template <int CH, int BWARPS, bool RE>
+__device__ __forceinline__ void bwd4_walk_chunk(const float4 *pa4, const float *Kq, const float *bck, float *R,
+                                                __nv_bfloat16 *oq, float (&s)[4], float (&carry)[4], float (&dA)[4],
+                                                const float (&A)[4], float Dc, float kD, bool k2_du, float &acc,
+                                                float &dDacc, int cl, int lane, int warp, int q, int up) {
+    constexpr int NS = 4;
+    // recompute the chunk's states from its checkpoint (tokens past the row's end: delta = 0, input 0)
+    // (into registers, v21: both token loops are unrolled, so Sr[j] is a compile-time register index)
+    float Sr[SCAN_K][NS];
+#pragma unroll
+    for (int j = 0; j < SCAN_K; j++) {
+        const int i = j * CH + cl;
+        const float4 pv = pa4[i];
+        const float dlL = pv.z, dlu = pv.x * pv.w;
+        const float4 b = *(const float4 *)(bck + j * 2 * SCAN_N);
+        const float bb[NS] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int n = 0; n < NS; n++) Sr[j][n] = s[n] = fmaf(ex2_approx(dlL * A[n]), s[n], dlu * bb[n]);
+    }
+    // R slot of this lane's dB/dC sum after the butterfly: type bit 3, state 4q + 2 (bit 4) + (bit 2)
+    const int ridx = ((lane >> 3) & 1) * SCAN_N + 4 * q + 2 * up + ((lane >> 2) & 1);
+    float vpend[2 * NS];  // v of the token walked last, not yet summed (v36)
+    auto bc_sum = [&](float (&vv)[2 * NS]) {
+#pragma unroll
+        for (int e = 0; e < NS; e++) vv[e] += __shfl_xor_sync(0xffffffffu, vv[e + NS], 16);
+        tr_level<2, 8, 2 * NS>(vv);
+        tr_level<1, 4, 2 * NS>(vv);
+        return vv[0];
+    };
+#pragma unroll
+    for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
+        float ov[4], rv[4];  // v52: outputs and dB/dC sums whose stores wait (WALK_GROUP4)
+#pragma unroll
+        for (int jj = 3; jj >= 0; jj--) {
+            const int j = j0 + jj, i = j * CH + cl;
+            const float4 pa = pa4[i];
+            const float uu = pa.w, dl = pa.x, gy = pa.y, dlL = pa.z, dlu = dl * uu;
+            const float *bcj = bck + j * 2 * SCAN_N;
+            const float4 b = *(const float4 *)bcj, cv = *(const float4 *)(bcj + SCAN_N);
+            const float bb[NS] = {b.x, b.y, b.z, b.w}, cc[NS] = {cv.x, cv.y, cv.z, cv.w};
+            const float *st = Sr[j];
+            // y as the forward sums it (v24; in pairs, so slot order does not matter: see quad_dot)
+            const float y = quad_dot<true>(st[0], st[1], st[2], st[3], cc);
+            float P = 0.f, Q = 0.f;
+            // v = [dB slots 0-1, dC slots 0-1, dB slots 2-3, dC slots 2-3]
+            float v[2 * NS];
+#pragma unroll
+            for (int n = 0; n < NS; n++) {
+                const float a = ex2_approx(dlL * A[n]);
+                const float ds = fmaf(gy, cc[n], carry[n]);
+                carry[n] = a * ds;
+                const float r = BWD_R_CARRY4 && j > 0 ? carry[n] * Sr[j > 0 ? j - 1 : 0][n]  // v57
+                                                      : ds * fmaf(-dlu, bb[n], st[n]);
+                P = fmaf(ds, bb[n], P);
+                Q = fmaf(A[n], r, Q);
+                dA[n] = fmaf(r, dl, dA[n]);
+                v[(n & 2) * 2 + (n & 1)] = ds * dlu;
+                v[(n & 2) * 2 + 2 + (n & 1)] = gy * st[n];
+            }
+            // y, P and Z = uP + Q over the channel's 4 lanes, transposed: lane q = 0 gets y, 1 Z, 2 P, 3 y
+            // (P without RE) (y as (q0 + q1) + (q2 + q3), the forward's order)
+            float w[4] = {y, P, fmaf(uu, P, Q), RE ? y : P};
+            tr_level<2, 1, 4>(w);
+            tr_level<1, 2, 4>(w);
+            // one output per lane, as k1 (w + kD u) + k2: dz = dzf (y + D u), ddelta = Z softplus'(v),
+            // du = delta P + dy D, the forward's output silu(z) (y + D u). No branch, so the group's 4 tokens
+            // stay one basic block the scheduler can interleave (v13)
+            // (k1 from K: dz factor, softplus'(v), delta, silu(z); k2 = -0 rather than 0 on the other lanes, so
+            // that k1 x + k2 is exactly the product k1 x, sign of a zero included)
+            const float k1 = Kq[4 * i], k2 = k2_du ? gy * Dc : -0.f;
+            const float val = fmaf(k1, fmaf(kD, uu, w[0]), k2);
+            acc += val;
+            dDacc = fmaf(gy, uu, dDacc);
+            ov[jj] = val;
+            // dB/dC summed over the warp's 8 channels (lane bits 2-4), one token later (v36): the
+            // butterfly of the token before in the walk runs after this token's state work (measured: no change
+            // at B8 D1536, where this kernel runs; kept for the same code shape and no spills, v35 spilled 4 bytes)
+            if (j + 1 < SCAN_K) rv[jj] = bc_sum(vpend);
+#pragma unroll
+            for (int e = 0; e < 2 * NS; e++) vpend[e] = v[e];
+            if (jj % WALK_GROUP4 == 0) {  // the group's stores (v52)
+#pragma unroll
+                for (int jd = jj + WALK_GROUP4 - 1; jd >= jj; jd--) {
+                    const int jt = j0 + jd;
+                    oq[jt * CH + cl] = __float2bfloat16(ov[jd]);
+                    if (jt + 1 < SCAN_K) R[((jt + 1) * BWARPS + warp) * 2 * SCAN_N + ridx] = rv[jd];
+                }
+            }
+        }
+    }
+    R[warp * 2 * SCAN_N + ridx] = bc_sum(vpend);  // token 0's
+}
+
 template <int CH, bool RE>  // RE: as in scan_bwd_staged_kernel
-__global__ void __launch_bounds__(CH *BG4, 3)
+__global__ void __launch_bounds__(CH *BG4, CH == 32 ? 3 : 1)  // (96: v80's staged twin, one an SM)
     scan_bwd4_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out, __nv_bfloat16 *y_out,
                      float *bc_part, float *par_part, const float *ckpt, const __nv_bfloat16 *dout, const __nv_bfloat16 *u,
                      const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,
@@ -1991,9 +2089,12 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         return active ? *(const float4 *)(ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N + 4 * q)
                       : make_float4(0.f, 0.f, 0.f, 0.f);
     };
-    BCFetch<SCAN_K, NT> bc;
-    static_assert(BCFetch<SCAN_K, NT>::V == 4, "each thread fetches one float4 of B or C");
+    // B/C by the first 128 threads, a float4 each (all of them at CH = 32; v80's 96-wide twin has 384)
+    BCFetch<SCAN_K, 128> bc;
+    static_assert(BCFetch<SCAN_K, 128>::V == 4 && NT % 128 == 0, "each fetching thread takes one float4 of B or C");
+    const bool bcthr = NT == 128 || tid < 128;
     auto bc_store = [&](int stage) {  // both copies (see up)
+        if (!bcthr) return;
         const int j = tid / 8, v0 = (tid % 8) * 4;
         float x[4];
 #pragma unroll
@@ -2007,7 +2108,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         const int k = nck - 1, t0 = k * SCAN_K, len = T - t0;
         issue(k);
         cp_async_commit();
-        bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
+        if (bcthr) bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
         bc_store(k & 1);
         ck_next = load_ck(k);
     }
@@ -2030,7 +2131,7 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         }
         Sync::open(k, 0, issue);
         if (k > 0) {  // in flight during the chunk
-            bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
+            if (bcthr) bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
             pv_next = pos_fetch(pos, mrow + t0 - SCAN_K, SCAN_K);
             ck_next = load_ck(k - 1);
         }
@@ -2053,91 +2154,8 @@ __global__ void __launch_bounds__(CH *BG4, 3)
             K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
         });
         Sync::pass_done(k, 0, nck - 1, issue, flush);
-        // recompute the chunk's states from its checkpoint (tokens past the row's end: delta = 0, input 0)
-        // (into registers, v21: both token loops are unrolled, so Sr[j] is a compile-time register index)
-        float Sr[SCAN_K][NS];
-#pragma unroll
-        for (int j = 0; j < SCAN_K; j++) {
-            const int i = j * CH + cl;
-            const float4 pv = pa4[i];
-            const float dlL = pv.z, dlu = pv.x * pv.w;
-            const float4 b = *(const float4 *)(bck + j * 2 * SCAN_N);
-            const float bb[NS] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-            for (int n = 0; n < NS; n++) Sr[j][n] = s[n] = fmaf(ex2_approx(dlL * A[n]), s[n], dlu * bb[n]);
-        }
-        // R slot of this lane's dB/dC sum after the butterfly: type bit 3, state 4q + 2 (bit 4) + (bit 2)
-        const int ridx = ((lane >> 3) & 1) * SCAN_N + 4 * q + 2 * up + ((lane >> 2) & 1);
-        float vpend[2 * NS];  // v of the token walked last, not yet summed (v36)
-        auto bc_sum = [&](float (&vv)[2 * NS]) {
-#pragma unroll
-            for (int e = 0; e < NS; e++) vv[e] += __shfl_xor_sync(0xffffffffu, vv[e + NS], 16);
-            tr_level<2, 8, 2 * NS>(vv);
-            tr_level<1, 4, 2 * NS>(vv);
-            return vv[0];
-        };
-#pragma unroll
-        for (int j0 = SCAN_K - 4; j0 >= 0; j0 -= 4) {
-            float ov[4], rv[4];  // v52: outputs and dB/dC sums whose stores wait (WALK_GROUP4)
-#pragma unroll
-            for (int jj = 3; jj >= 0; jj--) {
-                const int j = j0 + jj, i = j * CH + cl;
-                const float4 pa = pa4[i];
-                const float uu = pa.w, dl = pa.x, gy = pa.y, dlL = pa.z, dlu = dl * uu;
-                const float *bcj = bck + j * 2 * SCAN_N;
-                const float4 b = *(const float4 *)bcj, cv = *(const float4 *)(bcj + SCAN_N);
-                const float bb[NS] = {b.x, b.y, b.z, b.w}, cc[NS] = {cv.x, cv.y, cv.z, cv.w};
-                const float *st = Sr[j];
-                // y as the forward sums it (v24; in pairs, so slot order does not matter: see quad_dot)
-                const float y = quad_dot<true>(st[0], st[1], st[2], st[3], cc);
-                float P = 0.f, Q = 0.f;
-                // v = [dB slots 0-1, dC slots 0-1, dB slots 2-3, dC slots 2-3]
-                float v[2 * NS];
-#pragma unroll
-                for (int n = 0; n < NS; n++) {
-                    const float a = ex2_approx(dlL * A[n]);
-                    const float ds = fmaf(gy, cc[n], carry[n]);
-                    carry[n] = a * ds;
-                    const float r = BWD_R_CARRY4 && j > 0 ? carry[n] * Sr[j > 0 ? j - 1 : 0][n]  // v57
-                                                          : ds * fmaf(-dlu, bb[n], st[n]);
-                    P = fmaf(ds, bb[n], P);
-                    Q = fmaf(A[n], r, Q);
-                    dA[n] = fmaf(r, dl, dA[n]);
-                    v[(n & 2) * 2 + (n & 1)] = ds * dlu;
-                    v[(n & 2) * 2 + 2 + (n & 1)] = gy * st[n];
-                }
-                // y, P and Z = uP + Q over the channel's 4 lanes, transposed: lane q = 0 gets y, 1 Z, 2 P, 3 y
-                // (P without RE) (y as (q0 + q1) + (q2 + q3), the forward's order)
-                float w[4] = {y, P, fmaf(uu, P, Q), RE ? y : P};
-                tr_level<2, 1, 4>(w);
-                tr_level<1, 2, 4>(w);
-                // one output per lane, as k1 (w + kD u) + k2: dz = dzf (y + D u), ddelta = Z softplus'(v),
-                // du = delta P + dy D, the forward's output silu(z) (y + D u). No branch, so the group's 4 tokens
-                // stay one basic block the scheduler can interleave (v13)
-                // (k1 from K: dz factor, softplus'(v), delta, silu(z); k2 = -0 rather than 0 on the other lanes, so
-                // that k1 x + k2 is exactly the product k1 x, sign of a zero included)
-                const float k1 = Kq[4 * i], k2 = k2_du ? gy * Dc : -0.f;
-                const float val = fmaf(k1, fmaf(kD, uu, w[0]), k2);
-                acc += val;
-                dDacc = fmaf(gy, uu, dDacc);
-                ov[jj] = val;
-                // dB/dC summed over the warp's 8 channels (lane bits 2-4), one token later (v36): the
-                // butterfly of the token before in the walk runs after this token's state work (measured: no change
-                // at B8 D1536, where this kernel runs; kept for the same code shape and no spills, v35 spilled 4 bytes)
-                if (j + 1 < SCAN_K) rv[jj] = bc_sum(vpend);
-#pragma unroll
-                for (int e = 0; e < 2 * NS; e++) vpend[e] = v[e];
-                if (jj % WALK_GROUP4 == 0) {  // the group's stores (v52)
-#pragma unroll
-                    for (int jd = jj + WALK_GROUP4 - 1; jd >= jj; jd--) {
-                        const int jt = j0 + jd;
-                        oq[jt * CH + cl] = __float2bfloat16(ov[jd]);
-                        if (jt + 1 < SCAN_K) R[((jt + 1) * BWARPS + warp) * 2 * SCAN_N + ridx] = rv[jd];
-                    }
-                }
-            }
-        }
-        R[warp * 2 * SCAN_N + ridx] = bc_sum(vpend);  // token 0's
+        bwd4_walk_chunk<CH, BWARPS, RE>(pa4, Kq, bck, R, oq, s, carry, dA, A, Dc, kD, k2_du, acc, dDacc, cl, lane, warp,
+                                        q, up);
         Sync::walk_done(k, flush);
         if (k > 0) {
             bc_store((k - 1) & 1);
@@ -2154,6 +2172,179 @@ __global__ void __launch_bounds__(CH *BG4, 3)
         for (int n = 0; n < NS; n++) pp[(size_t)(2 + 4 * q + ((n + 2 * up) & 3)) * Cd] = dA[n] * A[n];
     }
 }
+
+// ---- v80: the 4-thread backward warp-specialized (sm_90a), 96-wide blocks one an SM ----
+// Why: at the 130m width (B8·D1536) the 4-thread kernel runs three 32-wide blocks an SM, each doing its own
+// cooperative pass and flush between block-wide barriers (the pass 22% of its samples for 14% of its instructions,
+// call126). v72 moved that work of the 2-thread backward into producer warps (-4.5% there). Here a block takes 96
+// channels (12 walker warps, three a scheduler as before; 128 of them make one wave on 128 SMs at B8·D1536) and a
+// warpgroup of producers: the tiles, B/C and pos copied as scan_bwd_ws_kernel's producers do, the cooperative pass
+// (12 items a producer, pass_vals), the flush (bwd_flush_chunk over the 12 walker warps). Walkers run
+// bwd4_walk_chunk, the staged kernel's walk. Registers: launched at 128 (512 threads), the producers' warpgroup
+// drops to 56 and the three walker warpgroups rise to 152 (128 x 56 + 384 x 152 = 65,536). Shared memory: three
+// tile slots and two stages (pass arrays, K, R, B/C in both copies, the forward's output), 199 KB.
+// Every value is formed as in scan_bwd4_kernel<96> (its staged twin, which PM_SCAN_BWD_WS=0 runs): the same bits.
+static constexpr int B4WS_CH = 96;
+struct B4wsLayout {
+    static constexpr int CH = B4WS_CH, BWARPS = CH * BG4 / 32;
+    static constexpr size_t TILES = (size_t)4 * bwd_tstr(CH) * 2;
+    static constexpr size_t OY = 0, PA = OY + (size_t)SCAN_K * CH * 2, K = PA + (size_t)SCAN_K * CH * 16,
+                            R = K + (size_t)SCAN_K * CH * 16, BC = R + (size_t)SCAN_K * BWARPS * 2 * SCAN_N * 4,
+                            STAGE = (BC + (size_t)2 * SCAN_K * 2 * SCAN_N * 4 + 127) / 128 * 128;
+    // (the forward's output at 0 mod 128 bytes beside the tiles' 32-byte steps: the four lanes of a channel store
+    // into four different bank groups, as in the staged kernel, v30)
+    static_assert(TILES % 128 == 0 && PA % 16 == 0 && BC % 16 == 0, "stage layout");
+    static constexpr size_t smem() { return 3 * TILES + 2 * STAGE + 4 * 8; }
+};
+template <bool RE>
+__global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
+    scan_bwd4_ws_kernel(__nv_bfloat16 *du_out, __nv_bfloat16 *ddpre_out, __nv_bfloat16 *dz_out,
+                        __nv_bfloat16 *y_out, float *bc_part, float *par_part, const float *ckpt,
+                        const __nv_bfloat16 *dout, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
+                        const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
+                        int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd,
+                        int nck) {
+    constexpr int CH = B4WS_CH;
+    using L = B4wsLayout;
+    constexpr int NP = 128, NW = CH * BG4, BWARPS = NW / 32, NS = SCAN_N / BG4, TSTR = bwd_tstr(CH),
+                  BCS = SCAN_K * 2 * SCAN_N, IT = SCAN_K * CH / NP;
+    static_assert(SCAN_K * CH % NP == 0 && NS == 4, "the producers' items; 4 states a walker");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    unsigned long long *mb_full = (unsigned long long *)(smem_raw + 3 * L::TILES + 2 * L::STAGE),
+                       *mb_empty = mb_full + 2;
+    auto tiles_at = [&](int i) { return smem_raw + (size_t)(i % 3) * L::TILES; };  // chunk i's tile slot
+    auto stage_at = [&](int s) { return smem_raw + 3 * L::TILES + (size_t)s * L::STAGE; };
+    const int tid = threadIdx.x, row = blockIdx.y, c0 = blockIdx.x * CH;
+    const size_t mrow = (size_t)row * T;
+    if (tid == 0) {
+        mbar_init(mb_full, NP), mbar_init(mb_full + 1, NP);
+        mbar_init(mb_empty, NW), mbar_init(mb_empty + 1, NW);
+    }
+    __syncthreads();  // the barriers initialized before any arrive or wait
+    if (tid < NP) {  // ---- producers: item it * NP + tid of a chunk is (token i / CH, channel i % CH)
+        reg_dealloc<56>();
+        float bias[3];  // item it's channel is (tid + 32 it) % 96: three of them, by it % 3
+#pragma unroll
+        for (int e = 0; e < 3; e++) {
+            const int ce = c0 + (tid + NP * e) % CH;
+            bias[e] = settle(ce < Cd ? dt_bias[ce] : 0.f);
+        }
+        BCFetch<SCAN_K, NP> bc;
+        static_assert(BCFetch<SCAN_K, NP>::V == 4, "each producer fetches one float4 of B or C");
+        int pv = 1;
+        auto issue = [&](int k, unsigned char *tl) {  // chunk k's inputs into tile slot tl
+            const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+            __nv_bfloat16 *st = (__nv_bfloat16 *)tl;
+            load_tile<SCAN_K, NP, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
+            load_tile<SCAN_K, NP, CH>(st + TSTR, dpre, Cd, mrow + t0, len, c0, Cd);
+            load_tile<SCAN_K, NP, CH>(st + 2 * TSTR, z, ldz, mrow + t0, len, c0, Cd);
+            load_tile<SCAN_K, NP, CH>(st + 3 * TSTR, dout, Cd, mrow + t0, len, c0, Cd);
+            cp_async_commit();
+        };
+        auto fetch_bc = [&](int k) {  // chunk k's B/C and pos into registers (stored when its pass begins)
+            const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+            bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
+            pv = pos_fetch(pos, mrow + t0, len);
+        };
+        auto bc_store = [&](float *bcf) {  // both copies, as scan_bwd4_kernel stores them (see its up)
+            const int j = tid / 8, v0 = (tid % 8) * 4;
+            float x[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) x[i] = __uint_as_float((unsigned)bc.r[i] << 16);
+            float *d = bcf + j * 2 * SCAN_N + v0;
+            *(float4 *)d = make_float4(x[0], x[1], x[2], x[3]);
+            *(float4 *)(d + BCS) = make_float4(x[2], x[3], x[0], x[1]);
+        };
+        auto flush = [&](int kk, const unsigned char *tl, const unsigned char *sb) {  // chunk kk's outputs and sums
+            bwd_flush_chunk<NP, CH, BWARPS>(kk, T, mrow, (const float *)(sb + L::R), bc_part, du_out, ddpre_out,
+                                            dz_out, RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)tl,
+                                            (const __nv_bfloat16 *)(sb + L::OY));
+        };
+        issue(nck - 1, tiles_at(0));
+        fetch_bc(nck - 1);
+        for (int i = 0; i < nck; i++) {
+            const int k = nck - 1 - i, s = i & 1, t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+            unsigned char *sb = stage_at(s);
+            const __nv_bfloat16 *tu = (const __nv_bfloat16 *)tiles_at(i), *tdp = tu + TSTR, *tz = tu + 2 * TSTR,
+                                *tdo = tu + 3 * TSTR;
+            float4 *pa4 = (float4 *)(sb + L::PA), *K = (float4 *)(sb + L::K);
+            cp_async_wait0();
+            bc_store((float *)(sb + L::BC));
+            const unsigned mask = start_mask(pv, t0, len);
+            // every producer's copies of chunk k landed, and every producer's flush of chunk k + 2 is done, so
+            // chunk k - 1's copies may go into its tile slot (after the pass)
+            bws_bar_producers<NP>();
+            // the cooperative pass as bwd_coop_pass forms it for scan_bwd4_kernel (pass_vals; v26: delta log2 e
+            // +inf at a document start), in groups of six items (so that it % 3, the bias's index, is a constant)
+#pragma unroll 6
+            for (int it = 0; it < IT; it++) {
+                const int ii = it * NP + tid, j = ii / CH;
+                const PassVals v = pass_vals(bf2f(tdp[ii]), bf2f(tz[ii]), bf2f(tdo[ii]), bias[it % 3], j < len);
+                pa4[ii] = make_float4(v.dl, v.dy, ((mask >> j) & 1u) ? __int_as_float(0x7f800000) : v.dl * LOG2E,
+                                      bf2f(tu[ii]));
+                K[ii] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
+            }
+            mbar_arrive(mb_full + s);  // the stage is filled
+            if (k > 0) issue(k - 1, tiles_at(i + 1));  // in flight during the flush below
+            if (i > 0) {  // chunk k + 1's walk over: its outputs out
+                mbar_wait(mb_empty + (s ^ 1), (unsigned)(((i - 1) >> 1) & 1));
+                flush(k + 1, tiles_at(i - 1), stage_at(s ^ 1));
+            }
+            if (k > 0) fetch_bc(k - 1);
+        }
+        mbar_wait(mb_empty + ((nck - 1) & 1), (unsigned)(((nck - 1) >> 1) & 1));
+        flush(0, tiles_at(nck - 1), stage_at((nck - 1) & 1));
+        return;
+    }
+    // ---- walkers: thread (channel cl = wt / 4, part q = wt % 4), as scan_bwd4_kernel's
+    reg_alloc<152>();
+    const int wt = tid - NP, lane = tid & 31, warp = wt >> 5, q = wt & 3, cl = wt >> 2, c = c0 + cl;
+    const bool active = c < Cd;
+    const int up = (lane >> 4) & 1;  // (scan_bwd4_kernel's slot order)
+    float A[NS];
+#pragma unroll
+    for (int i = 0; i < NS; i++)
+        A[i] = active ? fminf(-__expf(A_log[(size_t)c * SCAN_N + 4 * q + ((i + 2 * up) & 3)]), -1e-30f) : -1.f;
+    const float Dc = settle(active ? Dp[c] : 0.f);
+    const float kD = q == 0 || (RE && q == 3) ? Dc : 0.f;
+    const bool k2_du = q == 2 || (!RE && q == 3);
+    float carry[NS], dA[NS];
+#pragma unroll
+    for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
+    float acc = 0.f, dDacc = 0.f;
+    auto load_ck = [&](int k) {
+        return active ? *(const float4 *)(ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N + 4 * q)
+                      : make_float4(0.f, 0.f, 0.f, 0.f);
+    };
+    float4 ck_next = load_ck(nck - 1);
+#pragma unroll 1
+    for (int ic = 0; ic < nck; ic++) {
+        const int k = nck - 1 - ic, sidx = ic & 1;
+        unsigned char *sb = stage_at(sidx);
+        float s[NS];
+        {
+            const float4 ck = ck_next;  // slot order (see up)
+            s[0] = up ? ck.z : ck.x, s[1] = up ? ck.w : ck.y, s[2] = up ? ck.x : ck.z, s[3] = up ? ck.y : ck.w;
+        }
+        if (k > 0) ck_next = load_ck(k - 1);
+        mbar_wait(mb_full + sidx, (unsigned)((ic >> 1) & 1));
+        __nv_bfloat16 *tu = (__nv_bfloat16 *)tiles_at(ic), *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
+        __nv_bfloat16 *oq = q == 0 ? tdo : q == 1 ? tz : q == 2 || !RE ? tdp : (__nv_bfloat16 *)(sb + L::OY);
+        const float *bck = (const float *)(sb + L::BC) + up * BCS + 4 * q;
+        bwd4_walk_chunk<CH, BWARPS, RE>((const float4 *)(sb + L::PA), (const float *)(sb + L::K) + q, bck,
+                                        (float *)(sb + L::R), oq, s, carry, dA, A, Dc, kD, k2_du, acc, dDacc, cl, lane,
+                                        warp, q, up);
+        mbar_arrive(mb_empty + sidx);
+    }
+    if (active) {
+        float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
+        if (q == 1) pp[0] = acc;
+        if (q == 0) pp[(size_t)Cd] = dDacc;
+#pragma unroll
+        for (int n = 0; n < NS; n++) pp[(size_t)(2 + 4 * q + ((n + 2 * up) & 3)) * Cd] = dA[n] * A[n];
+    }
+}
+static constexpr size_t b4ws_smem() { return B4wsLayout::smem(); }
 
 // The staged kernels copy 16-byte pieces of 8 channels in and (v11) out.
 static bool scan_staged_ok(const void *u, const void *dpre, const void *z, int ldz, const void *dout, int Cd,
@@ -2332,6 +2523,15 @@ static bool scan_use_bwd4(int rows, int Cd) {
     return env && !two_thread_one_wave && per_sm >= 2 && scan_pick_ch(rows, Cd) == 64 && 8 * blocks >= 15 * sms &&
            blocks <= per_sm * sms;
 }
+// v80: the 4-thread plan's 96-wide warp-specialized blocks where they make one wave (B8·D1536: 128 of them), in
+// builds with sm_90a code (the plan, like v76's, asks whether the kernel exists; PM_SCAN_BWD_WS=0 then runs its
+// staged twin, scan_bwd4_kernel<96>, which gives the same bits). PM_SCAN_BWD4_WS=0 (read each call; A/B runs)
+// keeps the 32-wide staged blocks three an SM.
+static bool scan_bwd4_ws_plan(int rows, int Cd) {
+    const char *e = getenv("PM_SCAN_BWD4_WS");
+    return !(e && e[0] == '0') && scan_bwd_ws_avail() && b4ws_smem() <= (size_t)pm_cuda_device()->smem_block &&
+           (long)rows * ((Cd + B4WS_CH - 1) / B4WS_CH) <= pm_cuda_sm_count();
+}
 // The 2-thread kernel's plan at block width ch, nb blocks of it, `slots` of them at once on the GPU: no segments,
 // or the segment count with the least cost (see scan_bwd_plan).
 static BwdPlan bwd_pick_segments(int ch, int nb, int slots, int nch, float *cost_out) {  // (*cost_out: its cost)
@@ -2383,7 +2583,7 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
 #endif
     BwdPlan ws;  // (PM_SCAN_BWD4=2, the op tests' forced 4-thread kernel, keeps the plans before v76)
     if (scan_bwd4_env() != 2 && scan_bwd_ws_seg_plan(rows, Cd, nch, &ws)) return ws;
-    if (scan_use_bwd4(rows, Cd)) return {32, nch, 1, 4};
+    if (scan_use_bwd4(rows, Cd)) return {scan_bwd4_ws_plan(rows, Cd) ? B4WS_CH : 32, nch, 1, 4};
     // 128-wide blocks need bwd_smem(128) of shared memory (104 KB; 212 KB when this check was written, before the
     // chunk's states moved to registers): a GPU with less per block takes 64-wide ones. One a SM (registers); where
     // they are more than the SMs, the last wave runs part full, and time segments may pay (the 790m and 2.8b widths:
@@ -2410,7 +2610,9 @@ static BwdPlan scan_bwd_plan(int rows, int Cd, int T) {
 static void scan_ws_layout(int M, int T, int Cd, int N, size_t *bc_off, size_t *par_off, size_t *seg_off,
                            size_t *total) {
     const BwdPlan bp = scan_bwd_plan(M / T, Cd, T);
-    int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk_max = (Cd + bp.ch - 1) / bp.ch;
+    // (4-thread plans: room for the 32-wide blocks' partials whichever width runs, as PM_SCAN_BWD4_WS may change)
+    int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk_max = (Cd + (bp.bg == 4 ? 32 : bp.ch) - 1) /
+                                                                     (bp.bg == 4 ? 32 : bp.ch);
     *bc_off = align256((size_t)rows * nchunk * N * Cd * 4);
     *par_off = *bc_off + align256((size_t)M * nblk_max * 2 * N * 4);
     *seg_off = *par_off + align256(cuda_scan_param_part_bytes(M, T, Cd, N));
@@ -2702,7 +2904,27 @@ static int scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 
         par_rows = rows * bp.nseg;
         // (kernels with RE = true write the forward's output into y_out; the others leave it alone)
         const bool re = y_out != NULL;
-        if (bp.bg == 4) {
+        if (bp.bg == 4 && bp.ch == B4WS_CH && scan_bwd_ws_ok()) {  // v80
+            nblk = (Cd + B4WS_CH - 1) / B4WS_CH;
+            static int optin4w[2] = {0, 0};
+            auto kern = re ? scan_bwd4_ws_kernel<true> : scan_bwd4_ws_kernel<false>;
+            scan_smem_optin((const void *)kern, b4ws_smem(), &optin4w[re], "scan_bwd4_ws_kernel");
+            kern<<<dim3(nblk, rows), B4WS_CH * BG4 + 128, b4ws_smem(), stream>>>(
+                du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos,
+                T, Cd, nchunk);
+            scan_check_launch("scan_bwd4_ws_kernel");
+            g_bwd_ws_launches++;
+        } else if (bp.bg == 4 && bp.ch == B4WS_CH) {  // v80's staged twin (PM_SCAN_BWD_WS=0): the same bits
+            nblk = (Cd + B4WS_CH - 1) / B4WS_CH;
+            static int optin4t[2] = {0, 0};
+            const size_t smem = bwd4_smem(B4WS_CH);
+            auto kern = re ? scan_bwd4_kernel<B4WS_CH, true> : scan_bwd4_kernel<B4WS_CH, false>;
+            scan_smem_optin((const void *)kern, smem, &optin4t[re], "scan_bwd4_kernel");
+            kern<<<dim3(nblk, rows), B4WS_CH * BG4, smem, stream>>>(du, ddpre, dz, y_out, bc_part, par_part, ckpt, dout,
+                                                                    u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
+                                                                    pos, T, Cd, nchunk);
+            scan_check_launch("scan_bwd4_kernel");
+        } else if (bp.bg == 4) {
             nblk = (Cd + 31) / 32;
             static int optin4[2] = {0, 0};
             const size_t smem = bwd4_smem(32);

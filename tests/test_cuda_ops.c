@@ -935,11 +935,21 @@ static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
 static void test_scan(void **state) {
     (void)state;
     NEED_GPU();
+    // (what the GPU and the build are: see the note after the 370m case below)
+    int sms = 0;
+    const char *ptx_env = getenv("PM_TEST_PTX_ONLY");
+    const int ptx_only = ptx_env && atoi(ptx_env) == 1, hopper = backend_cuda_device_info(&sms) == 90 && sms == 132;
     scan_case(2, 100, 160, 16, 8, 1);  // chunks not a multiple of T, channels not a multiple of the block
     scan_case(3, 64, 256, 16, 16, 1);
-    scan_case(9, 40, 960, 16, 8, 1);   // 135 blocks of 64 channels on a 132-SM H200: the forward takes 32-wide blocks
-                                       // and the backward (270 blocks of 32) v20's 4-threads-per-channel kernel
-    scan_case(8, 56, 1480, 16, 8, 1);  // v20's backward again, with a partial 32-channel block (376 blocks)
+    scan_case(9, 40, 960, 16, 8, 1);   // 135 blocks of 64 channels on a 132-SM H200: the forward takes 32-wide blocks;
+                                       // the backward's 2-thread plan is one wave of those (call162's rule), and
+                                       // forced, the 4-thread kernel runs in v80's 96-wide blocks (90 of them)
+    scan_case(8, 56, 1480, 16, 8, 1);  // v20's 4-threads-per-channel backward (376 blocks of 32 would be its staged
+                                       // plan), in v80's 96-wide warp-specialized blocks where the build has sm_90a
+                                       // code (128 of them, one wave; the last of each row 40 wide, the last chunk
+                                       // 8 tokens): scan_case's PM_SCAN_BWD_WS=0 call runs its staged twin,
+                                       // scan_bwd4_kernel<96>, which must give the same bits
+    if (hopper) assert_true(ptx_only ? g_case_bwd_ws == 0 : g_case_bwd_ws > 0);
     scan_case(2, 50, 100, 16, 8, 1);   // Cd not a multiple of 8: the generic kernels
     // the 370m width: 128 blocks of 128 channels; on a 132-SM H200 the forward takes 64-wide blocks two an SM
     // (v50) and the backward 128-wide 2-thread ones (512 4-thread blocks would need a second wave)
@@ -953,9 +963,6 @@ static void test_scan(void **state) {
     // GPU newer than Hopper loads from the default build, compiled by the driver): the warp-specialized backward
     // is then absent (setmaxnreg is sm_90a's) and the staged one must run, with every result above the same.
     // (CUDA_FORCE_PTX_JIT=1 cannot stand in for it: cuBLASLt's kernels carry no PTX and it fails to start.)
-    int sms = 0;
-    const char *ptx_env = getenv("PM_TEST_PTX_ONLY");
-    const int ptx_only = ptx_env && atoi(ptx_env) == 1, hopper = backend_cuda_device_info(&sms) == 90 && sms == 132;
     if (hopper) assert_true(g_case_fwd_ws > 0 && (ptx_only ? g_case_bwd_ws == 0 : g_case_bwd_ws > 0));
     // the warp-specialized forward with a partial 64-channel block (1480 = 23 * 64 + 8; 216 blocks, two an SM) and
     // a partial chunk
