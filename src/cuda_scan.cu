@@ -1,6 +1,9 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v78 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v78, y's
+// Version v81 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v81, the
+// forward's 32-wide plans of one wave as 96-wide warp-specialized blocks with 4 walker threads a channel (the 130m
+// width), on v80: the 4-thread backward warp-specialized in 96-wide blocks one an SM where they make one wave
+// (scan_bwd4_ws_kernel; its staged twin scan_bwd4_kernel<96>), on v78: y's
 // quads summed as one chain of multiply-adds (quad_dot; in pairs as before where the backward's plan is the
 // 4-thread kernel), on v77: the segment summaries of 128-wide backward plans over quarter or half segments (more summary blocks), on v76: the
 // warp-specialized backward also cut into time segments (after a summary pass) where 128-wide blocks alone would
@@ -844,6 +847,9 @@ static_assert(WS_FT == SCAN_K, "one checkpoint a chunk, before its first token")
 #endif
 #ifndef PM_SCAN_WS_PW32
 #define PM_SCAN_WS_PW32 2
+#endif
+#ifndef PM_SCAN_WS_96
+#define PM_SCAN_WS_96 1  // v81: 32-wide plans of one wave as 96-wide blocks, 4 walker threads a channel (scan_fwd_dispatch)
 #endif
 #ifndef PM_SCAN_WS_128
 #define PM_SCAN_WS_128 0  // (lab) v65 for 128-wide plans too; see scan_fwd_dispatch
@@ -1735,6 +1741,83 @@ static constexpr size_t bws_smem() { return BwsLayout::smem(); }
 template <int NP>
 __device__ __forceinline__ void bws_bar_producers() { asm volatile("bar.sync 1, %0;\n" ::"n"(NP) : "memory"); }
 
+// The warp-specialized backwards' shared memory, layout L (BwsLayout, B4wsLayout): three tile slots, two stages, then
+// each stage's full (np producer arrivals) and empty (nw walker arrivals) mbarrier; init() by every thread (thread 0
+// initializes the barriers, and a block barrier orders that before any arrive or wait).
+template <class L>
+struct BwsRing {
+    unsigned char *base;
+    unsigned long long *full, *empty;
+    __device__ __forceinline__ explicit BwsRing(unsigned char *b)
+        : base(b), full((unsigned long long *)(b + 3 * L::TILES + 2 * L::STAGE)), empty(full + 2) {}
+    __device__ __forceinline__ void init(int np, int nw) const {
+        if (threadIdx.x == 0) {
+            mbar_init(full, np), mbar_init(full + 1, np);
+            mbar_init(empty, nw), mbar_init(empty + 1, nw);
+        }
+        __syncthreads();
+    }
+    __device__ __forceinline__ unsigned char *tiles(int i) const { return base + (size_t)(i % 3) * L::TILES; }
+    __device__ __forceinline__ unsigned char *stage(int s) const { return base + 3 * L::TILES + (size_t)s * L::STAGE; }
+};
+
+// The warp-specialized backwards' producers (scan_bwd_ws_kernel, v72; scan_bwd4_ws_kernel, v80), threads 0 .. NP-1:
+// chunks kend - 1 .. kbeg, the i-th of them (k = kend - 1 - i) in tile slot ring.tiles(i) and stage ring.stage(i & 1).
+// For each: its copies landed and its B/C stored (store_bc(stage), from bc), a barrier among the producers (every
+// producer's copies of chunk k landed and every producer's flush of chunk k + 2 done, so chunk k - 1's copies may go
+// into that tile slot; issued after the pass, as before it they held registers the pass needs), the cooperative pass
+// (pass(stage, tile slot, t0, len, start mask)), the stage published (full), chunk k - 1's copies issued, chunk
+// k + 1's outputs flushed once its walk is over (empty; flush(chunk, tile slot, stage)), then chunk k - 1's B/C and
+// pos fetched (after the flush: held across it, they made the producers spill).
+template <int NP, int CH, class L, class StoreBC, class Pass, class Flush>
+__device__ __forceinline__ void bws_produce(int kbeg, int kend, int T, size_t mrow, int c0, int Cd,
+                                            const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
+                                            const __nv_bfloat16 *z, int ldz, const __nv_bfloat16 *dout,
+                                            const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
+                                            const int32_t *pos, const BwsRing<L> &ring, BCFetch<SCAN_K, NP> &bc,
+                                            StoreBC store_bc, Pass pass, Flush flush) {
+    unsigned long long *mb_full = ring.full, *mb_empty = ring.empty;
+    auto tiles_at = [&](int i) { return ring.tiles(i); };
+    auto stage_at = [&](int s) { return ring.stage(s); };
+    constexpr int TSTR = bwd_tstr(CH);
+    const int nk = kend - kbeg;
+    int pv = 1;
+    auto issue = [&](int k, unsigned char *tl) {  // chunk k's inputs into tile slot tl
+        const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        __nv_bfloat16 *st = (__nv_bfloat16 *)tl;
+        load_tile<SCAN_K, NP, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NP, CH>(st + TSTR, dpre, Cd, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NP, CH>(st + 2 * TSTR, z, ldz, mrow + t0, len, c0, Cd);
+        load_tile<SCAN_K, NP, CH>(st + 3 * TSTR, dout, Cd, mrow + t0, len, c0, Cd);
+        cp_async_commit();
+    };
+    auto fetch_bc = [&](int k) {  // chunk k's B/C and pos into registers (stored when its pass begins)
+        const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
+        pv = pos_fetch(pos, mrow + t0, len);
+    };
+    issue(kend - 1, tiles_at(0));
+    fetch_bc(kend - 1);
+    for (int i = 0; i < nk; i++) {
+        const int k = kend - 1 - i, s = i & 1, t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
+        unsigned char *sb = stage_at(s);
+        cp_async_wait0();
+        store_bc(sb);
+        const unsigned mask = start_mask(pv, t0, len);
+        bws_bar_producers<NP>();
+        pass(sb, (const __nv_bfloat16 *)tiles_at(i), t0, len, mask);
+        mbar_arrive(mb_full + s);  // the stage is filled
+        if (k > kbeg) issue(k - 1, tiles_at(i + 1));  // in flight during the flush below
+        if (i > 0) {  // chunk k + 1's walk over: its outputs out
+            mbar_wait(mb_empty + (s ^ 1), (unsigned)(((i - 1) >> 1) & 1));
+            flush(k + 1, tiles_at(i - 1), stage_at(s ^ 1));
+        }
+        if (k > kbeg) fetch_bc(k - 1);
+    }
+    mbar_wait(mb_empty + ((nk - 1) & 1), (unsigned)(((nk - 1) >> 1) & 1));
+    flush(kbeg, tiles_at(nk - 1), stage_at((nk - 1) & 1));
+}
+
 // SMODE as scan_bwd_staged_kernel's: 0 = no segments, 1 = segment blockIdx.z of nseg (SLK chunks each; the
 // summaries of the later ones in bsum, from scan_bwd_staged_kernel<64, 2, false>: v76).
 template <int SMODE, bool RE>
@@ -1750,62 +1833,24 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_CH, 1)
     constexpr int NP = CH, NW = CH * BG, BWARPS = NW / 32, NS = SCAN_N / BG, TSTR = bwd_tstr(CH);
     static_assert(SMODE == 0 || SMODE == 1, "the main pass only: the summaries come from the staged kernel");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    unsigned long long *mb_full = (unsigned long long *)(smem_raw + 3 * L::TILES + 2 * L::STAGE),
-                       *mb_empty = mb_full + 2;
-    auto tiles_at = [&](int i) { return smem_raw + (size_t)(i % 3) * L::TILES; };  // chunk i's tile slot
-    auto stage_at = [&](int s) { return smem_raw + 3 * L::TILES + (size_t)s * L::STAGE; };
+    const BwsRing<L> ring(smem_raw);  // chunk i's tile slot ring.tiles(i), its stage ring.stage(i & 1)
     const int tid = threadIdx.x, row = blockIdx.y, c0 = blockIdx.x * CH;
     const size_t mrow = (size_t)row * T;
     const int seg = SMODE ? blockIdx.z : 0;
     const int kbeg = SMODE ? seg * SLK : 0, kend = SMODE ? min(nck, kbeg + SLK) : nck, nk = kend - kbeg;
-    if (tid == 0) {
-        mbar_init(mb_full, NP), mbar_init(mb_full + 1, NP);
-        mbar_init(mb_empty, NW), mbar_init(mb_empty + 1, NW);
-    }
-    __syncthreads();  // the barriers initialized before any arrive or wait
+    ring.init(NP, NW);
     if (tid < NP) {  // ---- producers: item it * CH + tid of a chunk is (token it, channel tid)
         reg_dealloc<40>();
         const float bias = settle(c0 + tid < Cd ? dt_bias[c0 + tid] : 0.f);
         BCFetch<SCAN_K, NP> bc;
-        int pv = 1;
-        auto issue = [&](int k, unsigned char *tl) {  // chunk k's inputs into tile slot tl
-            const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
-            __nv_bfloat16 *st = (__nv_bfloat16 *)tl;
-            load_tile<SCAN_K, NP, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
-            load_tile<SCAN_K, NP, CH>(st + TSTR, dpre, Cd, mrow + t0, len, c0, Cd);
-            load_tile<SCAN_K, NP, CH>(st + 2 * TSTR, z, ldz, mrow + t0, len, c0, Cd);
-            load_tile<SCAN_K, NP, CH>(st + 3 * TSTR, dout, Cd, mrow + t0, len, c0, Cd);
-            cp_async_commit();
-        };
-        auto fetch_bc = [&](int k) {  // chunk k's B/C and pos into registers (stored when its pass begins)
-            const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
-            bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
-            pv = pos_fetch(pos, mrow + t0, len);
-        };
-        auto flush = [&](int kk, const unsigned char *tl, const unsigned char *sb) {  // chunk kk's outputs and sums
-            bwd_flush_chunk<NP, CH, BWARPS>(kk, T, mrow, (const float *)(sb + L::R), bc_part, du_out, ddpre_out,
-                                            dz_out, RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)tl,
-                                            (const __nv_bfloat16 *)(sb + L::OY));
-        };
-        issue(kend - 1, tiles_at(0));
-        fetch_bc(kend - 1);
-        for (int i = 0; i < nk; i++) {
-            const int k = kend - 1 - i, s = i & 1, t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
-            unsigned char *sb = stage_at(s);
-            const __nv_bfloat16 *tdp = (const __nv_bfloat16 *)tiles_at(i) + TSTR, *tz = tdp + TSTR,
-                                *tdo = tdp + 2 * TSTR;
+        auto store_bc = [&](unsigned char *sb) { bc.store((float *)(sb + L::BC)); };
+        // the cooperative pass (pass_vals, as bwd_coop_pass forms it), four items at a time: bwd_coop_pass loads
+        // all of a thread's 16 items first (v51), 64 registers the producers' 40 do not hold
+        auto pass = [&](unsigned char *sb, const __nv_bfloat16 *tu, int, int len, unsigned mask) {
+            const __nv_bfloat16 *tdp = tu + TSTR, *tz = tdp + TSTR, *tdo = tdp + 2 * TSTR;
             float4 *pa4 = (float4 *)(sb + L::PA);
             float2 *K2 = (float2 *)(sb + L::K2);
-            cp_async_wait0();
-            bc.store((float *)(sb + L::BC));
-            const unsigned mask = start_mask(pv, t0, len);
             if (tid == 0) *(unsigned *)(sb + L::MASK) = mask;
-            // every producer's copies of chunk k landed, and every producer's flush of chunk k + 2 is done (the
-            // previous chunk's iteration), so its tile slot can take chunk k - 1's copies (below, after the pass:
-            // issued before it, they held registers the pass needs)
-            bws_bar_producers<NP>();
-            // the cooperative pass (pass_vals, as bwd_coop_pass forms it), four items at a time: bwd_coop_pass loads
-            // all of a thread's 16 items first (v51), 64 registers the producers' 40 do not hold
 #pragma unroll 4
             for (int it = 0; it < SCAN_K; it++) {
                 const int ii = it * CH + tid;
@@ -1817,16 +1862,13 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_CH, 1)
                     pa4[ii] = make_float4(v.dl, v.dy, v.dzf, v.sig);
                 }
             }
-            mbar_arrive(mb_full + s);  // the stage is filled
-            if (k > kbeg) issue(k - 1, tiles_at(i + 1));  // in flight during the flush below
-            if (i > 0) {  // chunk k + 1's walk over: its outputs out
-                mbar_wait(mb_empty + (s ^ 1), (unsigned)(((i - 1) >> 1) & 1));
-                flush(k + 1, tiles_at(i - 1), stage_at(s ^ 1));
-            }
-            if (k > kbeg) fetch_bc(k - 1);  // (after the flush: held across it, they made the producers spill)
-        }
-        mbar_wait(mb_empty + ((nk - 1) & 1), (unsigned)(((nk - 1) >> 1) & 1));
-        flush(kbeg, tiles_at(nk - 1), stage_at((nk - 1) & 1));
+        };
+        auto flush = [&](int kk, const unsigned char *tl, const unsigned char *sb) {  // chunk kk's outputs and sums
+            bwd_flush_chunk<NP, CH, BWARPS>(kk, T, mrow, (const float *)(sb + L::R), bc_part, du_out, ddpre_out,
+                                            dz_out, RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)tl,
+                                            (const __nv_bfloat16 *)(sb + L::OY));
+        };
+        bws_produce<NP, CH>(kbeg, kend, T, mrow, c0, Cd, u, dpre, z, ldz, dout, Bm, Cm, ldbc, pos, ring, bc, store_bc, pass, flush);
         return;
     }
     // ---- walkers: thread (channel cl = wt / BG, half q = wt % BG), as scan_bwd_staged_kernel's
@@ -1850,12 +1892,12 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_CH, 1)
 #pragma unroll 1
     for (int ic = 0; ic < nk; ic++) {
         const int k = kend - 1 - ic, sidx = ic & 1;
-        unsigned char *sb = stage_at(sidx);
+        unsigned char *sb = ring.stage(sidx);
         float s[NS] = {ck_next[0].x, ck_next[0].y, ck_next[0].z, ck_next[0].w,
                        ck_next[1].x, ck_next[1].y, ck_next[1].z, ck_next[1].w};
         if (k > kbeg) bwd2_load_ck(ckpt, row, nck, k - 1, Cd, c, lo, hi, active, ck_next);
-        mbar_wait(mb_full + sidx, (unsigned)((ic >> 1) & 1));
-        __nv_bfloat16 *tu = (__nv_bfloat16 *)tiles_at(ic), *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
+        mbar_wait(ring.full + sidx, (unsigned)((ic >> 1) & 1));
+        __nv_bfloat16 *tu = (__nv_bfloat16 *)ring.tiles(ic), *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
         __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo, *oy = (__nv_bfloat16 *)(sb + L::OY);
         __nv_bfloat16 *oA = q ? oddp : odu, *oB = q && RE ? oy : odz;
         const float4 *pa4 = (const float4 *)(sb + L::PA);
@@ -1865,7 +1907,7 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_CH, 1)
         const unsigned mask = *(const unsigned *)(sb + L::MASK);
         bwd2_walk_chunk<CH, BWARPS, RE>(pa4, K2q, tu, bck, mask, R, oA, oB, odu, oddp, odz, s, carry, dA, A, Dc, dbias,
                                         dDacc, cl, lane, warp, q, lo, hi);
-        mbar_arrive(mb_empty + sidx);
+        mbar_arrive(ring.empty + sidx);
     }
     if (active)
         bwd2_put_params(par_part + ((size_t)row * (SMODE ? nseg : 1) + seg) * (2 + SCAN_N) * Cd + c, Cd, q, dbias,
@@ -2210,17 +2252,10 @@ __global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
                   BCS = SCAN_K * 2 * SCAN_N, IT = SCAN_K * CH / NP;
     static_assert(SCAN_K * CH % NP == 0 && NS == 4, "the producers' items; 4 states a walker");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    unsigned long long *mb_full = (unsigned long long *)(smem_raw + 3 * L::TILES + 2 * L::STAGE),
-                       *mb_empty = mb_full + 2;
-    auto tiles_at = [&](int i) { return smem_raw + (size_t)(i % 3) * L::TILES; };  // chunk i's tile slot
-    auto stage_at = [&](int s) { return smem_raw + 3 * L::TILES + (size_t)s * L::STAGE; };
+    const BwsRing<L> ring(smem_raw);  // chunk i's tile slot ring.tiles(i), its stage ring.stage(i & 1)
     const int tid = threadIdx.x, row = blockIdx.y, c0 = blockIdx.x * CH;
     const size_t mrow = (size_t)row * T;
-    if (tid == 0) {
-        mbar_init(mb_full, NP), mbar_init(mb_full + 1, NP);
-        mbar_init(mb_empty, NW), mbar_init(mb_empty + 1, NW);
-    }
-    __syncthreads();  // the barriers initialized before any arrive or wait
+    ring.init(NP, NW);
     if (tid < NP) {  // ---- producers: item it * NP + tid of a chunk is (token i / CH, channel i % CH)
         reg_dealloc<56>();
         float bias[3];  // item it's channel is (tid + 32 it) % 96: three of them, by it % 3
@@ -2231,51 +2266,20 @@ __global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
         }
         BCFetch<SCAN_K, NP> bc;
         static_assert(BCFetch<SCAN_K, NP>::V == 4, "each producer fetches one float4 of B or C");
-        int pv = 1;
-        auto issue = [&](int k, unsigned char *tl) {  // chunk k's inputs into tile slot tl
-            const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
-            __nv_bfloat16 *st = (__nv_bfloat16 *)tl;
-            load_tile<SCAN_K, NP, CH>(st, u, Cd, mrow + t0, len, c0, Cd);
-            load_tile<SCAN_K, NP, CH>(st + TSTR, dpre, Cd, mrow + t0, len, c0, Cd);
-            load_tile<SCAN_K, NP, CH>(st + 2 * TSTR, z, ldz, mrow + t0, len, c0, Cd);
-            load_tile<SCAN_K, NP, CH>(st + 3 * TSTR, dout, Cd, mrow + t0, len, c0, Cd);
-            cp_async_commit();
-        };
-        auto fetch_bc = [&](int k) {  // chunk k's B/C and pos into registers (stored when its pass begins)
-            const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
-            bc.fetch(Bm, Cm, ldbc, mrow + t0, len);
-            pv = pos_fetch(pos, mrow + t0, len);
-        };
-        auto bc_store = [&](float *bcf) {  // both copies, as scan_bwd4_kernel stores them (see its up)
+        auto store_bc = [&](unsigned char *sb) {  // both copies, as scan_bwd4_kernel stores them (see its up)
             const int j = tid / 8, v0 = (tid % 8) * 4;
             float x[4];
 #pragma unroll
             for (int i = 0; i < 4; i++) x[i] = __uint_as_float((unsigned)bc.r[i] << 16);
-            float *d = bcf + j * 2 * SCAN_N + v0;
+            float *d = (float *)(sb + L::BC) + j * 2 * SCAN_N + v0;
             *(float4 *)d = make_float4(x[0], x[1], x[2], x[3]);
             *(float4 *)(d + BCS) = make_float4(x[2], x[3], x[0], x[1]);
         };
-        auto flush = [&](int kk, const unsigned char *tl, const unsigned char *sb) {  // chunk kk's outputs and sums
-            bwd_flush_chunk<NP, CH, BWARPS>(kk, T, mrow, (const float *)(sb + L::R), bc_part, du_out, ddpre_out,
-                                            dz_out, RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)tl,
-                                            (const __nv_bfloat16 *)(sb + L::OY));
-        };
-        issue(nck - 1, tiles_at(0));
-        fetch_bc(nck - 1);
-        for (int i = 0; i < nck; i++) {
-            const int k = nck - 1 - i, s = i & 1, t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
-            unsigned char *sb = stage_at(s);
-            const __nv_bfloat16 *tu = (const __nv_bfloat16 *)tiles_at(i), *tdp = tu + TSTR, *tz = tu + 2 * TSTR,
-                                *tdo = tu + 3 * TSTR;
+        // the cooperative pass as bwd_coop_pass forms it for scan_bwd4_kernel (pass_vals; v26: delta log2 e +inf at
+        // a document start), in groups of six items (so that it % 3, the bias's index, is a constant)
+        auto pass = [&](unsigned char *sb, const __nv_bfloat16 *tu, int, int len, unsigned mask) {
+            const __nv_bfloat16 *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
             float4 *pa4 = (float4 *)(sb + L::PA), *K = (float4 *)(sb + L::K);
-            cp_async_wait0();
-            bc_store((float *)(sb + L::BC));
-            const unsigned mask = start_mask(pv, t0, len);
-            // every producer's copies of chunk k landed, and every producer's flush of chunk k + 2 is done, so
-            // chunk k - 1's copies may go into its tile slot (after the pass)
-            bws_bar_producers<NP>();
-            // the cooperative pass as bwd_coop_pass forms it for scan_bwd4_kernel (pass_vals; v26: delta log2 e
-            // +inf at a document start), in groups of six items (so that it % 3, the bias's index, is a constant)
 #pragma unroll 6
             for (int it = 0; it < IT; it++) {
                 const int ii = it * NP + tid, j = ii / CH;
@@ -2284,16 +2288,13 @@ __global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
                                       bf2f(tu[ii]));
                 K[ii] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
             }
-            mbar_arrive(mb_full + s);  // the stage is filled
-            if (k > 0) issue(k - 1, tiles_at(i + 1));  // in flight during the flush below
-            if (i > 0) {  // chunk k + 1's walk over: its outputs out
-                mbar_wait(mb_empty + (s ^ 1), (unsigned)(((i - 1) >> 1) & 1));
-                flush(k + 1, tiles_at(i - 1), stage_at(s ^ 1));
-            }
-            if (k > 0) fetch_bc(k - 1);
-        }
-        mbar_wait(mb_empty + ((nck - 1) & 1), (unsigned)(((nck - 1) >> 1) & 1));
-        flush(0, tiles_at(nck - 1), stage_at((nck - 1) & 1));
+        };
+        auto flush = [&](int kk, const unsigned char *tl, const unsigned char *sb) {  // chunk kk's outputs and sums
+            bwd_flush_chunk<NP, CH, BWARPS>(kk, T, mrow, (const float *)(sb + L::R), bc_part, du_out, ddpre_out,
+                                            dz_out, RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)tl,
+                                            (const __nv_bfloat16 *)(sb + L::OY));
+        };
+        bws_produce<NP, CH>(0, nck, T, mrow, c0, Cd, u, dpre, z, ldz, dout, Bm, Cm, ldbc, pos, ring, bc, store_bc, pass, flush);
         return;
     }
     // ---- walkers: thread (channel cl = wt / 4, part q = wt % 4), as scan_bwd4_kernel's
@@ -2320,21 +2321,21 @@ __global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
 #pragma unroll 1
     for (int ic = 0; ic < nck; ic++) {
         const int k = nck - 1 - ic, sidx = ic & 1;
-        unsigned char *sb = stage_at(sidx);
+        unsigned char *sb = ring.stage(sidx);
         float s[NS];
         {
             const float4 ck = ck_next;  // slot order (see up)
             s[0] = up ? ck.z : ck.x, s[1] = up ? ck.w : ck.y, s[2] = up ? ck.x : ck.z, s[3] = up ? ck.y : ck.w;
         }
         if (k > 0) ck_next = load_ck(k - 1);
-        mbar_wait(mb_full + sidx, (unsigned)((ic >> 1) & 1));
-        __nv_bfloat16 *tu = (__nv_bfloat16 *)tiles_at(ic), *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
+        mbar_wait(ring.full + sidx, (unsigned)((ic >> 1) & 1));
+        __nv_bfloat16 *tu = (__nv_bfloat16 *)ring.tiles(ic), *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
         __nv_bfloat16 *oq = q == 0 ? tdo : q == 1 ? tz : q == 2 || !RE ? tdp : (__nv_bfloat16 *)(sb + L::OY);
         const float *bck = (const float *)(sb + L::BC) + up * BCS + 4 * q;
         bwd4_walk_chunk<CH, BWARPS, RE>((const float4 *)(sb + L::PA), (const float *)(sb + L::K) + q, bck,
                                         (float *)(sb + L::R), oq, s, carry, dA, A, Dc, kD, k2_du, acc, dDacc, cl, lane,
                                         warp, q, up);
-        mbar_arrive(mb_empty + sidx);
+        mbar_arrive(ring.empty + sidx);
     }
     if (active) {
         float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
@@ -2714,6 +2715,16 @@ static bool scan_ws32_one_wave(int rows, int Cd) {
 static bool scan_ws32_one_wave(int, int) { return false; }
 #endif
 
+// v81: where 96-wide blocks (12 walker warps, 4 threads a channel, and 6 producer warps; 152 KB of shared memory,
+// one an SM) make one wave, they take the 32-wide plans (B8·D1536, the 130m width: 128 blocks against 384 of 32
+// three an SM, the same 96 channels on the busiest SM). Lab fwd at B8·D1536 0.219-0.220 -> 0.206-0.207 ms, B6·D2048
+// 0.219-0.221 -> 0.205-0.207 (call240). Their walkers sum y in quad_dot's order and (q0 + q1) + (q2 + q3), as every
+// kernel does: the same bits as the staged forward. PM_SCAN_FWD_WS96=0 (read each call) keeps the 32-wide blocks.
+static bool scan_ws96_one_wave(int rows, int Cd) {
+    const char *e = getenv("PM_SCAN_FWD_WS96");
+    return !(e && e[0] == '0') && ws_smem(96, 32 * 6) <= (size_t)pm_cuda_device()->smem_block &&
+           (long)rows * ((Cd + 95) / 96) <= pm_cuda_sm_count();
+}
 // quad_dot's order for a shape (v78): the 4-thread backward's pairs where that is the backward's plan, a chain
 // elsewhere; the forward asks, the backward kernels hold their plan's order
 static bool scan_quad_pairs(int rows, int Cd, int T) { return scan_bwd_plan(rows, Cd, T).bg == 4; }
@@ -2746,6 +2757,12 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
         if (pl.ch == 128)
             scan_fwd_ws_launch<128, PM_SCAN_WS_PW128, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm,
                                                                         ldbc, D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
+        else
+#endif
+#if PM_SCAN_WS_96
+        if (pl.ch == 32 && scan_ws96_one_wave(rows, Cd))
+            scan_fwd_ws_launch<96, 6, 1, 4>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd,
+                                            nck, qp, stream);
         else
 #endif
 #if PM_SCAN_WS_32
