@@ -849,7 +849,8 @@ static_assert(WS_FT == SCAN_K, "one checkpoint a chunk, before its first token")
 #define PM_SCAN_WS_PW32 2
 #endif
 #ifndef PM_SCAN_WS_96
-#define PM_SCAN_WS_96 1  // v81: 32-wide plans of one wave as 96-wide blocks, 4 walker threads a channel (scan_fwd_dispatch)
+#define PM_SCAN_WS_96 1  // v81: 32-wide plans of one wave as 96-wide blocks, 4 walker threads a channel (see
+                         // scan_fwd_dispatch)
 #endif
 #ifndef PM_SCAN_WS_128
 #define PM_SCAN_WS_128 0  // (lab) v65 for 128-wide plans too; see scan_fwd_dispatch
@@ -1868,7 +1869,8 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_CH, 1)
                                             dz_out, RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)tl,
                                             (const __nv_bfloat16 *)(sb + L::OY));
         };
-        bws_produce<NP, CH>(kbeg, kend, T, mrow, c0, Cd, u, dpre, z, ldz, dout, Bm, Cm, ldbc, pos, ring, bc, store_bc, pass, flush);
+        bws_produce<NP, CH>(kbeg, kend, T, mrow, c0, Cd, u, dpre, z, ldz, dout, Bm, Cm, ldbc, pos, ring, bc, store_bc,
+                            pass, flush);
         return;
     }
     // ---- walkers: thread (channel cl = wt / BG, half q = wt % BG), as scan_bwd_staged_kernel's
@@ -1897,7 +1899,8 @@ __global__ void __launch_bounds__(BWS_CH *BG + BWS_CH, 1)
                        ck_next[1].x, ck_next[1].y, ck_next[1].z, ck_next[1].w};
         if (k > kbeg) bwd2_load_ck(ckpt, row, nck, k - 1, Cd, c, lo, hi, active, ck_next);
         mbar_wait(ring.full + sidx, (unsigned)((ic >> 1) & 1));
-        __nv_bfloat16 *tu = (__nv_bfloat16 *)ring.tiles(ic), *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
+        __nv_bfloat16 *tu = (__nv_bfloat16 *)ring.tiles(ic), *tdp = tu + TSTR, *tz = tu + 2 * TSTR,
+                      *tdo = tu + 3 * TSTR;
         __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo, *oy = (__nv_bfloat16 *)(sb + L::OY);
         __nv_bfloat16 *oA = q ? oddp : odu, *oB = q && RE ? oy : odz;
         const float4 *pa4 = (const float4 *)(sb + L::PA);
@@ -2294,7 +2297,8 @@ __global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
                                             dz_out, RE ? y_out : nullptr, ldz, c0, Cd, (const __nv_bfloat16 *)tl,
                                             (const __nv_bfloat16 *)(sb + L::OY));
         };
-        bws_produce<NP, CH>(0, nck, T, mrow, c0, Cd, u, dpre, z, ldz, dout, Bm, Cm, ldbc, pos, ring, bc, store_bc, pass, flush);
+        bws_produce<NP, CH>(0, nck, T, mrow, c0, Cd, u, dpre, z, ldz, dout, Bm, Cm, ldbc, pos, ring, bc, store_bc, pass,
+                            flush);
         return;
     }
     // ---- walkers: thread (channel cl = wt / 4, part q = wt % 4), as scan_bwd4_kernel's
@@ -2329,7 +2333,8 @@ __global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
         }
         if (k > 0) ck_next = load_ck(k - 1);
         mbar_wait(ring.full + sidx, (unsigned)((ic >> 1) & 1));
-        __nv_bfloat16 *tu = (__nv_bfloat16 *)ring.tiles(ic), *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
+        __nv_bfloat16 *tu = (__nv_bfloat16 *)ring.tiles(ic), *tdp = tu + TSTR, *tz = tu + 2 * TSTR,
+                      *tdo = tu + 3 * TSTR;
         __nv_bfloat16 *oq = q == 0 ? tdo : q == 1 ? tz : q == 2 || !RE ? tdp : (__nv_bfloat16 *)(sb + L::OY);
         const float *bck = (const float *)(sb + L::BC) + up * BCS + 4 * q;
         bwd4_walk_chunk<CH, BWARPS, RE>((const float4 *)(sb + L::PA), (const float *)(sb + L::K) + q, bck,
