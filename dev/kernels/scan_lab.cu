@@ -9,7 +9,9 @@
 //
 // Environment: SCAN_LAB_VERSIONS=prod+st,v43+st (which versions), LAB_BIGS=BxTxCd,... (the timed sizes), and
 // src's plan switches, read by the production kernels: PM_SCAN_BWD4=0|2 (the 4-thread backward never, or wherever
-// one wave holds its blocks), PM_SCAN_NARROW=0 (no 64-wide forward blocks two an SM). Built with
+// one wave holds its blocks), PM_SCAN_NARROW=0 (no 64-wide forward blocks two an SM), PM_SCAN_BWD4_WS=0 and
+// PM_SCAN_FWD_WS96=0 (v80's and v81's 96-wide blocks off: the 4-thread backward and the forward in 32-wide blocks
+// three an SM), PM_SCAN_BWD_WS=0 / PM_SCAN_FWD_WS=0 (the staged twins of the warp-specialized kernels). Built with
 // -DPM_SCAN_LAB_PLANS (called PM_SCAN_LAB_FWD_PLAN in call164-call167), src also reads PM_SCAN_FWD_PLAN=ch,minb,segments and PM_SCAN_BWD_PLAN=ch,segments (the
 // 2-thread backward) and runs that plan at every size: A/B of plans (docs/perf.md, twenty-second session).
 // v65's compile-time switches (docs/perf.md, twenty-third session): -DPM_SCAN_FWD_WS=0 (the staged forward
