@@ -1400,6 +1400,23 @@ __device__ __forceinline__ void bwd2_put_params(float *pp, int Cd, int q, float 
 // carrying the state adjoint, staging the outputs (oA, oB; without RE odu, oddp, odz) and each token's dB/dC sums
 // (R), accumulating the per-channel partials. Inputs: the pass arrays pa4 and (RE) K2q, the u tile, B/C (bck) and
 // the chunk's start mask; thread (channel cl, half q), its states at lo.. and hi.. (see the kernel).
+// One state's step of both backward walks (bwd2_walk_chunk, bwd4_walk_chunk), at token t with decay a = a_t: ds,
+// the total adjoint of s_t (dy C_t plus the carry from t + 1); the carry to t - 1, a ds; r = ds a_t s_{t-1}, as the
+// new carry times s_{t-1} (v57: rcarry, sprev) or with a_t s_{t-1} = s_t - delta u B_t (0 up to rounding at a
+// start); and the state's terms of P = sum ds B, Q = sum A r, dA += r delta, dB (ds delta u) and dC (dy s_t).
+__device__ __forceinline__ void walk_state(float a, float gy, float c, float b, float st, bool rcarry, float sprev,
+                                           float dl, float dlu, float An, float &carry, float &P, float &Q,
+                                           float &dA, float &vdB, float &vdC) {
+    const float ds = fmaf(gy, c, carry);
+    carry = a * ds;
+    const float r = rcarry ? carry * sprev : ds * fmaf(-dlu, b, st);
+    P = fmaf(ds, b, P);
+    Q = fmaf(An, r, Q);
+    dA = fmaf(r, dl, dA);
+    vdB = ds * dlu;
+    vdC = gy * st;
+}
+
 template <int CH, int BWARPS, bool RE>
 __device__ __forceinline__ void bwd2_walk_chunk(const float4 *pa4, const float *K2q, const __nv_bfloat16 *tu,
                                                 const float *bck, unsigned mask, float *R, __nv_bfloat16 *oA,
@@ -1463,20 +1480,10 @@ __device__ __forceinline__ void bwd2_walk_chunk(const float4 *pa4, const float *
             // v = [dB slots 0-3, dC slots 0-3, dB slots 4-7, dC slots 4-7]
             float v[2 * NS];
 #pragma unroll
-            for (int n = 0; n < NS; n++) {
-                const float a = ex2_approx(fmaf(dlL, A[n], off));
-                const float ds = fmaf(gy, cc[n], carry[n]);  // total adjoint of s_t
-                carry[n] = a * ds;
-                // r = ds a_t s_{t-1}: as the new carry times s_{t-1} (v57), or with a_t s_{t-1} = s_t -
-                // delta u B_t (0 up to rounding at a start)
-                const float r = BWD_R_CARRY && j > 0 ? carry[n] * Sr[j > 0 ? j - 1 : 0][n]
-                                                     : ds * fmaf(-dlu, bb[n], st[n]);
-                P = fmaf(ds, bb[n], P);
-                Q = fmaf(A[n], r, Q);
-                dA[n] = fmaf(r, dl, dA[n]);
-                v[(n & 4) * 2 + (n & 3)] = ds * dlu;
-                v[(n & 4) * 2 + 4 + (n & 3)] = gy * st[n];
-            }
+            for (int n = 0; n < NS; n++)
+                walk_state(ex2_approx(fmaf(dlL, A[n], off)), gy, cc[n], bb[n], st[n], BWD_R_CARRY && j > 0,
+                           Sr[j > 0 ? j - 1 : 0][n], dl, dlu, A[n], carry[n], P, Q, dA[n], v[(n & 4) * 2 + (n & 3)],
+                           v[(n & 4) * 2 + 4 + (n & 3)]);
             y += __shfl_xor_sync(0xffffffffu, y, 1);
             P += __shfl_xor_sync(0xffffffffu, P, 1);
             Q += __shfl_xor_sync(0xffffffffu, Q, 1);
@@ -2028,18 +2035,10 @@ __device__ __forceinline__ void bwd4_walk_chunk(const float4 *pa4, const float *
             // v = [dB slots 0-1, dC slots 0-1, dB slots 2-3, dC slots 2-3]
             float v[2 * NS];
 #pragma unroll
-            for (int n = 0; n < NS; n++) {
-                const float a = ex2_approx(dlL * A[n]);
-                const float ds = fmaf(gy, cc[n], carry[n]);
-                carry[n] = a * ds;
-                const float r = BWD_R_CARRY4 && j > 0 ? carry[n] * Sr[j > 0 ? j - 1 : 0][n]  // v57
-                                                      : ds * fmaf(-dlu, bb[n], st[n]);
-                P = fmaf(ds, bb[n], P);
-                Q = fmaf(A[n], r, Q);
-                dA[n] = fmaf(r, dl, dA[n]);
-                v[(n & 2) * 2 + (n & 1)] = ds * dlu;
-                v[(n & 2) * 2 + 2 + (n & 1)] = gy * st[n];
-            }
+            for (int n = 0; n < NS; n++)
+                walk_state(ex2_approx(dlL * A[n]), gy, cc[n], bb[n], st[n], BWD_R_CARRY4 && j > 0,
+                           Sr[j > 0 ? j - 1 : 0][n], dl, dlu, A[n], carry[n], P, Q, dA[n], v[(n & 2) * 2 + (n & 1)],
+                           v[(n & 2) * 2 + 2 + (n & 1)]);
             // y, P and Z = uP + Q over the channel's 4 lanes, transposed: lane q = 0 gets y, 1 Z, 2 P, 3 y
             // (P without RE) (y as (q0 + q1) + (q2 + q3), the forward's order)
             float w[4] = {y, P, fmaf(uu, P, Q), RE ? y : P};
@@ -2617,8 +2616,8 @@ static void scan_ws_layout(int M, int T, int Cd, int N, size_t *bc_off, size_t *
                            size_t *total) {
     const BwdPlan bp = scan_bwd_plan(M / T, Cd, T);
     // (4-thread plans: room for the 32-wide blocks' partials whichever width runs, as PM_SCAN_BWD4_WS may change)
-    int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk_max = (Cd + (bp.bg == 4 ? 32 : bp.ch) - 1) /
-                                                                     (bp.bg == 4 ? 32 : bp.ch);
+    const int narrowest = bp.bg == 4 ? 32 : bp.ch;
+    int rows = M / T, nchunk = (T + SCAN_K - 1) / SCAN_K, nblk_max = (Cd + narrowest - 1) / narrowest;
     *bc_off = align256((size_t)rows * nchunk * N * Cd * 4);
     *par_off = *bc_off + align256((size_t)M * nblk_max * 2 * N * 4);
     *seg_off = *par_off + align256(cuda_scan_param_part_bytes(M, T, Cd, N));
