@@ -861,7 +861,8 @@ static constexpr bool FWD_WS = PM_SCAN_FWD_WS;
 #endif
 static constexpr int WS_UNROLL = PM_SCAN_WS_UNROLL;  // the walk's token groups unrolled (16: the whole chunk)
 #ifndef PM_SCAN_WS_WG
-#define PM_SCAN_WS_WG 2  // walker threads a channel
+#define PM_SCAN_WS_WG 2  // walker threads a channel (lab: 4, or 1: all 16 states a thread, y summed in the
+                         // thread with no butterfly; dev/calls/call247.sh, prepared in the thirtieth session)
 #endif
 // The producers' inputs come by cp.async (u/dpre/z 16 bytes, v67; B/C and pos 4 bytes) into a ring of raw slots
 // WS_PD chunks ahead. (Loaded into registers one chunk ahead, each chunk's pass waited a full load latency when
@@ -916,7 +917,7 @@ __host__ __device__ static constexpr size_t ws_smem(int CH, int NP) {
 // (j & 1) << 1, so that rows j and j + 1 of a warp's 16 channels fall in different banks
 template <int CH, int WG>
 __device__ __forceinline__ int ws_swz(int j, int c) {
-    const int x = WG == 4 ? (j & 3) : (j & 1) << 1;
+    const int x = WG == 4 ? (j & 3) : WG == 2 ? (j & 1) << 1 : 0;
     return j * CH + ((c >> 3) ^ x) * 8 + (c & 7);
 }
 // A producer writes one token's 8 channels (a group) at a time (v67); the positions within each group of the
@@ -934,7 +935,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     static_assert(MODE == MODE_FWD || MODE == MODE_FWD_CKPT, "the forward only");
     constexpr bool STORE_CK = MODE == MODE_FWD_CKPT;
     constexpr int NW = CH * WG, NP = 32 * PW, NS = SCAN_N / WG;
-    static_assert(WG == 4 || WG == 2, "4 or 2 walker threads a channel");
+    static_assert(WG == 4 || WG == 2 || WG == 1, "4, 2 or 1 walker threads a channel");
     static_assert(CH % 32 == 0, "4 groups of 8 channels a row at least (ws_swz)");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int tid = threadIdx.x, row = blockIdx.y, c0 = blockIdx.x * CH;
@@ -1151,10 +1152,10 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
         int jp = -1;
         auto finish_group = [&](float(&yq)[WG], int jg) {
             // the quads' sums as (q0 + q1) + (q2 + q3), as every kernel forms them (quad_dot)
-            if (WG == 4) {
+            if constexpr (WG == 4) {
                 tr_level<WG / 2, 1, WG>(yq);
                 tr_level<WG / 4 ? WG / 4 : 1, 2, WG>(yq);
-            } else {
+            } else if constexpr (WG == 2) {
                 tr_level<1, 1, WG>(yq);
             }
             yt[jg * CH + y_swz] = yq[0];
@@ -1179,7 +1180,11 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
 #pragma unroll
                 for (int i = 0; i < NS; i++) s[i] = fmaf(ex2_approx(fmaf(dlL, A[i], off)), s[i], dlu * bb[i]);
                 yp[jj] = quad_dot<QP>(s[0], s[1], s[2], s[3], cc);
-                if (NS == 8) yp[jj] += quad_dot<QP>(s[4], s[5], s[6], s[7], cc + 4);
+                if constexpr (NS == 8) yp[jj] += quad_dot<QP>(s[4], s[5], s[6], s[7], cc + 4);
+                if constexpr (NS == 16)  // all four quads in one thread: (q0 + q1) + (q2 + q3), as every kernel
+                    yp[jj] = (yp[jj] + quad_dot<QP>(s[4], s[5], s[6], s[7], cc + 4)) +
+                             (quad_dot<QP>(s[8], s[9], s[10], s[11], cc + 8) +
+                              quad_dot<QP>(s[12], s[13], s[14], s[15], cc + 12));
             }
             if (jp >= 0) finish_group(ypend, jp);
 #pragma unroll

@@ -5,6 +5,7 @@
 //   .gpu/scan_lab cpu     # CPU only: finite-difference check of the float64 reference's backward
 //   .gpu/scan_lab         # + every version against the reference on the GPU, determinism, timing, table
 //   .gpu/scan_lab profile v2   # one version's fwd+bwd twice at B8 D2048 L2048, to run under ncu
+//                              # (LAB_PROFILE_CD=Cd or LAB_PROFILE_SHAPE=BxTxCd: another size)
 //   .gpu/scan_lab small v3     # only the reference checks (of one version), to run under compute-sanitizer
 //
 // Environment: SCAN_LAB_VERSIONS=prod+st,v43+st (which versions), LAB_BIGS=BxTxCd,... (the timed sizes), and
@@ -15,7 +16,7 @@
 // -DPM_SCAN_LAB_PLANS (called PM_SCAN_LAB_FWD_PLAN in call164-call167), src also reads PM_SCAN_FWD_PLAN=ch,minb,segments and PM_SCAN_BWD_PLAN=ch,segments (the
 // 2-thread backward) and runs that plan at every size: A/B of plans (docs/perf.md, twenty-second session).
 // v65's compile-time switches (docs/perf.md, twenty-third session): -DPM_SCAN_FWD_WS=0 (the staged forward
-// everywhere), -DPM_SCAN_WS_128=1 (v65 for 128-wide plans too), -DPM_SCAN_WS_WG=4 (4 walker threads a channel),
+// everywhere), -DPM_SCAN_WS_128=1 (v65 for 128-wide plans too), -DPM_SCAN_WS_WG=4 or 1 (4 or 1 walker threads a channel),
 // -DPM_SCAN_WS_PW64=N / -DPM_SCAN_WS_PW128=N (producer warps a block), -DPM_SCAN_WS_S=N (stages),
 // -DPM_SCAN_WS_UNROLL=N (the walk's token groups unrolled); v70's -DPM_SCAN_WS_32=0 (the staged forward for
 // 32-wide plans), -DPM_SCAN_WS_PW32=N. (v66's and v67's producers and walkers, and 4 walker threads a channel at
@@ -653,9 +654,15 @@ static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
 int main(int argc, char **argv) {
     bool cpu_only = argc > 1 && !strcmp(argv[1], "cpu");
     if (argc > 2 && !strcmp(argv[1], "profile")) {  // for ncu: one version's fwd+bwd twice at B8 D2048 L2048
-        const char *cd = getenv("LAB_PROFILE_CD");    // (or at B8 D$LAB_PROFILE_CD L2048)
+        const char *cd = getenv("LAB_PROFILE_CD");    // (or at B8 D$LAB_PROFILE_CD L2048,
+        const char *sh = getenv("LAB_PROFILE_SHAPE");  // or at LAB_PROFILE_SHAPE=BxTxCd)
+        int rows = 8, T = 2048, Cd = cd && *cd ? atoi(cd) : 2048;
+        if (sh && *sh && sscanf(sh, "%dx%dx%d", &rows, &T, &Cd) != 3) {
+            fprintf(stderr, "LAB_PROFILE_SHAPE=%s: expected BxTxCd\n", sh);
+            return 2;
+        }
         for (int vi = 0; vi < nversions; vi++)
-            if (!strcmp(versions[vi].name, argv[2])) time_size(8, 2048, cd && *cd ? atoi(cd) : 2048, NULL, vi);
+            if (!strcmp(versions[vi].name, argv[2])) time_size(rows, T, Cd, NULL, vi);
         return 0;
     }
     int bad = fd_check();
