@@ -1988,6 +1988,46 @@ static constexpr size_t bwd4_smem(int CH) {
            (size_t)(16 + 16) * SCAN_K * CH + (size_t)SCAN_K * (CH * BG4 / 32) * 2 * SCAN_N * 4 +
            (size_t)SCAN_K * CH * 2;
 }
+// ---- what both 4-thread backward kernels (scan_bwd4_kernel, v80's scan_bwd4_ws_kernel) do alike per lane ----
+// Lane (channel c, part q) holds states 4q + ((i + 2 up) & 3) in slot i (up: lane bit 4; see scan_bwd4_kernel).
+// Its A in slot order: A < 0 in every lane, so the +inf of a document start never meets a 0 (pa4): inactive lanes
+// take -1, and an A that rounds to -0 (A_log < -69) takes -1e-30, for which 2^(delta log2 e A) is 1 all the same.
+__device__ __forceinline__ void bwd4_lane_A(float (&A)[4], const float *A_log, int c, bool active, int q, int up) {
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        A[i] = active ? fminf(-__expf(A_log[(size_t)c * SCAN_N + 4 * q + ((i + 2 * up) & 3)]), -1e-30f) : -1.f;
+}
+// The lane's 4 states of chunk k's checkpoint (rows, nck, Cd, N), zeros where inactive; bwd4_slots puts them in
+// slot order
+__device__ __forceinline__ float4 bwd4_load_ck(const float *ckpt, int row, int nck, int k, int Cd, int c, int q,
+                                               bool active) {
+    return active ? *(const float4 *)(ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N + 4 * q)
+                  : make_float4(0.f, 0.f, 0.f, 0.f);
+}
+__device__ __forceinline__ void bwd4_slots(float4 ck, int up, float (&s)[4]) {
+    s[0] = up ? ck.z : ck.x, s[1] = up ? ck.w : ck.y, s[2] = up ? ck.x : ck.z, s[3] = up ? ck.y : ck.w;
+}
+// Item i's pass values (v24b): pa4 = {delta, dy, delta log2 e, u (v30)}, which every lane of a channel reads, and
+// K = the factor of each lane's one output, {dz factor, softplus'(v), delta, silu(z) (RE) or delta}, of which lane
+// q reads element q alone (one 4-byte load, no selects). v26: delta log2 e is +inf at a document start, so a_t =
+// 2^(+inf A) = 0 there (A < 0 in every lane) with no per-thread start test in the walk; elsewhere the product is
+// the one the forward forms (fmaf(delta log2 e, A, 0)): same bits. uu() gives u (a value, or a load from the tile,
+// which the warp-specialized kernel's pass has the compiler place after the start test, as before the helper)
+template <bool RE, class U>
+__device__ __forceinline__ void bwd4_put_pass(float4 *pa4, float4 *K, int i, const PassVals &v, U uu, bool start) {
+    pa4[i] = make_float4(v.dl, v.dy, start ? __int_as_float(0x7f800000) : v.dl * LOG2E, uu());
+    K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
+}
+// The lane's parameter partials into pp (its row's (2 + N, Cd) block, at its channel): lane q = 1 ddt_bias (acc,
+// the running sum of its outputs), q = 0 dD, each lane dA_log = dA A of its states
+__device__ __forceinline__ void bwd4_put_params(float *pp, int Cd, int q, int up, float acc, float dDacc,
+                                                const float (&dA)[4], const float (&A)[4]) {
+    if (q == 1) pp[0] = acc;
+    if (q == 0) pp[(size_t)Cd] = dDacc;
+#pragma unroll
+    for (int n = 0; n < 4; n++) pp[(size_t)(2 + 4 * q + ((n + 2 * up) & 3)) * Cd] = dA[n] * A[n];
+}
+
 // A 4-thread backward thread's chunk (v20/v21's walk; v80: shared by the staged and the warp-specialized kernel,
 // so both form every value alike): the chunk's states recomputed from s (the checkpoint, slot order: see up) into
 // registers, then the walk backwards over them; this lane's one output a token into oq (CH apart), the warp's
@@ -2110,11 +2150,7 @@ __global__ void __launch_bounds__(CH *BG4, CH == 32 ? 3 : 1)  // (96: v80's stag
     // float4s have their halves swapped likewise.
     const int up = (lane >> 4) & 1;
     float A[NS];
-#pragma unroll
-    for (int i = 0; i < NS; i++)  // A < 0 in every lane, so the +inf of a document start never meets a 0 (pa4):
-        // inactive lanes take -1, and an A that rounds to -0 (A_log < -69) takes -1e-30, for which 2^(delta log2 e
-        // A) is 1 all the same
-        A[i] = active ? fminf(-__expf(A_log[(size_t)c * SCAN_N + 4 * q + ((i + 2 * up) & 3)]), -1e-30f) : -1.f;
+    bwd4_lane_A(A, A_log, c, active, q, up);
     const float Dc = settle(active ? Dp[c] : 0.f);
     // each lane's one output is k1 (w + kD u) + k2 (see the walk); kD and whether k2 is gy D are the lane's own
     const float kD = q == 0 || (RE && q == 3) ? Dc : 0.f;
@@ -2134,10 +2170,7 @@ __global__ void __launch_bounds__(CH *BG4, CH == 32 ? 3 : 1)  // (96: v80's stag
         load_tile<SCAN_K, NT, CH>(st + 2 * TSTR, z, ldz, mrow + t0, len, c0, Cd);
         load_tile<SCAN_K, NT, CH>(st + 3 * TSTR, dout, Cd, mrow + t0, len, c0, Cd);
     };
-    auto load_ck = [&](int k) {  // this thread's 4 states of chunk k's checkpoint, (rows, nck, Cd, N)
-        return active ? *(const float4 *)(ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N + 4 * q)
-                      : make_float4(0.f, 0.f, 0.f, 0.f);
-    };
+    auto load_ck = [&](int k) { return bwd4_load_ck(ckpt, row, nck, k, Cd, c, q, active); };
     // B/C by the first 128 threads, a float4 each (all of them at CH = 32; v80's 96-wide twin has 384)
     BCFetch<SCAN_K, 128> bc;
     static_assert(BCFetch<SCAN_K, 128>::V == 4 && NT % 128 == 0, "each fetching thread takes one float4 of B or C");
@@ -2174,10 +2207,7 @@ __global__ void __launch_bounds__(CH *BG4, CH == 32 ? 3 : 1)  // (96: v80's stag
         const int t0 = k * SCAN_K, len = min(SCAN_K, T - t0);
         const unsigned mask = mask_next;
         float s[NS];
-        {
-            const float4 ck = ck_next;  // slot order (see up)
-            s[0] = up ? ck.z : ck.x, s[1] = up ? ck.w : ck.y, s[2] = up ? ck.x : ck.z, s[3] = up ? ck.y : ck.w;
-        }
+        bwd4_slots(ck_next, up, s);
         Sync::open(k, 0, issue);
         if (k > 0) {  // in flight during the chunk
             if (bcthr) bc.fetch(Bm, Cm, ldbc, mrow + t0 - SCAN_K, SCAN_K);
@@ -2192,15 +2222,9 @@ __global__ void __launch_bounds__(CH *BG4, CH == 32 ? 3 : 1)  // (96: v80's stag
         __nv_bfloat16 *odu = tdp, *oddp = tz, *odz = tdo;
         __nv_bfloat16 *oq = q == 0 ? odz : q == 1 ? oddp : q == 2 || !RE ? odu : oy;
         const float *bck = bcf + (size_t)(k & 1) * 2 * BCS + up * BCS + 4 * q;  // this lane's B (C at + N)
-        // cooperative pass (v24b): pa4 = {delta, dy, delta log2 e, u (v30)}, which every lane of a channel reads, and
-        // K = the factor of each lane's one output, {dz factor, softplus'(v), delta, silu(z) (RE) or delta}, of
-        // which lane q reads element q alone (one 4-byte load, no selects). v26: delta log2 e is +inf at a
-        // document start, so a_t = 2^(+inf A) = 0 there (A < 0 in every lane) with no per-thread start test in the
-        // loops below; elsewhere the product is the one the forward forms (fmaf(delta log2 e, A, 0)): same bits
+        // the cooperative pass (bwd4_put_pass)
         bwd_coop_pass<NT, CH, !BWD4_PASS_BRANCH>(tdp, tz, tdo, tu, len, biasA, [&](int i, const PassVals &v, float uu) {
-            pa4[i] = make_float4(v.dl, v.dy, ((mask >> (i / CH)) & 1u) ? __int_as_float(0x7f800000) : v.dl * LOG2E,
-                                 uu);
-            K[i] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
+            bwd4_put_pass<RE>(pa4, K, i, v, [&] { return uu; }, (mask >> (i / CH)) & 1u);
         });
         Sync::pass_done(k, 0, nck - 1, issue, flush);
         bwd4_walk_chunk<CH, BWARPS, RE>(pa4, Kq, bck, R, oq, s, carry, dA, A, Dc, kD, k2_du, acc, dDacc, cl, lane, warp,
@@ -2213,13 +2237,7 @@ __global__ void __launch_bounds__(CH *BG4, CH == 32 ? 3 : 1)  // (96: v80's stag
         Sync::close();
     }
     Sync::finish(0, flush);
-    if (active) {
-        float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
-        if (q == 1) pp[0] = acc;
-        if (q == 0) pp[(size_t)Cd] = dDacc;
-#pragma unroll
-        for (int n = 0; n < NS; n++) pp[(size_t)(2 + 4 * q + ((n + 2 * up) & 3)) * Cd] = dA[n] * A[n];
-    }
+    if (active) bwd4_put_params(par_part + (size_t)row * (2 + SCAN_N) * Cd + c, Cd, q, up, acc, dDacc, dA, A);
 }
 
 // ---- v80: the 4-thread backward warp-specialized (sm_90a), 96-wide blocks one an SM ----
@@ -2273,7 +2291,9 @@ __global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
         }
         BCFetch<SCAN_K, NP> bc;
         static_assert(BCFetch<SCAN_K, NP>::V == 4, "each producer fetches one float4 of B or C");
-        auto store_bc = [&](unsigned char *sb) {  // both copies, as scan_bwd4_kernel stores them (see its up)
+        // both copies, as scan_bwd4_kernel stores them (see its up). (Not one helper with its bc_store: the
+        // address arithmetic that either kernel's compiled code keeps changed with every helper tried.)
+        auto store_bc = [&](unsigned char *sb) {
             const int j = tid / 8, v0 = (tid % 8) * 4;
             float x[4];
 #pragma unroll
@@ -2282,8 +2302,8 @@ __global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
             *(float4 *)d = make_float4(x[0], x[1], x[2], x[3]);
             *(float4 *)(d + BCS) = make_float4(x[2], x[3], x[0], x[1]);
         };
-        // the cooperative pass as bwd_coop_pass forms it for scan_bwd4_kernel (pass_vals; v26: delta log2 e +inf at
-        // a document start), in groups of six items (so that it % 3, the bias's index, is a constant)
+        // the cooperative pass as bwd_coop_pass forms it for scan_bwd4_kernel (pass_vals, bwd4_put_pass), in groups
+        // of six items (so that it % 3, the bias's index, is a constant)
         auto pass = [&](unsigned char *sb, const __nv_bfloat16 *tu, int, int len, unsigned mask) {
             const __nv_bfloat16 *tdp = tu + TSTR, *tz = tu + 2 * TSTR, *tdo = tu + 3 * TSTR;
             float4 *pa4 = (float4 *)(sb + L::PA), *K = (float4 *)(sb + L::K);
@@ -2291,9 +2311,7 @@ __global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
             for (int it = 0; it < IT; it++) {
                 const int ii = it * NP + tid, j = ii / CH;
                 const PassVals v = pass_vals(bf2f(tdp[ii]), bf2f(tz[ii]), bf2f(tdo[ii]), bias[it % 3], j < len);
-                pa4[ii] = make_float4(v.dl, v.dy, ((mask >> j) & 1u) ? __int_as_float(0x7f800000) : v.dl * LOG2E,
-                                      bf2f(tu[ii]));
-                K[ii] = make_float4(v.dzf, v.sig, v.dl, RE ? v.psz : v.dl);
+                bwd4_put_pass<RE>(pa4, K, ii, v, [&] { return bf2f(tu[ii]); }, (mask >> j) & 1u);
             }
         };
         auto flush = [&](int kk, const unsigned char *tl, const unsigned char *sb) {  // chunk kk's outputs and sums
@@ -2311,9 +2329,7 @@ __global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
     const bool active = c < Cd;
     const int up = (lane >> 4) & 1;  // (scan_bwd4_kernel's slot order)
     float A[NS];
-#pragma unroll
-    for (int i = 0; i < NS; i++)
-        A[i] = active ? fminf(-__expf(A_log[(size_t)c * SCAN_N + 4 * q + ((i + 2 * up) & 3)]), -1e-30f) : -1.f;
+    bwd4_lane_A(A, A_log, c, active, q, up);
     const float Dc = settle(active ? Dp[c] : 0.f);
     const float kD = q == 0 || (RE && q == 3) ? Dc : 0.f;
     const bool k2_du = q == 2 || (!RE && q == 3);
@@ -2321,20 +2337,14 @@ __global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
 #pragma unroll
     for (int i = 0; i < NS; i++) carry[i] = dA[i] = 0.f;
     float acc = 0.f, dDacc = 0.f;
-    auto load_ck = [&](int k) {
-        return active ? *(const float4 *)(ckpt + (((size_t)row * nck + k) * Cd + c) * SCAN_N + 4 * q)
-                      : make_float4(0.f, 0.f, 0.f, 0.f);
-    };
+    auto load_ck = [&](int k) { return bwd4_load_ck(ckpt, row, nck, k, Cd, c, q, active); };
     float4 ck_next = load_ck(nck - 1);
 #pragma unroll 1
     for (int ic = 0; ic < nck; ic++) {
         const int k = nck - 1 - ic, sidx = ic & 1;
         unsigned char *sb = ring.stage(sidx);
         float s[NS];
-        {
-            const float4 ck = ck_next;  // slot order (see up)
-            s[0] = up ? ck.z : ck.x, s[1] = up ? ck.w : ck.y, s[2] = up ? ck.x : ck.z, s[3] = up ? ck.y : ck.w;
-        }
+        bwd4_slots(ck_next, up, s);
         if (k > 0) ck_next = load_ck(k - 1);
         mbar_wait(ring.full + sidx, (unsigned)((ic >> 1) & 1));
         __nv_bfloat16 *tu = (__nv_bfloat16 *)ring.tiles(ic), *tdp = tu + TSTR, *tz = tu + 2 * TSTR,
@@ -2346,13 +2356,7 @@ __global__ void __launch_bounds__(B4WS_CH *BG4 + 128, 1)
                                         warp, q, up);
         mbar_arrive(ring.empty + sidx);
     }
-    if (active) {
-        float *pp = par_part + (size_t)row * (2 + SCAN_N) * Cd + c;
-        if (q == 1) pp[0] = acc;
-        if (q == 0) pp[(size_t)Cd] = dDacc;
-#pragma unroll
-        for (int n = 0; n < NS; n++) pp[(size_t)(2 + 4 * q + ((n + 2 * up) & 3)) * Cd] = dA[n] * A[n];
-    }
+    if (active) bwd4_put_params(par_part + (size_t)row * (2 + SCAN_N) * Cd + c, Cd, q, up, acc, dDacc, dA, A);
 }
 static constexpr size_t b4ws_smem() { return B4wsLayout::smem(); }
 
