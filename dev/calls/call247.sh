@@ -4,7 +4,8 @@
 # stall samples of HEAD's forward walkers at B8·D2048 and B2·D4096·L8192. Carry .gpu/scan30, built here with
 #   nvcc -O3 -lineinfo -gencode arch=compute_90a,code=sm_90a -DPM_SCAN_LAB_PLANS [-DPM_SCAN_WS_WG=1] -Isrc \
 #        -Idev/kernels dev/kernels/scan_lab.cu src/cuda_scan.cu -o .gpu/scan30/scan_lab_{prod,wg1}
-# Prepared in the thirtieth session, which was lent no GPU: not run yet. Prediction: the walkers issue ~16% fewer
+# Prepared in the thirtieth session, which was lent no GPU: not run yet. Prediction (instructions counted from the source,
+# not SASS): the walkers issue ~16% fewer
 # instructions a (token, channel) (no butterfly or shuffle for y, half the pass-array loads) but a scheduler holds
 # one walker warp instead of two at B8·D2048; v71's start-test removal showed fewer walker instructions alone gain
 # nothing there, so wg1 is expected within +-3% at B8·D2048 and B4·D4096 and slower at B2·D4096·L8192 (two walker
