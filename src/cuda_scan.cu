@@ -1,6 +1,7 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v81 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v81, the
+// Version v82 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v82, the
+// 96-wide warp-specialized forward's walkers form the output (silu(z) and (y + D u) silu(z); see ws_outw), on v81: the
 // forward's 32-wide plans of one wave as 96-wide warp-specialized blocks with 4 walker threads a channel (the 130m
 // width), on v80: the 4-thread backward warp-specialized in 96-wide blocks one an SM where they make one wave
 // (scan_bwd4_ws_kernel; its staged twin scan_bwd4_kernel<96>), on v78: y's
@@ -856,6 +857,21 @@ static_assert(WS_FT == SCAN_K, "one checkpoint a chunk, before its first token")
 #define PM_SCAN_WS_128 0  // (lab) v65 for 128-wide plans too; see scan_fwd_dispatch
 #endif
 static constexpr bool FWD_WS = PM_SCAN_FWD_WS;
+#ifndef PM_SCAN_WS_OUTW
+#define PM_SCAN_WS_OUTW 1  // v82: which warp-specialized forwards have their walkers form the output (see ws_outw)
+#endif
+// v82: the walkers form the output, (y + D u) silu(z), each walker thread the (token, channel) it holds after its
+// group's butterfly, and the producers only convert and store it (they keep z raw for the walkers): silu(z)'s two
+// special-function results a (token, channel) and the output's multiply-adds move from the producers to the
+// walkers. It pays where the producers are the heavier side: v81's 96-wide blocks (4 walker threads a channel,
+// a walker thread forms one output every 4 tokens; 6 producer warps, so two schedulers hold two of them): lab fwd
+// -3.5% at B8·D1536. With 2 walker threads a channel (one output every 2 tokens, two walker warps a scheduler or
+// one) it measured slower: fwd +1.5% at B8·D2048, +2% at B4·D4096, +6% at B2·D4096·L8192 (call250). Lab switch:
+// 0 none, 1 the 4-thread instances (default), 2 all.
+template <int WG>
+__host__ __device__ static constexpr bool ws_outw() {
+    return PM_SCAN_WS_OUTW == 2 || (PM_SCAN_WS_OUTW == 1 && WG == 4);
+}
 #ifndef PM_SCAN_WS_UNROLL
 #define PM_SCAN_WS_UNROLL 16
 #endif
@@ -936,6 +952,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     constexpr bool STORE_CK = MODE == MODE_FWD_CKPT;
     constexpr int NW = CH * WG, NP = 32 * PW, NS = SCAN_N / WG;
     static_assert(WG == 4 || WG == 2 || WG == 1, "4, 2 or 1 walker threads a channel");
+    constexpr bool OUTW = ws_outw<WG>();  // v82: the walkers form the output
     static_assert(CH % 32 == 0, "4 groups of 8 channels a row at least (ws_swz)");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int tid = threadIdx.x, row = blockIdx.y, c0 = blockIdx.x * CH;
@@ -1038,9 +1055,23 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         const int o = ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h));
-                        const float4 a = *(const float4 *)(yt + o), b = *(const float4 *)(pg + o);
+                        const float4 a = *(const float4 *)(yt + o);
                         y[4 * h] = a.x, y[4 * h + 1] = a.y, y[4 * h + 2] = a.z, y[4 * h + 3] = a.w;
-                        g[4 * h] = b.x, g[4 * h + 1] = b.y, g[4 * h + 2] = b.z, g[4 * h + 3] = b.w;
+                        if constexpr (!OUTW) {
+                            const float4 b = *(const float4 *)(pg + o);
+                            g[4 * h] = b.x, g[4 * h + 1] = b.y, g[4 * h + 2] = b.z, g[4 * h + 3] = b.w;
+                        }
+                    }
+                    if constexpr (OUTW) {  // the walkers' outputs, fp32: converted and stored
+                        unsigned o[4];
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const __nv_bfloat162 v =
+                                __halves2bfloat162(__float2bfloat16(y[2 * e]), __float2bfloat16(y[2 * e + 1]));
+                            o[e] = *(const unsigned *)&v;
+                        }
+                        *(uint4 *)(out + (mrow + t0 + j) * Cd + c8) = make_uint4(o[0], o[1], o[2], o[3]);
+                        continue;
                     }
                     const uint4 uw = *(const uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8));
                     const unsigned w[4] = {uw.x, uw.y, uw.z, uw.w};
@@ -1088,12 +1119,17 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
                     const float dl0 = j < len ? sp0 : 0.f, dl1 = j < len ? sp1 : 0.f;
                     *(float4 *)(pdd + j * CH + ws_pdd_pos(8 * g8 + 2 * e)) =
                         make_float4(dl0 * LOG2E, dl0 * uu.x, dl1 * LOG2E, dl1 * uu.y);
-                    sv[2 * e] = zz.x * sigmoid_f(zz.x), sv[2 * e + 1] = zz.y * sigmoid_f(zz.y);
+                    if constexpr (!OUTW)
+                        sv[2 * e] = zz.x * sigmoid_f(zz.x), sv[2 * e + 1] = zz.y * sigmoid_f(zz.y);
                 }
+                if constexpr (OUTW)  // z as it came (bf16), at u's positions, for the walkers' gate
+                    *(uint4 *)((__nv_bfloat16 *)pg + ws_swz<CH, WG>(j, 8 * g8)) =
+                        make_uint4(rz[4 * i], rz[4 * i + 1], rz[4 * i + 2], rz[4 * i + 3]);
+                else
 #pragma unroll
-                for (int h = 0; h < 2; h++)
-                    *(float4 *)(pg + ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h))) =
-                        make_float4(sv[4 * h], sv[4 * h + 1], sv[4 * h + 2], sv[4 * h + 3]);
+                    for (int h = 0; h < 2; h++)
+                        *(float4 *)(pg + ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h))) =
+                            make_float4(sv[4 * h], sv[4 * h + 1], sv[4 * h + 2], sv[4 * h + 3]);
                 *(uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8)) =
                     make_uint4(ru[4 * i], ru[4 * i + 1], ru[4 * i + 2], ru[4 * i + 3]);
             }
@@ -1125,7 +1161,11 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     for (int i = 0; i < NS; i++) A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + q * NS + i]) : 0.f;
     // after the group's transposed butterfly, thread q holds y of token jg + jt of it (ws_swz's rows jt), staged at
     // silu(z)'s position
-    const int y_swz = ws_swz<CH, WG>(WG == 4 ? ((q & 1) << 1 | q >> 1) : q, ws_pg_rot(cl)), pdd_c = ws_pdd_pos(cl);
+    const int y_jt = WG == 4 ? ((q & 1) << 1 | q >> 1) : WG == 2 ? q : 0;
+    const int y_swz = ws_swz<CH, WG>(y_jt, ws_pg_rot(cl)), pdd_c = ws_pdd_pos(cl);
+    // OUTW: the thread's (token, channel) in the u and z arrays (bf16, ws_swz without the rotation)
+    const int uz_swz = ws_swz<CH, WG>(y_jt, cl);
+    const float Dw = OUTW && active ? Dp[c] : 0.f;
     float s[NS];
 #pragma unroll
     for (int i = 0; i < NS; i++) s[i] = 0.f;
@@ -1136,6 +1176,8 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
         const float2 *pdd = (const float2 *)st;
         float *yt = (float *)(st + WS_FT * CH * WS_Y);
         const float *bck = (const float *)(st + WS_FT * CH * WS_BC);
+        const __nv_bfloat16 *ubw = (const __nv_bfloat16 *)(st + WS_FT * CH * WS_UB),
+                            *zbw = (const __nv_bfloat16 *)(st + WS_FT * CH * WS_PG);
         const int t0 = k * WS_FT;
         mbar_wait(mb_full + ks, (unsigned)((k / WS_S) & 1));
         const unsigned mask = *(const unsigned *)(bck + WS_FT * 2 * SCAN_N);
@@ -1158,7 +1200,12 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             } else if constexpr (WG == 2) {
                 tr_level<1, 1, WG>(yq);
             }
-            yt[jg * CH + y_swz] = yq[0];
+            if constexpr (OUTW) {  // the output as store_out forms it: (y + D u) silu(z), fp32
+                const float uu = bf2f(ubw[jg * CH + uz_swz]), zz = bf2f(zbw[jg * CH + uz_swz]);
+                yt[jg * CH + y_swz] = fmaf(Dw, uu, yq[0]) * (zz * sigmoid_f(zz));
+            } else {
+                yt[jg * CH + y_swz] = yq[0];
+            }
         };
 #pragma unroll WS_UNROLL
         for (int j0 = 0; j0 < WS_FT; j0 += WG) {
