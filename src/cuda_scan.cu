@@ -1,6 +1,7 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v82 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v82, the
+// Version v83 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v83, the
+// warp-specialized forward's producers keep z raw and form silu(z) with the output, not in their pass, on v82: the
 // 96-wide warp-specialized forward's walkers form the output (silu(z) and (y + D u) silu(z); see ws_outw), on v81: the
 // forward's 32-wide plans of one wave as 96-wide warp-specialized blocks with 4 walker threads a channel (the 130m
 // width), on v80: the 4-thread backward warp-specialized in 96-wide blocks one an SM where they make one wave
@@ -861,7 +862,7 @@ static constexpr bool FWD_WS = PM_SCAN_FWD_WS;
 #define PM_SCAN_WS_OUTW 1  // v82: which warp-specialized forwards have their walkers form the output (see ws_outw)
 #endif
 // v82: the walkers form the output, (y + D u) silu(z), each walker thread the (token, channel) it holds after its
-// group's butterfly, and the producers only convert and store it (they keep z raw for the walkers): silu(z)'s two
+// group's butterfly, and the producers only convert and store it (z is in the stage raw, v83): silu(z)'s two
 // special-function results a (token, channel) and the output's multiply-adds move from the producers to the
 // walkers. It pays where the producers are the heavier side: v81's 96-wide blocks (4 walker threads a channel,
 // a walker thread forms one output every 4 tokens; 6 producer warps, so two schedulers hold two of them): lab fwd
@@ -918,10 +919,11 @@ __device__ __forceinline__ void mbar_wait(unsigned long long *b, unsigned parity
 __device__ __forceinline__ float2 bf2x2f(unsigned v) {
     return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xffff0000u));
 }
-// A stage: {delta log2 e, delta u} (WS_FT, CH) float2 (positions: ws_pdd_pos) | silu(z) (WS_FT, CH) f32,
-// swizzled (ws_swz of ws_pg_rot) | u (WS_FT, CH) bf16, swizzled (ws_swz) | the walk's y (WS_FT, CH) f32 at silu(z)'s
-// positions | B/C (WS_FT, 2N) f32 | the start mask (16 bytes). Byte offsets of the parts:
-static constexpr size_t WS_PG = 8, WS_UB = 12, WS_Y = 14, WS_BC = 18;  // (times WS_FT * CH)
+// A stage: {delta log2 e, delta u} (WS_FT, CH) float2 (positions: ws_pdd_pos) | z (WS_FT, CH) bf16 as it came,
+// swizzled (ws_swz) | u (WS_FT, CH) bf16, swizzled (ws_swz) | the walk's y, or the output where the walkers form it
+// (WS_FT, CH) f32, swizzled (ws_swz of ws_pg_rot) | B/C (WS_FT, 2N) f32 | the start mask (16 bytes). Byte offsets of
+// the parts (v83: z raw, 2 bytes, where silu(z) took 4):
+static constexpr size_t WS_ZB = 8, WS_UB = 10, WS_Y = 12, WS_BC = 16;  // (times WS_FT * CH)
 __host__ __device__ static constexpr size_t ws_stage_bytes(int CH) {
     return (size_t)WS_FT * CH * WS_BC + (size_t)WS_FT * 2 * SCAN_N * 4 + 16;
 }
@@ -938,8 +940,8 @@ __device__ __forceinline__ int ws_swz(int j, int c) {
 }
 // A producer writes one token's 8 channels (a group) at a time (v67); the positions within each group of the
 // pass arrays are rotated so that a quarter warp's 8 stores (8 groups of one token row) meet 8 distinct sets of
-// banks: {delta log2 e, delta u} by channel pair, rotated by (group / 2) pairs; silu(z) (and y) by halves, the
-// second half first in groups 4-7 of every 8.
+// banks: {delta log2 e, delta u} by channel pair, rotated by (group / 2) pairs; y by halves, the second half first
+// in groups 4-7 of every 8.
 __device__ __forceinline__ int ws_pdd_pos(int c) { return (c & ~7) | ((((c >> 1) + (c >> 4)) & 3) << 1) | (c & 1); }
 __device__ __forceinline__ int ws_pg_rot(int c) { return (c & ~7) | ((c + ((c >> 5) & 1) * 4) & 7); }
 template <int CH, int MODE, int PW, int MINB, int WG, bool QP = false>  // QP: quad_dot's order (PAIRS)
@@ -1039,11 +1041,13 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
         float D8[8];
 #pragma unroll
         for (int e = 0; e < 8; e++) D8[e] = settle(cin8 ? Dp[c8 + e] : 0.f);
-        // chunk kk's outputs from the walkers' y (fp32, at silu(z)'s positions), formed as the staged forward forms
-        // them, (y + D u) silu(z) (v68); the thread reads back its own u and silu(z)
+        // chunk kk's outputs from the walkers' y (fp32), formed as the staged forward forms them, (y + D u) silu(z)
+        // (v68), with silu(z) formed here from z as it came (v83: the pass kept z raw, and the special-function
+        // work of a chunk falls in two bursts, softplus's in the pass and the sigmoid's here); or, where the walkers
+        // form the output (v82), only converted
         auto store_out = [&](int kk) {
             const unsigned char *st = smem_raw + (kk % WS_S) * SB;
-            const float *pg = (const float *)(st + WS_FT * CH * WS_PG);
+            const __nv_bfloat16 *zb = (const __nv_bfloat16 *)(st + WS_FT * CH * WS_ZB);
             const __nv_bfloat16 *ub = (const __nv_bfloat16 *)(st + WS_FT * CH * WS_UB);
             const float *yt = (const float *)(st + WS_FT * CH * WS_Y);
             const int t0 = kk * WS_FT, len = min(WS_FT, T - t0);
@@ -1051,16 +1055,11 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             for (int i = 0; i < PPT8; i++) {
                 const int j = jb8 + i * RSTEP8;
                 if (j < len && cin8) {
-                    float y[8], g[8];
+                    float y[8];
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
-                        const int o = ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h));
-                        const float4 a = *(const float4 *)(yt + o);
+                        const float4 a = *(const float4 *)(yt + ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h)));
                         y[4 * h] = a.x, y[4 * h + 1] = a.y, y[4 * h + 2] = a.z, y[4 * h + 3] = a.w;
-                        if constexpr (!OUTW) {
-                            const float4 b = *(const float4 *)(pg + o);
-                            g[4 * h] = b.x, g[4 * h + 1] = b.y, g[4 * h + 2] = b.z, g[4 * h + 3] = b.w;
-                        }
                     }
                     if constexpr (OUTW) {  // the walkers' outputs, fp32: converted and stored
                         unsigned o[4];
@@ -1073,15 +1072,16 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
                         *(uint4 *)(out + (mrow + t0 + j) * Cd + c8) = make_uint4(o[0], o[1], o[2], o[3]);
                         continue;
                     }
-                    const uint4 uw = *(const uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8));
-                    const unsigned w[4] = {uw.x, uw.y, uw.z, uw.w};
+                    const uint4 uw = *(const uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8)),
+                                zw = *(const uint4 *)(zb + ws_swz<CH, WG>(j, 8 * g8));
+                    const unsigned w[4] = {uw.x, uw.y, uw.z, uw.w}, zv[4] = {zw.x, zw.y, zw.z, zw.w};
                     unsigned o[4];
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        const float2 uu = bf2x2f(w[e]);
+                        const float2 uu = bf2x2f(w[e]), zz = bf2x2f(zv[e]);
                         const __nv_bfloat162 v = __halves2bfloat162(
-                            __float2bfloat16(fmaf(D8[2 * e], uu.x, y[2 * e]) * g[2 * e]),
-                            __float2bfloat16(fmaf(D8[2 * e + 1], uu.y, y[2 * e + 1]) * g[2 * e + 1]));
+                            __float2bfloat16(fmaf(D8[2 * e], uu.x, y[2 * e]) * (zz.x * sigmoid_f(zz.x))),
+                            __float2bfloat16(fmaf(D8[2 * e + 1], uu.y, y[2 * e + 1]) * (zz.y * sigmoid_f(zz.y))));
                         o[e] = *(const unsigned *)&v;
                     }
                     *(uint4 *)(out + (mrow + t0 + j) * Cd + c8) = make_uint4(o[0], o[1], o[2], o[3]);
@@ -1096,7 +1096,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             const int ks = k % WS_S;
             unsigned char *st = smem_raw + ks * SB;
             float2 *pdd = (float2 *)st;
-            float *pg = (float *)(st + WS_FT * CH * WS_PG);
+            __nv_bfloat16 *zb = (__nv_bfloat16 *)(st + WS_FT * CH * WS_ZB);
             __nv_bfloat16 *ub = (__nv_bfloat16 *)(st + WS_FT * CH * WS_UB);
             float *bcf = (float *)(st + WS_FT * CH * WS_BC);
             unsigned *msk = (unsigned *)(bcf + WS_FT * 2 * SCAN_N);
@@ -1111,25 +1111,17 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
 #pragma unroll
             for (int i = 0; i < PPT8; i++) {  // the staged forward's cooperative pass, a token's channel group each
                 const int j = jb8 + i * RSTEP8;
-                float sv[8];
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const float2 uu = bf2x2f(ru[4 * i + e]), dd = bf2x2f(rd[4 * i + e]), zz = bf2x2f(rz[4 * i + e]);
+                    const float2 uu = bf2x2f(ru[4 * i + e]), dd = bf2x2f(rd[4 * i + e]);
                     const float sp0 = softplus_f(dd.x + bias8[2 * e]), sp1 = softplus_f(dd.y + bias8[2 * e + 1]);
                     const float dl0 = j < len ? sp0 : 0.f, dl1 = j < len ? sp1 : 0.f;
                     *(float4 *)(pdd + j * CH + ws_pdd_pos(8 * g8 + 2 * e)) =
                         make_float4(dl0 * LOG2E, dl0 * uu.x, dl1 * LOG2E, dl1 * uu.y);
-                    if constexpr (!OUTW)
-                        sv[2 * e] = zz.x * sigmoid_f(zz.x), sv[2 * e + 1] = zz.y * sigmoid_f(zz.y);
                 }
-                if constexpr (OUTW)  // z as it came (bf16), at u's positions, for the walkers' gate
-                    *(uint4 *)((__nv_bfloat16 *)pg + ws_swz<CH, WG>(j, 8 * g8)) =
-                        make_uint4(rz[4 * i], rz[4 * i + 1], rz[4 * i + 2], rz[4 * i + 3]);
-                else
-#pragma unroll
-                    for (int h = 0; h < 2; h++)
-                        *(float4 *)(pg + ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h))) =
-                            make_float4(sv[4 * h], sv[4 * h + 1], sv[4 * h + 2], sv[4 * h + 3]);
+                // z and u as they came (v83: silu(z) is formed where the output is, in store_out or the walk)
+                *(uint4 *)(zb + ws_swz<CH, WG>(j, 8 * g8)) =
+                    make_uint4(rz[4 * i], rz[4 * i + 1], rz[4 * i + 2], rz[4 * i + 3]);
                 *(uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8)) =
                     make_uint4(ru[4 * i], ru[4 * i + 1], ru[4 * i + 2], ru[4 * i + 3]);
             }
@@ -1160,7 +1152,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
 #pragma unroll
     for (int i = 0; i < NS; i++) A[i] = active ? -__expf(A_log[(size_t)c * SCAN_N + q * NS + i]) : 0.f;
     // after the group's transposed butterfly, thread q holds y of token jg + jt of it (ws_swz's rows jt), staged at
-    // silu(z)'s position
+    // ws_pg_rot's position
     const int y_jt = WG == 4 ? ((q & 1) << 1 | q >> 1) : WG == 2 ? q : 0;
     const int y_swz = ws_swz<CH, WG>(y_jt, ws_pg_rot(cl)), pdd_c = ws_pdd_pos(cl);
     // OUTW: the thread's (token, channel) in the u and z arrays (bf16, ws_swz without the rotation)
@@ -1177,7 +1169,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
         float *yt = (float *)(st + WS_FT * CH * WS_Y);
         const float *bck = (const float *)(st + WS_FT * CH * WS_BC);
         const __nv_bfloat16 *ubw = (const __nv_bfloat16 *)(st + WS_FT * CH * WS_UB),
-                            *zbw = (const __nv_bfloat16 *)(st + WS_FT * CH * WS_PG);
+                            *zbw = (const __nv_bfloat16 *)(st + WS_FT * CH * WS_ZB);
         const int t0 = k * WS_FT;
         mbar_wait(mb_full + ks, (unsigned)((k / WS_S) & 1));
         const unsigned mask = *(const unsigned *)(bck + WS_FT * 2 * SCAN_N);
