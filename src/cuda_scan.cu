@@ -1,6 +1,7 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v83 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v83, the
+// Version v84 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v84, the
+// warp-specialized forward's pass without selects for tokens past the row's end, on v83: the
 // warp-specialized forward's producers keep z raw and form silu(z) with the output, not in their pass, on v82: the
 // 96-wide warp-specialized forward's walkers form the output (silu(z) and (y + D u) silu(z); see ws_outw), on v81: the
 // forward's 32-wide plans of one wave as 96-wide warp-specialized blocks with 4 walker threads a channel (the 130m
@@ -1114,8 +1115,11 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const float2 uu = bf2x2f(ru[4 * i + e]), dd = bf2x2f(rd[4 * i + e]);
-                    const float sp0 = softplus_f(dd.x + bias8[2 * e]), sp1 = softplus_f(dd.y + bias8[2 * e + 1]);
-                    const float dl0 = j < len ? sp0 : 0.f, dl1 = j < len ? sp1 : 0.f;
+                    // v84: no select for tokens past the row's end (the staged forward's pass zeroes delta there):
+                    // their dpre, u and B/C copies are zero-filled, so the walk stays finite through them, and
+                    // nothing after them is stored (no output; a chunk's checkpoint is the state before its first
+                    // token). Lab fwd -0.4% at B8·D2048, -1.1% at B2·D4096·L8192, -2.7% at B8·D1536 (call253).
+                    const float dl0 = softplus_f(dd.x + bias8[2 * e]), dl1 = softplus_f(dd.y + bias8[2 * e + 1]);
                     *(float4 *)(pdd + j * CH + ws_pdd_pos(8 * g8 + 2 * e)) =
                         make_float4(dl0 * LOG2E, dl0 * uu.x, dl1 * LOG2E, dl1 * uu.y);
                 }
