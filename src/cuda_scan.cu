@@ -175,6 +175,17 @@ __device__ __forceinline__ float softplus_f(float v) {
 }
 // 1 / (1 + e^-v); e^-v overflowing to +inf gives rcp = 0, the right limit
 __device__ __forceinline__ float sigmoid_f(float v) { return rcp_approx(1.f + ex2_approx(-v * LOG2E)); }
+// the warp-specialized forward's output before its bf16 rounding, (y + D u) silu(z), in the order the staged
+// forward forms it (its silu(z) precomputed, the same product): the producers' store_out and, where they form the
+// output (v82), the walkers
+__device__ __forceinline__ float gated_out(float y, float D, float u, float z) {
+    return fmaf(D, u, y) * (z * sigmoid_f(z));
+}
+// two values rounded to bf16, a in the low half (the lower channel)
+__device__ __forceinline__ unsigned bf2_pack(float a, float b) {
+    const __nv_bfloat162 v = __halves2bfloat162(__float2bfloat16(a), __float2bfloat16(b));
+    return *(const unsigned *)&v;
+}
 
 // c ? a : b as one select instruction: the compiler turns a plain ?: whose sides cost a few instructions into a
 // branch around the unused side, and a branch inside an unrolled token group splits it into basic blocks (v13).
@@ -865,7 +876,7 @@ static constexpr bool FWD_WS = PM_SCAN_FWD_WS;
 // v82: the walkers form the output, (y + D u) silu(z), each walker thread the (token, channel) it holds after its
 // group's butterfly, and the producers only convert and store it (z is in the stage raw, v83): silu(z)'s two
 // special-function results a (token, channel) and the output's multiply-adds move from the producers to the
-// walkers. It pays where the producers are the heavier side: v81's 96-wide blocks (4 walker threads a channel,
+// walkers. It paid where the producers are (we read) the heavier side: v81's 96-wide blocks (4 walker threads a channel,
 // a walker thread forms one output every 4 tokens; 6 producer warps, so two schedulers hold two of them): lab fwd
 // -3.5% at B8·D1536. With 2 walker threads a channel (one output every 2 tokens, two walker warps a scheduler or
 // one) it measured slower: fwd +1.5% at B8·D2048, +2% at B4·D4096, +6% at B2·D4096·L8192 (call250). Lab switch:
@@ -1067,28 +1078,20 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
                         const float4 a = *(const float4 *)(yt + ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h)));
                         y[4 * h] = a.x, y[4 * h + 1] = a.y, y[4 * h + 2] = a.z, y[4 * h + 3] = a.w;
                     }
-                    if constexpr (OUTW) {  // the walkers' outputs, fp32: converted and stored
-                        unsigned o[4];
+                    unsigned o[4];
+                    if constexpr (OUTW) {  // the walkers' values are the output already
+#pragma unroll
+                        for (int e = 0; e < 4; e++) o[e] = bf2_pack(y[2 * e], y[2 * e + 1]);
+                    } else {
+                        const uint4 uw = *(const uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8)),
+                                    zw = *(const uint4 *)(zb + ws_swz<CH, WG>(j, 8 * g8));
+                        const unsigned w[4] = {uw.x, uw.y, uw.z, uw.w}, zv[4] = {zw.x, zw.y, zw.z, zw.w};
 #pragma unroll
                         for (int e = 0; e < 4; e++) {
-                            const __nv_bfloat162 v =
-                                __halves2bfloat162(__float2bfloat16(y[2 * e]), __float2bfloat16(y[2 * e + 1]));
-                            o[e] = *(const unsigned *)&v;
+                            const float2 uu = bf2x2f(w[e]), zz = bf2x2f(zv[e]);
+                            o[e] = bf2_pack(gated_out(y[2 * e], D8[2 * e], uu.x, zz.x),
+                                            gated_out(y[2 * e + 1], D8[2 * e + 1], uu.y, zz.y));
                         }
-                        *(uint4 *)(out + (mrow + t0 + j) * Cd + c8) = make_uint4(o[0], o[1], o[2], o[3]);
-                        continue;
-                    }
-                    const uint4 uw = *(const uint4 *)(ub + ws_swz<CH, WG>(j, 8 * g8)),
-                                zw = *(const uint4 *)(zb + ws_swz<CH, WG>(j, 8 * g8));
-                    const unsigned w[4] = {uw.x, uw.y, uw.z, uw.w}, zv[4] = {zw.x, zw.y, zw.z, zw.w};
-                    unsigned o[4];
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const float2 uu = bf2x2f(w[e]), zz = bf2x2f(zv[e]);
-                        const __nv_bfloat162 v = __halves2bfloat162(
-                            __float2bfloat16(fmaf(D8[2 * e], uu.x, y[2 * e]) * (zz.x * sigmoid_f(zz.x))),
-                            __float2bfloat16(fmaf(D8[2 * e + 1], uu.y, y[2 * e + 1]) * (zz.y * sigmoid_f(zz.y))));
-                        o[e] = *(const unsigned *)&v;
                     }
                     *(uint4 *)(out + (mrow + t0 + j) * Cd + c8) = make_uint4(o[0], o[1], o[2], o[3]);
                 }
@@ -1203,7 +1206,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
             }
             if constexpr (OUTW) {  // the output as store_out forms it: (y + D u) silu(z), fp32
                 const float uu = bf2f(ubw[jg * CH + uz_swz]), zz = bf2f(zbw[jg * CH + uz_swz]);
-                yt[jg * CH + y_swz] = fmaf(Dw, uu, yq[0]) * (zz * sigmoid_f(zz));
+                yt[jg * CH + y_swz] = gated_out(yq[0], Dw, uu, zz);
             } else {
                 yt[jg * CH + y_swz] = yq[0];
             }
