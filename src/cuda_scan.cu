@@ -1,6 +1,7 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v84 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v84, the
+// Version v85 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v85, every
+// kernel's sigmoid as 0.5 tanh(v/2) + 0.5 (one special-function instruction; sigmoid_f), on v84: the
 // warp-specialized forward's pass without selects for tokens past the row's end, on v83: the
 // warp-specialized forward's producers keep z raw and form silu(z) with the output, not in their pass, on v82: the
 // 96-wide warp-specialized forward's walkers form the output (silu(z) and (y + D u) silu(z); see ws_outw), on v81: the
@@ -173,8 +174,24 @@ static void scan_check_shape(int M, int T, int Cd, int N) {
 __device__ __forceinline__ float softplus_f(float v) {
     return v > 20.f ? v : lg2_approx(1.f + ex2_approx(v * LOG2E)) * 0.69314718055994531f;
 }
-// 1 / (1 + e^-v); e^-v overflowing to +inf gives rcp = 0, the right limit
-__device__ __forceinline__ float sigmoid_f(float v) { return rcp_approx(1.f + ex2_approx(-v * LOG2E)); }
+// sigmoid(v) = 1 / (1 + e^-v). v85: as 0.5 tanh(v / 2) + 0.5, one special-function instruction (tanh.approx,
+// at ex2's rate) where 1 / (1 + 2^(-v log2 e)) takes two; the forward's SiLU is one of its ~20 special-function
+// results a (token, channel). Accuracy against double over v in [-30, 30] (dev/kernels/mufu_lab.cu, call254): max
+// abs error 3.9e-6 (ex2 + rcp: 1.1e-7), silu's 1.0e-5; below e^-8 the result is absolute-accurate only (tanh
+// rounds to -1). Lab fwd -1.8% at B8·D2048. Every kernel alike, so the backward's copy of the output stays the
+// forward's. PM_SCAN_SIGMOID_TANH=0 builds the ex2 + rcp form (e^-v overflowing to +inf gives rcp = 0).
+#ifndef PM_SCAN_SIGMOID_TANH
+#define PM_SCAN_SIGMOID_TANH 1
+#endif
+__device__ __forceinline__ float sigmoid_f(float v) {
+    if constexpr (PM_SCAN_SIGMOID_TANH) {
+        float t;
+        asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(0.5f * v));
+        return fmaf(0.5f, t, 0.5f);
+    } else {
+        return rcp_approx(1.f + ex2_approx(-v * LOG2E));
+    }
+}
 // the warp-specialized forward's output before its bf16 rounding, (y + D u) silu(z), in the order the staged
 // forward forms it (its silu(z) precomputed, the same product): the producers' store_out and, where they form the
 // output (v82), the walkers
