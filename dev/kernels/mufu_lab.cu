@@ -8,7 +8,7 @@
 //
 // Build: nvcc -O3 -gencode arch=compute_90a,code=sm_90a dev/kernels/mufu_lab.cu -o .gpu/mufu_lab
 // Output: per op, results per SM per clock (from clock64 inside each block, so independent of the clock rate),
-// then the accuracy table (max abs / rel error against double precision over z in [-30, 30]).
+// each op's latency in a dependent chain, then the accuracy table (max abs / rel error against double precision over z in [-30, 30]).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -106,6 +106,34 @@ template <int OP> __global__ void rate_kernel(unsigned *sink, long long *cycles)
     if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
 
+// latency: one warp an SM, one dependent chain (each step: the instruction, then its range-keeping FMA-pipe op,
+// whose own latency, ~4 cycles, is in the figure; the ffma row is two dependent FMA-pipe instructions)
+template <int OP> __global__ void lat_kernel(unsigned *sink, long long *cycles) {
+    // the start value from the thread index: from a constant, ptxas evaluated the whole ex2, rcp and lg2 chains
+    // at compile time (call258's SASS: no MUFU left)
+    const float v0 = -0.3f - 1e-3f * threadIdx.x;
+    unsigned x = __float_as_uint(OP == OP_RCP || OP == OP_LG2 ? 2.f - v0 : v0);
+    if (OP == OP_EX2_F16X2 || OP == OP_TANH_F16X2) {
+        __half2 h = __floats2half2_rn(v0, 0.5f * v0);
+        x = *(unsigned *)&h;
+    } else if (OP == OP_EX2_BF16X2 || OP == OP_TANH_BF16X2) {
+        __nv_bfloat162 h = __floats2bfloat162_rn(v0, 0.5f * v0);
+        x = *(unsigned *)&h;
+    }
+    const long long t0 = clock64();
+    for (int it = 0; it < ITERS; it++) x = step<OP>(x);
+    const long long t1 = clock64();
+    if (x == 0x12345678u) sink[0] = x;
+    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+template <int OP> static void run_lat(unsigned *sink, long long *dcyc, long long *hcyc) {
+    lat_kernel<OP><<<1, 32>>>(sink, dcyc);
+    lat_kernel<OP><<<1, 32>>>(sink, dcyc);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(hcyc, dcyc, sizeof(long long), cudaMemcpyDeviceToHost));
+    printf("%-12s %6.1f cycles a step (instruction + its FMA-pipe op)\n", op_name[OP], (double)hcyc[0] / ITERS);
+}
+
 template <int OP> static void run_rate(int sms, unsigned *sink, long long *dcyc, long long *hcyc) {
     const int threads = 1024, blocks = sms * 2;  // 2048 threads an SM: 16 warps a scheduler
     rate_kernel<OP><<<blocks, threads>>>(sink, dcyc);  // warm-up
@@ -180,6 +208,14 @@ int main() {
     run_rate<OP_TANH_BF16X2>(sms, sink, dcyc, hcyc);
     run_rate<OP_RCP>(sms, sink, dcyc, hcyc);
     run_rate<OP_LG2>(sms, sink, dcyc, hcyc);
+
+    printf("== latency (one warp, one dependent chain)\n");
+    run_lat<OP_FFMA>(sink, dcyc, hcyc);
+    run_lat<OP_EX2>(sink, dcyc, hcyc);
+    run_lat<OP_TANH>(sink, dcyc, hcyc);
+    run_lat<OP_RCP>(sink, dcyc, hcyc);
+    run_lat<OP_LG2>(sink, dcyc, hcyc);
+    run_lat<OP_EX2_F16X2>(sink, dcyc, hcyc);
 
     const int n = 600001;  // z from -30 to 30 in steps of 1e-4
     float *hz = (float *)malloc(n * 4), *ho = (float *)malloc(6 * (size_t)n * 4), *dz, *dout;
