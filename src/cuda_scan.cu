@@ -178,8 +178,9 @@ __device__ __forceinline__ float softplus_f(float v) {
 // at ex2's rate) where 1 / (1 + 2^(-v log2 e)) takes two; the forward's SiLU is one of its ~20 special-function
 // results a (token, channel). Accuracy against double over v in [-30, 30] (dev/kernels/mufu_lab.cu, call254): max
 // abs error 3.9e-6 (ex2 + rcp: 1.1e-7), silu's 1.0e-5; below e^-8 the result is absolute-accurate only (tanh
-// rounds to -1). Lab fwd -1.8% at B8·D2048. Every kernel alike, so the backward's copy of the output stays the
-// forward's. PM_SCAN_SIGMOID_TANH=0 builds the ex2 + rcp form (e^-v overflowing to +inf gives rcp = 0).
+// rounds to -1). Lab fwd -2 to -3% at the 2-thread shapes, +1% at B8·D1536 (call261). Every kernel alike, so
+// the backward's copy of the output stays the forward's. PM_SCAN_SIGMOID_TANH=0 builds the ex2 + rcp form (e^-v
+// overflowing to +inf gives rcp = 0).
 #ifndef PM_SCAN_SIGMOID_TANH
 #define PM_SCAN_SIGMOID_TANH 1
 #endif
