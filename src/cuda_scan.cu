@@ -903,10 +903,6 @@ template <int WG>
 __host__ __device__ static constexpr bool ws_outw() {
     return PM_SCAN_WS_OUTW == 2 || (PM_SCAN_WS_OUTW == 1 && WG == 4);
 }
-#ifndef PM_SCAN_WS_WALKERS_FIRST
-#define PM_SCAN_WS_WALKERS_FIRST 0  // (lab) the walkers as the block's first warps, the producers after them (v67's
-                                    // call181 measured it no faster; prepared again for v84's lighter producers)
-#endif
 #ifndef PM_SCAN_WS_UNROLL
 #define PM_SCAN_WS_UNROLL 16
 #endif
@@ -1004,9 +1000,9 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     // The producers are the block's first warps. (Tried when the two sides took turns, producers alone 0.141 ms,
     // walkers alone 0.229, together 0.387 at B8 D2048, call169/170, in case the schedulers' preference for older
     // warps starved the producers: the same time as the last warps, call171. The cause was instruction fetch.)
-    // (v67: the walkers as the first warps instead, no faster: call181; PM_SCAN_WS_WALKERS_FIRST)
-    constexpr bool WF = PM_SCAN_WS_WALKERS_FIRST;
-    if (WF ? tid >= NW : tid < NP) {  // ---- producers
+    // (The walkers as the first warps instead: no faster on v67, call181, and +0.6 to +1.2% on v84, call254;
+    // dev/experiments/scan_fwd_walkers_first.patch.)
+    if (tid < NP) {  // ---- producers
         // thread pt keeps channel group g8 (8 channels from c8) of rows jb8 + i RSTEP8, i < PPT8 (Cd % 8 == 0: a
         // group is all in or all out)
         constexpr int G8 = CH / 8, RSTEP8 = NP / G8, PPT8 = WS_FT / RSTEP8;
@@ -1014,7 +1010,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
         // B/C by the first BCT producers: BV values each, BPT threads a token
         constexpr int BCT = ws_bc_threads(NP), BV = WS_FT * 2 * SCAN_N / BCT, BPT = 2 * SCAN_N / BV;
         static_assert(BV % 4 == 0 && SCAN_N % BV == 0, "B/C values in whole float4s, all of B or all of C");
-        const int pt = WF ? tid - NW : tid, g8 = pt % G8, jb8 = pt / G8, c8 = c0 + 8 * g8;
+        const int pt = tid, g8 = pt % G8, jb8 = pt / G8, c8 = c0 + 8 * g8;
         const bool bcthr = NP == BCT || pt < BCT;
         const bool cin8 = c8 < Cd;
         float bias8[8];
@@ -1176,7 +1172,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
         return;
     }
     // ---- walkers: thread (channel cl = tid / WG, part q = tid % WG) holds states q*NS .. q*NS+NS-1
-    const int wt = WF ? tid : tid - NP, q = wt % WG, cl = wt / WG, c = c0 + cl;
+    const int wt = tid - NP, q = wt % WG, cl = wt / WG, c = c0 + cl;
     const bool active = c < Cd;
     float A[NS];
 #pragma unroll

@@ -9,7 +9,7 @@
 # built here: dev/gpu.sh pack (HEAD), and into .gpu/scan32 the lab as
 #   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -DPM_SCAN_LAB_PLANS [-DPM_SCAN_WS_WALKERS_FIRST=1] -Isrc \
 #        -Idev/kernels dev/kernels/scan_lab.cu src/cuda_scan.cu -o .gpu/scan32/scan_lab_{v84,wf,th}
-# and nvcc -O3 -gencode arch=compute_90a,code=sm_90a dev/kernels/mufu_lab.cu -o .gpu/scan32/mufu_lab
+# and nvcc -O3 -gencode arch=compute_90a,code=sm_90a -Isrc dev/kernels/mufu_lab.cu -o .gpu/scan32/mufu_lab
 # Prediction: 23 ok from each build; wf within +-2% (if the producers meeting the queue first is what costs, wf -1
 # to -3% at B8·D2048).
 # Added in the thirty-second session: (3) dev/kernels/mufu_lab.cu (built into .gpu/scan32/mufu_lab): the

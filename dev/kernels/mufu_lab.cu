@@ -6,23 +6,13 @@
 // whether sigmoid(z) = 0.5 tanh(z/2) + 0.5 is accurate enough, decides whether the forward's SiLU and softplus can
 // cost fewer MUFU cycles. Nothing here is used by packmamba itself.
 //
-// Build: nvcc -O3 -gencode arch=compute_90a,code=sm_90a dev/kernels/mufu_lab.cu -o .gpu/mufu_lab
+// Build: nvcc -O3 -gencode arch=compute_90a,code=sm_90a -Isrc dev/kernels/mufu_lab.cu -o .gpu/mufu_lab
 // Output: per op, results per SM per clock (from clock64 inside each block, so independent of the clock rate),
 // each op's latency in a dependent chain, then the accuracy table (max abs / rel error against double precision over z in [-30, 30]).
-#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));        \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "cuda_common.h"  // cudaCheck, ex2_approx, rcp_approx, lg2_approx
 
 enum { OP_EX2, OP_EX2_F16X2, OP_EX2_BF16X2, OP_TANH, OP_TANH_F16X2, OP_TANH_BF16X2, OP_RCP, OP_LG2, OP_FFMA, NOPS };
 static const char *op_name[NOPS] = {"ex2.f32",  "ex2.f16x2", "ex2.bf16x2", "tanh.f32", "tanh.f16x2",
@@ -129,25 +119,25 @@ template <int OP> __global__ void lat_kernel(unsigned *sink, long long *cycles) 
 template <int OP> static void run_lat(unsigned *sink, long long *dcyc, long long *hcyc) {
     lat_kernel<OP><<<1, 32>>>(sink, dcyc);
     lat_kernel<OP><<<1, 32>>>(sink, dcyc);
-    CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(hcyc, dcyc, sizeof(long long), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaDeviceSynchronize());
+    cudaCheck(cudaMemcpy(hcyc, dcyc, sizeof(long long), cudaMemcpyDeviceToHost));
     printf("%-12s %6.1f cycles a step (instruction + its FMA-pipe op)\n", op_name[OP], (double)hcyc[0] / ITERS);
 }
 
 template <int OP> static void run_rate(int sms, unsigned *sink, long long *dcyc, long long *hcyc) {
     const int threads = 1024, blocks = sms * 2;  // 2048 threads an SM: 16 warps a scheduler
     rate_kernel<OP><<<blocks, threads>>>(sink, dcyc);  // warm-up
-    CK(cudaDeviceSynchronize());
+    cudaCheck(cudaDeviceSynchronize());
     cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    CK(cudaEventRecord(a));
+    cudaCheck(cudaEventCreate(&a));
+    cudaCheck(cudaEventCreate(&b));
+    cudaCheck(cudaEventRecord(a));
     rate_kernel<OP><<<blocks, threads>>>(sink, dcyc);
-    CK(cudaEventRecord(b));
-    CK(cudaDeviceSynchronize());
+    cudaCheck(cudaEventRecord(b));
+    cudaCheck(cudaDeviceSynchronize());
     float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    CK(cudaMemcpy(hcyc, dcyc, blocks * sizeof(long long), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaEventElapsedTime(&ms, a, b));
+    cudaCheck(cudaMemcpy(hcyc, dcyc, blocks * sizeof(long long), cudaMemcpyDeviceToHost));
     double cmax = 0, csum = 0;
     for (int i = 0; i < blocks; i++) cmax = fmax(cmax, (double)hcyc[i]), csum += hcyc[i];
     // two blocks share an SM for the whole run; per SM: 2048 threads x CHAINS x ITERS instructions in ~cmax cycles
@@ -163,8 +153,8 @@ __global__ void acc_kernel(const float *z, float *out, int n) {
     const float v = z[i];
     float e, r, t, sp_e, sp_l;
     // (1) ex2 + rcp, as the kernels do now
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(-v * 1.4426950408889634f));
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + e));
+    e = ex2_approx(-v * 1.4426950408889634f);
+    r = rcp_approx(1.f + e);
     // (2) 0.5 tanh(z/2) + 0.5
     asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(0.5f * v));
     const float s2 = fmaf(0.5f, t, 0.5f);
@@ -173,18 +163,17 @@ __global__ void acc_kernel(const float *z, float *out, int n) {
     unsigned hr, hxi = *(unsigned *)&hx;
     asm("ex2.approx.f16x2 %0, %1;" : "=r"(hr) : "r"(hxi));
     const float eh = __low2float(*(__half2 *)&hr);
-    float r3;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r3) : "f"(1.f + eh));
+    const float r3 = rcp_approx(1.f + eh);
     // softplus = ln(1 + e^v): f32 ex2 (now) against the f16x2 ex2
     float ev, lv;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(ev) : "f"(v * 1.4426950408889634f));
-    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(lv) : "f"(1.f + ev));
+    ev = ex2_approx(v * 1.4426950408889634f);
+    lv = lg2_approx(1.f + ev);
     sp_e = v > 20.f ? v : lv * 0.69314718055994531f;
     __half2 hv = __floats2half2_rn(v * 1.4426950408889634f, 0.f);
     unsigned hvi = *(unsigned *)&hv, hvr;
     asm("ex2.approx.f16x2 %0, %1;" : "=r"(hvr) : "r"(hvi));
     const float evh = __low2float(*(__half2 *)&hvr);
-    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(lv) : "f"(1.f + evh));
+    lv = lg2_approx(1.f + evh);
     sp_l = v > 20.f ? v : lv * 0.69314718055994531f;
     out[6 * i] = r, out[6 * i + 1] = s2, out[6 * i + 2] = r3, out[6 * i + 3] = sp_e, out[6 * i + 4] = sp_l;
     out[6 * i + 5] = t;
@@ -192,12 +181,12 @@ __global__ void acc_kernel(const float *z, float *out, int n) {
 
 int main() {
     int dev = 0, sms;
-    CK(cudaSetDevice(dev));
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    cudaCheck(cudaSetDevice(dev));
+    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     unsigned *sink;
     long long *dcyc, *hcyc = (long long *)malloc(sizeof(long long) * 2 * sms);
-    CK(cudaMalloc(&sink, 4));
-    CK(cudaMalloc(&dcyc, sizeof(long long) * 2 * sms));
+    cudaCheck(cudaMalloc(&sink, 4));
+    cudaCheck(cudaMalloc(&dcyc, sizeof(long long) * 2 * sms));
     printf("== MUFU rates (%d SMs, 2048 threads an SM, %d independent chains a thread)\n", sms, CHAINS);
     run_rate<OP_FFMA>(sms, sink, dcyc, hcyc);
     run_rate<OP_EX2>(sms, sink, dcyc, hcyc);
@@ -220,11 +209,11 @@ int main() {
     const int n = 600001;  // z from -30 to 30 in steps of 1e-4
     float *hz = (float *)malloc(n * 4), *ho = (float *)malloc(6 * (size_t)n * 4), *dz, *dout;
     for (int i = 0; i < n; i++) hz[i] = -30.f + 1e-4f * i;
-    CK(cudaMalloc(&dz, n * 4));
-    CK(cudaMalloc(&dout, 6 * (size_t)n * 4));
-    CK(cudaMemcpy(dz, hz, n * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMalloc(&dz, n * 4));
+    cudaCheck(cudaMalloc(&dout, 6 * (size_t)n * 4));
+    cudaCheck(cudaMemcpy(dz, hz, n * 4, cudaMemcpyHostToDevice));
     acc_kernel<<<(n + 255) / 256, 256>>>(dz, dout, n);
-    CK(cudaMemcpy(ho, dout, 6 * (size_t)n * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(ho, dout, 6 * (size_t)n * 4, cudaMemcpyDeviceToHost));
     // errors: sigmoid (abs, rel), silu (abs), softplus (abs, rel); also over |z| <= 8 (where bf16 z mostly is)
     const char *nm[3] = {"sigmoid ex2+rcp (now)", "sigmoid 0.5tanh(z/2)+0.5", "sigmoid ex2.f16x2+rcp"};
     printf("== accuracy against double, z in [-30, 30] step 1e-4 (and |z| <= 8)\n");
