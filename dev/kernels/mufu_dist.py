@@ -55,7 +55,8 @@ def main():
         for j in range(i + 1, min(i + 400, len(ins))):
             if pat.search(sources(ins[j])):
                 dists.append(j - i)
-                readers[ins[j].lstrip("@!P0123456789T ").split()[0].split(".")[0]] += 1
+                t = ins[j].split()
+                readers[(t[1] if t[0].startswith("@") else t[0]).split(".")[0]] += 1
                 break
     if not dists:
         sys.exit(f"mufu_dist: {sys.argv[1]}: no unpredicated {opcode} with a reader")
