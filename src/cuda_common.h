@@ -72,8 +72,8 @@ __device__ __forceinline__ __nv_bfloat16 f2bf(float x) { return __float2bfloat16
 
 __device__ __forceinline__ float pm_sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
 
-// One special-function-unit instruction each (flush to zero): the scan's exps, logs and reciprocals, and the
-// bench's exp ceiling (Backend.spin), which must time the same instruction.
+// One special-function-unit instruction each (flush to zero but tanh): the scan's exps, logs, reciprocals and
+// tanh, and the bench's exp ceiling (Backend.spin), which must time the same instruction.
 __device__ __forceinline__ float ex2_approx(float x) {  // 2^x
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -87,6 +87,11 @@ __device__ __forceinline__ float rcp_approx(float x) {
 __device__ __forceinline__ float lg2_approx(float x) {
     float y;
     asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float tanh_approx(float x) {  // max abs error 7.8e-6 (dev/kernels/mufu_lab.cu, call254)
+    float y;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
 

@@ -186,9 +186,7 @@ __device__ __forceinline__ float softplus_f(float v) {
 #endif
 __device__ __forceinline__ float sigmoid_f(float v) {
     if constexpr (PM_SCAN_SIGMOID_TANH) {
-        float t;
-        asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(0.5f * v));
-        return fmaf(0.5f, t, 0.5f);
+        return fmaf(0.5f, tanh_approx(0.5f * v), 0.5f);
     } else {
         return rcp_approx(1.f + ex2_approx(-v * LOG2E));
     }

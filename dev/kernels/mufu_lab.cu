@@ -1,10 +1,11 @@
 // mufu_lab.cu — the special-function unit's throughput per instruction kind on this GPU, and the accuracy of the
 // cheaper forms of the scan's sigmoid and softplus (one MUFU instruction where the kernels spend two).
 //
-// Why: the scan forward is ~70% special-function bound (docs/perf.md, Floors; 20 MUFU results a (token,
-// channel) at B8·D2048). Whether a packed f16x2/bf16x2 ex2 or tanh gives two results for one MUFU issue, and
-// whether sigmoid(z) = 0.5 tanh(z/2) + 0.5 is accurate enough, decides whether the forward's SiLU and softplus can
-// cost fewer MUFU cycles. Nothing here is used by packmamba itself.
+// Why (thirty-second session): the scan forward kept the special-function unit ~70% busy (20 MUFU results a
+// (token, channel) at B8·D2048 then). Whether a packed f16x2/bf16x2 ex2 or tanh gives two results for one MUFU
+// issue, and whether sigmoid(z) = 0.5 tanh(z/2) + 0.5 is accurate enough, decided whether the forward's SiLU and
+// softplus could cost fewer MUFU cycles (scan v85 took the tanh form). The accuracy table measures the
+// cuda_common.h helpers the kernels use. Nothing here is used by packmamba itself.
 //
 // Build: nvcc -O3 -gencode arch=compute_90a,code=sm_90a -Isrc dev/kernels/mufu_lab.cu -o .gpu/mufu_lab
 // Output: per op, results per SM per clock (from clock64 inside each block, so independent of the clock rate),
@@ -12,7 +13,7 @@
 #include <cuda_fp16.h>
 #include <math.h>
 
-#include "cuda_common.h"  // cudaCheck, ex2_approx, rcp_approx, lg2_approx
+#include "cuda_common.h"  // cudaCheck, ex2_approx, rcp_approx, lg2_approx, tanh_approx
 
 enum { OP_EX2, OP_EX2_F16X2, OP_EX2_BF16X2, OP_TANH, OP_TANH_F16X2, OP_TANH_BF16X2, OP_RCP, OP_LG2, OP_FFMA, NOPS };
 static const char *op_name[NOPS] = {"ex2.f32",  "ex2.f16x2", "ex2.bf16x2", "tanh.f32", "tanh.f16x2",
@@ -152,11 +153,11 @@ __global__ void acc_kernel(const float *z, float *out, int n) {
     if (i >= n) return;
     const float v = z[i];
     float e, r, t, sp_e, sp_l;
-    // (1) ex2 + rcp, as the kernels do now
+    // (1) ex2 + rcp (the kernels' form before v85; PM_SCAN_SIGMOID_TANH=0)
     e = ex2_approx(-v * 1.4426950408889634f);
     r = rcp_approx(1.f + e);
-    // (2) 0.5 tanh(z/2) + 0.5
-    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(0.5f * v));
+    // (2) 0.5 tanh(z/2) + 0.5 (v85's sigmoid_f)
+    t = tanh_approx(0.5f * v);
     const float s2 = fmaf(0.5f, t, 0.5f);
     // (3) e^-z by ex2.approx.f16x2 (two channels an instruction), then rcp
     __half2 hx = __floats2half2_rn(-v * 1.4426950408889634f, 0.f);
@@ -164,7 +165,7 @@ __global__ void acc_kernel(const float *z, float *out, int n) {
     asm("ex2.approx.f16x2 %0, %1;" : "=r"(hr) : "r"(hxi));
     const float eh = __low2float(*(__half2 *)&hr);
     const float r3 = rcp_approx(1.f + eh);
-    // softplus = ln(1 + e^v): f32 ex2 (now) against the f16x2 ex2
+    // softplus = ln(1 + e^v): f32 ex2 (the kernels' softplus_f) against the f16x2 ex2
     float ev, lv;
     ev = ex2_approx(v * 1.4426950408889634f);
     lv = lg2_approx(1.f + ev);
@@ -215,7 +216,7 @@ int main() {
     acc_kernel<<<(n + 255) / 256, 256>>>(dz, dout, n);
     cudaCheck(cudaMemcpy(ho, dout, 6 * (size_t)n * 4, cudaMemcpyDeviceToHost));
     // errors: sigmoid (abs, rel), silu (abs), softplus (abs, rel); also over |z| <= 8 (where bf16 z mostly is)
-    const char *nm[3] = {"sigmoid ex2+rcp (now)", "sigmoid 0.5tanh(z/2)+0.5", "sigmoid ex2.f16x2+rcp"};
+    const char *nm[3] = {"sigmoid ex2+rcp (pre-v85)", "sigmoid 0.5tanh(z/2)+0.5", "sigmoid ex2.f16x2+rcp"};
     printf("== accuracy against double, z in [-30, 30] step 1e-4 (and |z| <= 8)\n");
     for (int k = 0; k < 3; k++) {
         double ma = 0, mr = 0, msilu = 0, ma8 = 0, mr8 = 0, msilu8 = 0;
@@ -228,7 +229,7 @@ int main() {
         printf("%-28s abs %.2e rel %.2e silu-abs %.2e | |z|<=8: abs %.2e rel %.2e silu-abs %.2e\n", nm[k], ma, mr,
                msilu, ma8, mr8, msilu8);
     }
-    const char *sn[2] = {"softplus ex2+lg2 (now)", "softplus ex2.f16x2+lg2"};
+    const char *sn[2] = {"softplus ex2+lg2 (kernels)", "softplus ex2.f16x2+lg2"};
     for (int k = 0; k < 2; k++) {
         double ma = 0, mr = 0;
         for (int i = 0; i < n; i++) {
