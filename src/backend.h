@@ -212,8 +212,9 @@ int backend_cuda_gemm_tunings(void);
 int backend_cuda_side_tickets(void);
 // Launches of held-back reductions (Backend.defer_reductions) the CUDA backend has made so far. For tests.
 int backend_cuda_reduction_launches(void);
-// Launches of the warp-specialized scan kernels (backward: 1, the backward's; 0, the forward's) so far. For tests.
-int backend_cuda_scan_ws_launches(int backward);
+// Launches of the warp-specialized scan kernels so far (which: 0 the forward's, 1 the backward's, 2 the forward's
+// with y's halves added by its producers, scan v90). For tests.
+int backend_cuda_scan_ws_launches(int which);
 // The CUDA device's compute capability as major * 10 + minor, and its SM count in *sms, as the kernels' plans see
 // them (0 and 0 in a build without CUDA). For tests.
 int backend_cuda_device_info(int *sms);

@@ -10,8 +10,8 @@ const Backend *backend_cuda(int deterministic) {
 int backend_cuda_gemm_tunings(void) { return 0; }
 int backend_cuda_side_tickets(void) { return 0; }
 int backend_cuda_reduction_launches(void) { return 0; }
-int backend_cuda_scan_ws_launches(int backward) {
-    (void)backward;
+int backend_cuda_scan_ws_launches(int which) {
+    (void)which;
     return 0;
 }
 int backend_cuda_device_info(int *sms) {

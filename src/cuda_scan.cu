@@ -1,6 +1,8 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v85 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v85, every
+// Version v90 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v90, where
+// the 2-thread forward's 64-wide blocks run one an SM, its producers add y's two halves that the walkers store, in
+// place of the walkers' butterfly (scan_fwd_halves; B2·D4096·L8192 fwd -4.5%), on v85: every
 // kernel's sigmoid as 0.5 tanh(v/2) + 0.5 (one special-function instruction; sigmoid_f), on v84: the
 // warp-specialized forward's pass without selects for tokens past the row's end, on v83: the
 // warp-specialized forward's producers keep z raw and form silu(z) with the output, not in their pass, on v82: the
@@ -952,12 +954,19 @@ __device__ __forceinline__ float2 bf2x2f(unsigned v) {
 // swizzled (ws_swz) | u (WS_FT, CH) bf16, swizzled (ws_swz) | the walk's y, or the output where the walkers form it
 // (WS_FT, CH) f32, swizzled (ws_swz of ws_pg_rot) | B/C (WS_FT, 2N) f32 | the start mask (16 bytes). Byte offsets of
 // the parts (v83: z raw, 2 bytes, where silu(z) took 4):
-static constexpr size_t WS_ZB = 8, WS_UB = 10, WS_Y = 12, WS_BC = 16;  // (times WS_FT * CH)
-__host__ __device__ static constexpr size_t ws_stage_bytes(int CH) {
-    return (size_t)WS_FT * CH * WS_BC + (size_t)WS_FT * 2 * SCAN_N * 4 + 16;
+// v90 (YH, kernels with 2 walker threads a channel): the walkers store y's two halves as they are, one float a
+// thread and token, and the producers add them in store_out, instead of the walkers' transposed butterfly (two
+// selects, a shuffle and an add a thread and 2 tokens); the y part then takes 8 bytes an item (ws_yh_pos). Same
+// bits: the butterfly added the same two halves, and fp32 addition commutes.
+static constexpr size_t WS_ZB = 8, WS_UB = 10, WS_Y = 12;  // (times WS_FT * CH)
+__host__ __device__ static constexpr size_t ws_bc_off(bool yh) {  // where B/C starts (times WS_FT * CH)
+    return WS_Y + (yh ? 8 : 4);
 }
-__host__ __device__ static constexpr size_t ws_smem(int CH, int NP) {
-    return WS_S * ws_stage_bytes(CH) + (size_t)(WS_PD + 1) * ws_raw_words(CH, NP) * 4 + 2 * WS_S * 8;
+__host__ __device__ static constexpr size_t ws_stage_bytes(int CH, bool yh) {
+    return (size_t)WS_FT * CH * ws_bc_off(yh) + (size_t)WS_FT * 2 * SCAN_N * 4 + 16;
+}
+__host__ __device__ static constexpr size_t ws_smem(int CH, int NP, bool yh = false) {
+    return WS_S * ws_stage_bytes(CH, yh) + (size_t)(WS_PD + 1) * ws_raw_words(CH, NP) * 4 + 2 * WS_S * 8;
 }
 // where (token row j, channel c) of a stage's swizzled arrays lies: fwd_swz's layout for 4 walker threads a
 // channel (a group's 4 rows in 4 places); with 2, whose groups are 2 rows, the group of 8 channels moves by
@@ -973,7 +982,17 @@ __device__ __forceinline__ int ws_swz(int j, int c) {
 // in groups 4-7 of every 8.
 __device__ __forceinline__ int ws_pdd_pos(int c) { return (c & ~7) | ((((c >> 1) + (c >> 4)) & 3) << 1) | (c & 1); }
 __device__ __forceinline__ int ws_pg_rot(int c) { return (c & ~7) | ((c + ((c >> 5) & 1) * 4) & 7); }
-template <int CH, int MODE, int PW, int MINB, int WG, bool QP = false>  // QP: quad_dot's order (PAIRS)
+// v90: where walker thread q's half of y at (token row j, channel c) lies (YH): group g of 8 channels at 16-float
+// block g ^ x (ws_swz's x for 2 walker threads), a channel's two halves side by side, rotated within the block by 4
+// floats times g's bits 1-2, so that a walker warp's 32 stores (2 groups of a row) and a quarter warp of producers'
+// float4 loads (8 groups of a row) each meet distinct banks
+template <int CH>
+__device__ __forceinline__ int ws_yh_pos(int j, int c, int q) {
+    const int g = c >> 3;
+    return j * CH * 2 + ((g ^ ((j & 1) << 1)) << 4) + ((((c & 7) << 1) + q + (((g >> 1) & 3) << 2)) & 15);
+}
+// QP: quad_dot's order (PAIRS); YH: y's halves added by the producers (v90, 2 walker threads a channel)
+template <int CH, int MODE, int PW, int MINB, int WG, bool QP = false, bool YH = false>
 __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     scan_fwd_ws_kernel(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
                        const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
@@ -989,9 +1008,10 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     const int tid = threadIdx.x, row = blockIdx.y, c0 = blockIdx.x * CH;
     const size_t mrow = (size_t)row * T;
     const int nch = (T + WS_FT - 1) / WS_FT;
-    constexpr size_t SB = ws_stage_bytes(CH);
+    static_assert(!YH || WG == 2, "y's halves: 2 walker threads a channel");
+    constexpr size_t SB = ws_stage_bytes(CH, YH), WS_BC = ws_bc_off(YH);
     // full[s], empty[s]: after the stages and the raw slots (8-byte aligned: both are multiples of 16 bytes)
-    unsigned long long *mb_full = (unsigned long long *)(smem_raw + ws_smem(CH, NP) - 2 * WS_S * 8),
+    unsigned long long *mb_full = (unsigned long long *)(smem_raw + ws_smem(CH, NP, YH) - 2 * WS_S * 8),
                        *mb_empty = mb_full + WS_S;
     if (tid == 0)
         for (int i = 0; i < WS_S; i++) mbar_init(mb_full + i, NP), mbar_init(mb_empty + i, NW);
@@ -1086,10 +1106,18 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
                 const int j = jb8 + i * RSTEP8;
                 if (j < len && cin8) {
                     float y[8];
+                    if constexpr (YH) {  // v90: y = half 0 + half 1 (the walkers' butterfly's sum, bit for bit)
 #pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const float4 a = *(const float4 *)(yt + ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h)));
-                        y[4 * h] = a.x, y[4 * h + 1] = a.y, y[4 * h + 2] = a.z, y[4 * h + 3] = a.w;
+                        for (int h = 0; h < 4; h++) {
+                            const float4 a = *(const float4 *)(yt + ws_yh_pos<CH>(j, 8 * g8 + 2 * h, 0));
+                            y[2 * h] = a.x + a.y, y[2 * h + 1] = a.z + a.w;
+                        }
+                    } else {
+#pragma unroll
+                        for (int h = 0; h < 2; h++) {
+                            const float4 a = *(const float4 *)(yt + ws_swz<CH, WG>(j, ws_pg_rot(8 * g8 + 4 * h)));
+                            y[4 * h] = a.x, y[4 * h + 1] = a.y, y[4 * h + 2] = a.z, y[4 * h + 3] = a.w;
+                        }
                     }
                     unsigned o[4];
                     if constexpr (OUTW) {  // the walkers' values are the output already
@@ -1210,6 +1238,14 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
         for (int e = 0; e < WG; e++) ypend[e] = 0.f;
         int jp = -1;
         auto finish_group = [&](float(&yq)[WG], int jg) {
+            if constexpr (YH) {  // v90: each thread's halves as they are, for the producers to add; one group late
+                                 // like the butterfly's sums (call271: stored at once, each store waited for its
+                                 // value ahead of the next token's shared loads, which the compiler keeps behind
+                                 // it: fwd +6 to +14%)
+#pragma unroll
+                for (int jj = 0; jj < WG; jj++) yt[ws_yh_pos<CH>(jg + jj, cl, q)] = yq[jj];
+                return;
+            }
             // the quads' sums as (q0 + q1) + (q2 + q3), as every kernel forms them (quad_dot)
             if constexpr (WG == 4) {
                 tr_level<WG / 2, 1, WG>(yq);
@@ -2756,25 +2792,37 @@ static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ck
 
 // Launches of the warp-specialized kernels so far, for the op tests (backend.h): the staged kernels form the same
 // bits, so a comparison of the two would pass unnoticed if the warp-specialized ones never ran.
-static int g_fwd_ws_launches, g_bwd_ws_launches;
-extern "C" int backend_cuda_scan_ws_launches(int backward) { return backward ? g_bwd_ws_launches : g_fwd_ws_launches; }
+static int g_fwd_ws_launches, g_bwd_ws_launches, g_fwd_yh_launches;
+extern "C" int backend_cuda_scan_ws_launches(int which) {
+    return which == 2 ? g_fwd_yh_launches : which ? g_bwd_ws_launches : g_fwd_ws_launches;
+}
 
 // v65's forward (FWD_WS): MODE_FWD_CKPT where the backward is left its checkpoints
-template <int CH, int PW, int MINB, int WG>
+template <int CH, int PW, int MINB, int WG, bool YH = false>
 static void scan_fwd_ws_launch(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
                                const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,
                                const __nv_bfloat16 *Cm, int ldbc, const float *D, const __nv_bfloat16 *z, int ldz,
                                const int32_t *pos, int rows, int T, int Cd, int nck, bool qp, cudaStream_t stream) {
     static int optin[2][2] = {{0, 0}, {0, 0}};
-    const size_t smem = ws_smem(CH, 32 * PW);
-    auto kern = ckpt ? (qp ? scan_fwd_ws_kernel<CH, MODE_FWD_CKPT, PW, MINB, WG, true>
-                           : scan_fwd_ws_kernel<CH, MODE_FWD_CKPT, PW, MINB, WG>)
-                     : (qp ? scan_fwd_ws_kernel<CH, MODE_FWD, PW, MINB, WG, true> : scan_fwd_ws_kernel<CH, MODE_FWD, PW, MINB, WG>);
+    const size_t smem = ws_smem(CH, 32 * PW, YH);
+    auto kern = ckpt ? (qp ? scan_fwd_ws_kernel<CH, MODE_FWD_CKPT, PW, MINB, WG, true, YH>
+                           : scan_fwd_ws_kernel<CH, MODE_FWD_CKPT, PW, MINB, WG, false, YH>)
+                     : (qp ? scan_fwd_ws_kernel<CH, MODE_FWD, PW, MINB, WG, true, YH>
+                           : scan_fwd_ws_kernel<CH, MODE_FWD, PW, MINB, WG, false, YH>);
     scan_smem_optin((const void *)kern, smem, &optin[qp][ckpt != NULL], "scan_fwd_ws_kernel");
     kern<<<dim3((Cd + CH - 1) / CH, rows), CH * WG + 32 * PW, smem, stream>>>(out, ckpt, u, dpre, dt_bias, A_log, Bm,
                                                                               Cm, ldbc, D, z, ldz, pos, T, Cd, nck);
     scan_check_launch("scan_fwd_ws_kernel");
     g_fwd_ws_launches++;
+    g_fwd_yh_launches += YH;
+}
+// v90: y's halves added by the producers (YH) where the 2-thread forward's 64-wide blocks are one an SM, so that
+// each scheduler holds one walker warp: there the walker's butterfly is exposed (lab, call272: B2·D4096·L8192 fwd
+// 0.511-0.516 -> 0.488-0.497 ms). Where two blocks share an SM (B8·D2048, B4·D4096) it measured +1% and equal, so
+// not there. PM_SCAN_FWD_YH=0 (read each call) keeps the butterfly everywhere (A/B runs).
+static bool scan_fwd_halves(int rows, int Cd) {
+    const char *e = getenv("PM_SCAN_FWD_YH");
+    return PM_SCAN_WS_WG == 2 && !(e && e[0] == '0') && (long)rows * ((Cd + 63) / 64) <= pm_cuda_sm_count();
 }
 
 #if PM_SCAN_WS_32
@@ -2848,9 +2896,15 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
                                                                       D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
         else
 #endif
-        if (pl.minb == 2)
+        if (pl.minb == 2 && scan_fwd_halves(rows, Cd))
+            scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 2, PM_SCAN_WS_WG, PM_SCAN_WS_WG == 2>(
+                out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
+        else if (pl.minb == 2)
             scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 2, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
                                                                       D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
+        else if (scan_fwd_halves(rows, Cd))
+            scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 1, PM_SCAN_WS_WG, PM_SCAN_WS_WG == 2>(
+                out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
         else
             scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
                                                                       D, z, ldz, pos, rows, T, Cd, nck, qp, stream);

@@ -730,7 +730,7 @@ static void test_conv(void **state) {
 // and writes dB, dC into dxdbl and dz into dxz — the same layout the model uses.
 // Launches of the warp-specialized forward and backward in scan_case's first forward and backward calls (PM_SCAN_*_WS
 // unset), for test_scan's checks that they ran where the plan takes them.
-static int g_case_fwd_ws, g_case_bwd_ws;
+static int g_case_fwd_ws, g_case_bwd_ws, g_case_fwd_yh;  // (yh: the forward with y's halves, v90)
 
 // both_bwd: the shape lets PM_SCAN_BWD4 force each backward kernel (one wave of 4-thread blocks fits the GPU)
 static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
@@ -772,10 +772,11 @@ static void scan_case(int B, int T, int Cd, int N, int R, int both_bwd) {
     float *nan = poisoned(u, M, Cd, 0, Cd);
     float *pdx = poisoned(dxdbl0, M, nx, R, 2 * N), *pdz = poisoned(dxz0, M, ldz, Cd, Cd);
     void *gout = g_act(nan, mc);
-    const int fws0 = backend_cuda_scan_ws_launches(0);
+    const int fws0 = backend_cuda_scan_ws_launches(0), fyh0 = backend_cuda_scan_ws_launches(2);
     G->scan_fwd(gout, gu, gdp, gdtb, gA, act_off(gx, R), act_off(gx, R + N), nx, gD, act_off(gz, Cd), ldz, gp, M, T,
                 Cd, N, NULL);
     g_case_fwd_ws = backend_cuda_scan_ws_launches(0) - fws0;
+    g_case_fwd_yh = backend_cuda_scan_ws_launches(2) - fyh0;
     float *out = g_get_act(gout, mc);
     check_rel("scan_fwd out (bf16)", out, r_out, mc, 1e-2);
     // The forward again, leaving its scan states (in a NaN-poisoned buffer, so a state it fails to write shows):
@@ -955,6 +956,7 @@ static void test_scan(void **state) {
     // (v50) and the backward 128-wide 2-thread ones (512 4-thread blocks would need a second wave)
     // (its forward and backward are the warp-specialized ones)
     scan_case(8, 40, 2048, 16, 8, 0);
+    if (hopper) assert_true(g_case_fwd_yh == 0);
     // On a 132-SM Hopper (the H100 SXM and H200: compute capability 9.0, sm_90a code in the default build, CMake's
     // 90a-real) both kernels must have run, or the staged-kernel comparisons above compared a kernel with itself.
     // (A build without sm_90a code fails here on such a GPU: it would train, slower, without a word.) Other SM
@@ -967,7 +969,12 @@ static void test_scan(void **state) {
     // the warp-specialized forward with a partial 64-channel block (1480 = 23 * 64 + 8; 216 blocks, two an SM) and
     // a partial chunk
     scan_case(9, 40, 1480, 16, 8, 0);
-    if (hopper) assert_true(g_case_fwd_ws > 0);
+    if (hopper) assert_true(g_case_fwd_ws > 0 && g_case_fwd_yh == 0);
+    // v90: the B2·D4096·L8192 benchmark's width, 128 blocks of 64 channels one an SM: the warp-specialized forward
+    // whose producers add y's two halves (YH), which scan_case's staged-forward call must match bit for bit (and
+    // the backward's copy of the output with it); the 370m width above (two blocks an SM) keeps the butterfly
+    scan_case(2, 40, 4096, 16, 8, 0);
+    if (hopper) assert_true(g_case_fwd_ws > 0 && g_case_fwd_yh > 0);
     // B/C at an odd stride, 2-byte aligned: the warp-specialized forward's 4-byte copies cannot take them, the staged
     // forward runs
     scan_case(8, 40, 2048, 16, 7, 0);
