@@ -1,6 +1,8 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
-// Version v90 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v90, where
+// Version v91 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v91, the
+// warp-specialized forward's roles split on a warp-uniform warp index (producer_warp), so its walkers' shuffles
+// carry no convergence check (fwd -2 to -3% where the butterfly stays), on v90: where
 // the 2-thread forward's 64-wide blocks run one an SM, its producers add y's two halves that the walkers store, in
 // place of the walkers' butterfly (scan_fwd_halves; B2·D4096·L8192 fwd -4.5%), on v85: every
 // kernel's sigmoid as 0.5 tanh(v/2) + 0.5 (one special-function instruction; sigmoid_f), on v84: the
@@ -198,6 +200,20 @@ __device__ __forceinline__ float sigmoid_f(float v) {
 // output (v82), the walkers
 __device__ __forceinline__ float gated_out(float y, float D, float u, float z) {
     return fmaf(D, u, y) * (z * sigmoid_f(z));
+}
+// v91: whether this thread's warp is one of the first np / 32 (the producers), tested on the warp's index broadcast
+// from lane 0, which the compiler then knows is the same across the warp: the branch is uniform, and the walkers'
+// shuffles after it need no convergence check. (v90's SASS: the forward walker loop's first butterfly shuffle
+// carried a BRA.DIV, which split the unrolled chunk into two basic blocks and was followed by a divergent copy of
+// the rest; on this test the lab binary has no BRA.DIV left and is 213 KB smaller. call274: fwd -2 to -3% at
+// B8·D2048, B4·D4096 and B8·D1536; in the backward kernels the same split measured +1 to +4% fwd+bwd, so they keep
+// tid < NP.) -DPM_SCAN_FWD_WU=0: the plain test in the forward too (A/B).
+#ifndef PM_SCAN_FWD_WU
+#define PM_SCAN_FWD_WU 1
+#endif
+__device__ __forceinline__ bool producer_warp(int np, bool uniform) {
+    if (uniform) return __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 5), 0) < np / 32;
+    return (int)threadIdx.x < np;
 }
 // two values rounded to bf16, a in the low half (the lower channel): one packed convert (F2FP), the same bits as
 // two converts and a merge (thirty-fourth session, call269: fwd+bwd -0.2 to -0.8%, inside its control's spread)
@@ -1021,7 +1037,8 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     // warps starved the producers: the same time as the last warps, call171. The cause was instruction fetch.)
     // (The walkers as the first warps instead: no faster on v67, call181, and +0.6 to +1.2% on v84, call254;
     // dev/experiments/scan_fwd_walkers_first.patch.)
-    if (tid < NP) {  // ---- producers
+    static_assert(NP % 32 == 0, "whole producer warps");
+    if (producer_warp(NP, PM_SCAN_FWD_WU)) {  // ---- producers
         // thread pt keeps channel group g8 (8 channels from c8) of rows jb8 + i RSTEP8, i < PPT8 (Cd % 8 == 0: a
         // group is all in or all out)
         constexpr int G8 = CH / 8, RSTEP8 = NP / G8, PPT8 = WS_FT / RSTEP8;
