@@ -1,7 +1,7 @@
 // cuda_scan.cu — selective scan forward/backward with document resets for the CUDA backend (cuda_scan.h).
 // bf16 activations in and out, fp32 state and accumulation. Semantics: Backend.scan_fwd / scan_bwd (backend.h).
 // Version v91 of the kernel lab (dev/kernels/scan_lab.cu; history and measurements in docs/perf.md): v91, the
-// warp-specialized forward's roles split on a warp-uniform warp index (producer_warp), so its walkers' shuffles
+// warp-specialized forward's roles split on a warp-uniform warp index (fwd_producer_warp), so its walkers' shuffles
 // carry no convergence check (fwd -2 to -3% where the butterfly stays), on v90: where
 // the 2-thread forward's 64-wide blocks run one an SM, its producers add y's two halves that the walkers store, in
 // place of the walkers' butterfly (scan_fwd_halves; B2·D4096·L8192 fwd -4.5%), on v85: every
@@ -201,18 +201,18 @@ __device__ __forceinline__ float sigmoid_f(float v) {
 __device__ __forceinline__ float gated_out(float y, float D, float u, float z) {
     return fmaf(D, u, y) * (z * sigmoid_f(z));
 }
-// v91: whether this thread's warp is one of the first np / 32 (the producers), tested on the warp's index broadcast
+// v91: whether this forward thread's warp is one of the first np / 32 (the producers), tested on the warp's index broadcast
 // from lane 0, which the compiler then knows is the same across the warp: the branch is uniform, and the walkers'
 // shuffles after it need no convergence check. (v90's SASS: the forward walker loop's first butterfly shuffle
 // carried a BRA.DIV, which split the unrolled chunk into two basic blocks and was followed by a divergent copy of
-// the rest; on this test the lab binary has no BRA.DIV left and is 213 KB smaller. call274: fwd -2 to -3% at
+// the rest; on this test the lab binary has no BRA.DIV left and is 217 KB smaller, call275. call274: fwd -2 to -3% at
 // B8·D2048, B4·D4096 and B8·D1536; in the backward kernels the same split measured +1 to +4% fwd+bwd, so they keep
-// tid < NP.) -DPM_SCAN_FWD_WU=0: the plain test in the forward too (A/B).
+// tid < NP.) -DPM_SCAN_FWD_WU=0: the plain test (A/B). For the forward only.
 #ifndef PM_SCAN_FWD_WU
 #define PM_SCAN_FWD_WU 1
 #endif
-__device__ __forceinline__ bool producer_warp(int np, bool uniform) {
-    if (uniform) return __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 5), 0) < np / 32;
+__device__ __forceinline__ bool fwd_producer_warp(int np) {
+    if (PM_SCAN_FWD_WU) return __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 5), 0) < np / 32;
     return (int)threadIdx.x < np;
 }
 // two values rounded to bf16, a in the low half (the lower channel): one packed convert (F2FP), the same bits as
@@ -1038,7 +1038,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     // (The walkers as the first warps instead: no faster on v67, call181, and +0.6 to +1.2% on v84, call254;
     // dev/experiments/scan_fwd_walkers_first.patch.)
     static_assert(NP % 32 == 0, "whole producer warps");
-    if (producer_warp(NP, PM_SCAN_FWD_WU)) {  // ---- producers
+    if (fwd_producer_warp(NP)) {  // ---- producers
         // thread pt keeps channel group g8 (8 channels from c8) of rows jb8 + i RSTEP8, i < PPT8 (Cd % 8 == 0: a
         // group is all in or all out)
         constexpr int G8 = CH / 8, RSTEP8 = NP / G8, PPT8 = WS_FT / RSTEP8;
@@ -2814,32 +2814,42 @@ extern "C" int backend_cuda_scan_ws_launches(int which) {
     return which == 2 ? g_fwd_yh_launches : which ? g_bwd_ws_launches : g_fwd_ws_launches;
 }
 
-// v65's forward (FWD_WS): MODE_FWD_CKPT where the backward is left its checkpoints
-template <int CH, int PW, int MINB, int WG, bool YH = false>
+// v90: y's halves added by the producers (YH) where the 2-thread forward's 64-wide blocks are one an SM, so that
+// each scheduler holds one walker warp: there the walker's butterfly is exposed (lab, call272: B2·D4096·L8192 fwd
+// 0.511-0.516 -> 0.488-0.497 ms). Where two blocks share an SM (B8·D2048, B4·D4096) it measured +1% and equal, so
+// not there; other widths were not measured, so their launches never ask. PM_SCAN_FWD_YH=0 (read each call) keeps
+// the butterfly everywhere (A/B runs).
+static bool scan_fwd_halves(int rows, int Cd) {
+    const char *e = getenv("PM_SCAN_FWD_YH");
+    return !(e && e[0] == '0') && (long)rows * ((Cd + 63) / 64) <= pm_cuda_sm_count();
+}
+// The warp-specialized forward's instance for a launch: checkpoints or not, quad_dot's order, y's halves
+template <int CH, int PW, int MINB, int WG, bool YH>
+static auto scan_fwd_ws_instance(bool ckpt, bool qp) {
+    return ckpt ? (qp ? scan_fwd_ws_kernel<CH, MODE_FWD_CKPT, PW, MINB, WG, true, YH>
+                      : scan_fwd_ws_kernel<CH, MODE_FWD_CKPT, PW, MINB, WG, false, YH>)
+                : (qp ? scan_fwd_ws_kernel<CH, MODE_FWD, PW, MINB, WG, true, YH>
+                      : scan_fwd_ws_kernel<CH, MODE_FWD, PW, MINB, WG, false, YH>);
+}
+// v65's forward (FWD_WS): MODE_FWD_CKPT where the backward is left its checkpoints; the 64-wide 2-thread blocks
+// with y's halves where scan_fwd_halves says (v90)
+template <int CH, int PW, int MINB, int WG>
 static void scan_fwd_ws_launch(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
                                const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,
                                const __nv_bfloat16 *Cm, int ldbc, const float *D, const __nv_bfloat16 *z, int ldz,
                                const int32_t *pos, int rows, int T, int Cd, int nck, bool qp, cudaStream_t stream) {
-    static int optin[2][2] = {{0, 0}, {0, 0}};
-    const size_t smem = ws_smem(CH, 32 * PW, YH);
-    auto kern = ckpt ? (qp ? scan_fwd_ws_kernel<CH, MODE_FWD_CKPT, PW, MINB, WG, true, YH>
-                           : scan_fwd_ws_kernel<CH, MODE_FWD_CKPT, PW, MINB, WG, false, YH>)
-                     : (qp ? scan_fwd_ws_kernel<CH, MODE_FWD, PW, MINB, WG, true, YH>
-                           : scan_fwd_ws_kernel<CH, MODE_FWD, PW, MINB, WG, false, YH>);
-    scan_smem_optin((const void *)kern, smem, &optin[qp][ckpt != NULL], "scan_fwd_ws_kernel");
+    constexpr bool CAN_YH = CH == 64 && WG == 2;
+    const bool yh = CAN_YH && scan_fwd_halves(rows, Cd);
+    static int optin[2][2][2];  // [yh][qp][ckpt]
+    const size_t smem = ws_smem(CH, 32 * PW, yh);
+    auto kern = yh ? scan_fwd_ws_instance<CH, PW, MINB, WG, CAN_YH>(ckpt != NULL, qp)
+                   : scan_fwd_ws_instance<CH, PW, MINB, WG, false>(ckpt != NULL, qp);
+    scan_smem_optin((const void *)kern, smem, &optin[yh][qp][ckpt != NULL], "scan_fwd_ws_kernel");
     kern<<<dim3((Cd + CH - 1) / CH, rows), CH * WG + 32 * PW, smem, stream>>>(out, ckpt, u, dpre, dt_bias, A_log, Bm,
                                                                               Cm, ldbc, D, z, ldz, pos, T, Cd, nck);
     scan_check_launch("scan_fwd_ws_kernel");
     g_fwd_ws_launches++;
-    g_fwd_yh_launches += YH;
-}
-// v90: y's halves added by the producers (YH) where the 2-thread forward's 64-wide blocks are one an SM, so that
-// each scheduler holds one walker warp: there the walker's butterfly is exposed (lab, call272: B2·D4096·L8192 fwd
-// 0.511-0.516 -> 0.488-0.497 ms). Where two blocks share an SM (B8·D2048, B4·D4096) it measured +1% and equal, so
-// not there. PM_SCAN_FWD_YH=0 (read each call) keeps the butterfly everywhere (A/B runs).
-static bool scan_fwd_halves(int rows, int Cd) {
-    const char *e = getenv("PM_SCAN_FWD_YH");
-    return PM_SCAN_WS_WG == 2 && !(e && e[0] == '0') && (long)rows * ((Cd + 63) / 64) <= pm_cuda_sm_count();
+    g_fwd_yh_launches += yh;
 }
 
 #if PM_SCAN_WS_32
@@ -2913,15 +2923,9 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
                                                                       D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
         else
 #endif
-        if (pl.minb == 2 && scan_fwd_halves(rows, Cd))
-            scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 2, PM_SCAN_WS_WG, PM_SCAN_WS_WG == 2>(
-                out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
-        else if (pl.minb == 2)
+        if (pl.minb == 2)
             scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 2, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
                                                                       D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
-        else if (scan_fwd_halves(rows, Cd))
-            scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 1, PM_SCAN_WS_WG, PM_SCAN_WS_WG == 2>(
-                out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
         else
             scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
                                                                       D, z, ldz, pos, rows, T, Cd, nck, qp, stream);

@@ -13,17 +13,7 @@ import statistics
 import sys
 from collections import Counter
 
-INSTR = re.compile(r"/\*([0-9a-f]{4,6})\*/\s+(.*?)\s*;")
-
-
-def instructions(path):
-    out = []
-    with open(path) as f:
-        for line in f:
-            m = INSTR.search(line)
-            if m:
-                out.append(m.group(2).strip())
-    return out
+from sass_ops import listing  # (same directory: python puts the script's own first on its path)
 
 
 def sources(text):
@@ -43,7 +33,7 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     opcode = sys.argv[2] if len(sys.argv) > 2 else "MUFU.EX2"
-    ins = instructions(sys.argv[1])
+    ins = [t for kernel in listing(sys.argv[1]).values() for t in kernel]
     if not ins:
         sys.exit(f"mufu_dist: {sys.argv[1]}: no SASS instructions found (expected cuobjdump -sass output)")
     dists, readers = [], Counter()
