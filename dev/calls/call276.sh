@@ -9,6 +9,9 @@ PM_SANITIZE=0 PM_BENCH=0 PM_E2E=0 bash dev/gpu.sh run 2>&1 | grep -E "rc=" | hea
 export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader
 timeout 100 .gpu/bin/packmamba bench --device cuda --preset 370m --batch 8 --seq-len 2048 --policy fixed --steps 8 \
-    --warmup 2 --no-plots --time-limit 80 --out /tmp/b370 2>&1 | grep -E "tok/s|error" | tail -3
+    --warmup 2 --no-plots --time-limit 80 --out "$OUT/b370" >"$OUT/b370.log" 2>&1 || tail -5 "$OUT/b370.log"
+grep -E "tok/s|ceilings|vector" "$OUT/b370.log" | tail -4
+python3 dev/bench_profile.py "$OUT/b370/results.json" "370m B8 T2048"
 cuobjdump -sass .gpu/bin/packmamba 2>/dev/null | awk '/Function :/ {f = $3} /BRA.DIV/ {n[f]++} END {for (k in n) print n[k], k}' |
     sort -rn | head -20
+cd "$OUT" && tar czf all.tgz --remove-files $(ls | grep -v '^all.tgz$')
