@@ -201,13 +201,13 @@ __device__ __forceinline__ float sigmoid_f(float v) {
 __device__ __forceinline__ float gated_out(float y, float D, float u, float z) {
     return fmaf(D, u, y) * (z * sigmoid_f(z));
 }
-// v91: whether this forward thread's warp is one of the first np / 32 (the producers), tested on the warp's index broadcast
-// from lane 0, which the compiler then knows is the same across the warp: the branch is uniform, and the walkers'
-// shuffles after it need no convergence check. (v90's SASS: the forward walker loop's first butterfly shuffle
-// carried a BRA.DIV, which split the unrolled chunk into two basic blocks and was followed by a divergent copy of
-// the rest; on this test the lab binary has no BRA.DIV left and is 217 KB smaller, call275. call274: fwd -2 to -3% at
-// B8·D2048, B4·D4096 and B8·D1536; in the backward kernels the same split measured +1 to +4% fwd+bwd, so they keep
-// tid < NP.) -DPM_SCAN_FWD_WU=0: the plain test (A/B). For the forward only.
+// v91: whether this forward thread's warp is one of the first np / 32 (the producers), tested on the warp's index
+// broadcast from lane 0, which the compiler then knows is the same across the warp: the branch is uniform, and the
+// walkers' shuffles after it need no convergence check. (v90's SASS: the forward walker loop's first butterfly
+// shuffle carried a BRA.DIV, which split the unrolled chunk into two basic blocks and was followed by a divergent
+// copy of the rest; with this test the lab binary has no BRA.DIV left and is 217 KB smaller, call275. call274: fwd
+// -2 to -3% at B8·D2048, B4·D4096 and B8·D1536; in the backward kernels the same split measured +1 to +4%
+// fwd+bwd, so they keep tid < NP.) -DPM_SCAN_FWD_WU=0: the plain test (A/B). For the forward only.
 #ifndef PM_SCAN_FWD_WU
 #define PM_SCAN_FWD_WU 1
 #endif
