@@ -28,8 +28,9 @@
 // - Steps where all K taps are valid (all but the K-1 tokens after a document or row start) run a copy of the
 //   arithmetic with the tap tests folded away (a branch uniform across the warp).
 // - The arithmetic per element is that of the previous kernels in backend_cuda.cu (conv_pre, dsilu, the same
-//   operations in the same order), so u and dxi are bit-identical to theirs; dw/db sum the same terms in
-//   another grouping.
+//   operations in the same order), so u and dxi were bit-identical to theirs, except the sigmoid: one tanh since
+//   the thirty-sixth session (conv_sigmoid; CONV_SIGMOID_TANH=0 builds the old form, bit-identical to them);
+//   dw/db sum the same terms in another grouping.
 // Other shapes (C or ldx not a multiple of 8, pointers not 16-byte aligned) run the same kernels with V = 4 or
 // 2 (8- or 4-byte cp.async) or 1 (plain loads into a register ring: cp.async has no 2-byte form).
 //
@@ -92,9 +93,22 @@ __device__ __forceinline__ float conv_pre(float b, const float (&w)[K], const fl
         if (K - 1 - k <= lim) v += w[k] * x[k];
     return v;
 }
+// sigmoid(v). TANH (production, CONV_SIGMOID_TANH): 0.5 tanh(v / 2) + 0.5, one special-function instruction
+// (tanh.approx runs at ex2's rate) where 1 / (1 + e^-v) takes two, as the scan computes it since v85 (max abs error
+// 3.9e-6 against double, dev/kernels/mufu_lab.cu). Both conv kernels are chains through this value: the
+// backward measured -2.5% at 370m and -3.3% at 130m with it, where 16 fewer ALU instructions a step changed nothing
+// (call291). Every conv kernel uses the same form, so the recompute's u is the forward's, bit for bit.
+#ifndef CONV_SIGMOID_TANH
+#define CONV_SIGMOID_TANH 1
+#endif
+template <bool TANH = CONV_SIGMOID_TANH>
+__device__ __forceinline__ float conv_sigmoid(float v) {
+    return TANH ? fmaf(0.5f, tanh_approx(0.5f * v), 0.5f) : pm_sigmoid(v);
+}
 // g * d silu(v) / dv
+template <bool TANH = CONV_SIGMOID_TANH>
 __device__ __forceinline__ float dsilu(float g, float v) {
-    float s = pm_sigmoid(v);
+    float s = conv_sigmoid<TANH>(v);
     return g * s * (1.0f + v * (1.0f - s));
 }
 
@@ -265,7 +279,7 @@ __device__ __forceinline__ void load_halo(float (&xw)[V][K], const bf16 *__restr
 // Grid (runs / W, channel groups / 32), W warps per block: warp = one run of L tokens x 32 groups of V channels.
 // Lanes past the last group shadow it (the shuffles need full warps) and store nothing.
 
-template <int K, int V, int P, int W>
+template <int K, int V, int P, int W, bool TANH = CONV_SIGMOID_TANH>
 __global__ void __launch_bounds__(32 * W)
     conv_fwd_kernel(bf16 *__restrict__ u, const bf16 *__restrict__ xi, int ldx, const float *__restrict__ w,
                     const float *__restrict__ b, const int32_t *__restrict__ pos, int M, int T, int C, int L) {
@@ -316,7 +330,7 @@ __global__ void __launch_bounds__(32 * W)
                     for (int k = 0; k < K - 1; k++) xw[s][k] = xw[s][k + 1];
                     xw[s][K - 1] = x[s];
                     float v = conv_pre<K>(bv[s], wv[s], xw[s], lim);
-                    o[s] = v * pm_sigmoid(v);
+                    o[s] = v * conv_sigmoid<TANH>(v);
                 }
             };
             // all K taps valid (almost every token): a copy without the tests (uniform branch)
@@ -385,7 +399,7 @@ __device__ __forceinline__ void conv_bwd_partial_row(float *sh, const float (&dw
     }
 }
 
-template <int K, int V, int P, int W, int MINB>
+template <int K, int V, int P, int W, int MINB, bool TANH = CONV_SIGMOID_TANH>
 __global__ void __launch_bounds__(32 * W, MINB)
     conv_bwd_kernel(bf16 *__restrict__ dxi, int ldx, float *__restrict__ part, const bf16 *__restrict__ du,
                     const bf16 *__restrict__ xi, const float *__restrict__ w, const float *__restrict__ b,
@@ -478,7 +492,7 @@ __global__ void __launch_bounds__(32 * W, MINB)
                         for (int k = 0; k < K; k++) x[k] = unpack1<V>(xp[k], s);
                         // (the ring's asm statements clobber memory: bias_sh is re-read at each step, not kept)
                         const float bs = BIAS_SH ? bias_sh[s][threadIdx.x] : bv[s];
-                        const float dv = dsilu(g[s], conv_pre<K>(bs, wv[s], x, lim));
+                        const float dv = dsilu<TANH>(g[s], conv_pre<K>(bs, wv[s], x, lim));
                         if (run) {
                             dbv[s] += dv;
 #pragma unroll
@@ -556,11 +570,11 @@ static long conv_wave(F kernel, int threads, int *cache) {
 }
 
 // The forward with V channels per thread, P tokens in flight, W warps per block; L = 0: picked by the shape.
-template <int K, int V, int P = CONV_FWD_P, int W = CONV_FWD_W>
+template <int K, int V, int P = CONV_FWD_P, int W = CONV_FWD_W, bool TANH = CONV_SIGMOID_TANH>
 static void conv_fwd_launch(bf16 *u, const bf16 *xi, int ldx, const float *w, const float *b, const int32_t *pos,
                             int M, int T, int C, int L, cudaStream_t st) {
     static int blocks_per_sm = 0;
-    auto kernel = conv_fwd_kernel<K, V, P, W>;
+    auto kernel = conv_fwd_kernel<K, V, P, W, TANH>;
     int cw = (int)pm_ceil_div(C / V, 32);
     if (L <= 0) L = conv_pick_run(M, cw, conv_wave(kernel, 32 * W, &blocks_per_sm));
     dim3 grid(pm_ceil_div(M, (size_t)L * W), cw);
@@ -583,11 +597,11 @@ static int conv_bwd_rows(int M, int L) { return (int)pm_ceil_div(M, (size_t)L * 
 
 // The backward kernel with V channels per thread, P tokens in flight, at most 65536 / (32 W MINB) registers;
 // L = 0: picked by the shape. Writes the partial rows; returns how many (G).
-template <int K, int V, int P = CONV_BWD_P, int MINB = CONV_BWD_MINB>
+template <int K, int V, int P = CONV_BWD_P, int MINB = CONV_BWD_MINB, bool TANH = CONV_SIGMOID_TANH>
 static int conv_bwd_launch(bf16 *dxi, int ldx, float *part, const bf16 *du, const bf16 *xi, const float *w,
                            const float *b, const int32_t *pos, int M, int T, int C, int L, cudaStream_t st) {
     static int blocks_per_sm = 0;
-    auto kernel = conv_bwd_kernel<K, V, P, CONV_BWD_W, MINB>;
+    auto kernel = conv_bwd_kernel<K, V, P, CONV_BWD_W, MINB, TANH>;
     int cw = (int)pm_ceil_div(C / V, 32);
     if (L <= 0) L = conv_pick_run(M, cw, conv_wave(kernel, 32 * CONV_BWD_W, &blocks_per_sm));
     int G = conv_bwd_rows(M, L);

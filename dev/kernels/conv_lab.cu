@@ -482,23 +482,23 @@ static bool vec_fits(int V, int C, int ldx, const void *p0, const void *p1, cons
     const size_t a = 2 * (size_t)V;
     return C % V == 0 && ldx % V == 0 && pm_is_aligned(p0, a) && pm_is_aligned(p1, a) && pm_is_aligned(p2, a);
 }
-template <int V, int L, int P>
+template <int V, int L, int P, bool TANH = CONV_SIGMOID_TANH>
 static void cfg_fwd(bf16 *u, const bf16 *xi, int ldx, const float *w, const float *b, const int32_t *pos, int M,
                     int T, int C, int K, cudaStream_t st) {
     if (K != 4 || !vec_fits(V, C, ldx, u, xi, xi)) {
         g_cfg_skip = K != 4 ? "K = 4 only" : "the shape does not fit the vector width";
         return;
     }
-    conv_fwd_launch<4, V, P>(u, xi, ldx, w, b, pos, M, T, C, L, st);
+    conv_fwd_launch<4, V, P, CONV_FWD_W, TANH>(u, xi, ldx, w, b, pos, M, T, C, L, st);
 }
-template <int V, int L, int P, int MINB>
+template <int V, int L, int P, int MINB, bool TANH = CONV_SIGMOID_TANH>
 static void cfg_bwd(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, const bf16 *xi, const float *w,
                     const float *b, const int32_t *pos, int M, int T, int C, int K, float *part, cudaStream_t st) {
     if (K != 4 || !vec_fits(V, C, ldx, dxi, xi, du)) {
         g_cfg_skip = K != 4 ? "K = 4 only" : "the shape does not fit the vector width";
         return;
     }
-    int G = conv_bwd_launch<4, V, P, MINB>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, L, st);
+    int G = conv_bwd_launch<4, V, P, MINB, TANH>(dxi, ldx, part, du, xi, w, b, pos, M, T, C, L, st);
     pm_colsum_job(lab_conv_bwd_job(dw, db, part, G, C, 4, 1), st);
 }
 
@@ -541,6 +541,8 @@ static const FwdVersion FWD_TIMED[] = {
     {"V4 L64 P16", cfg_fwd<4, 64, 16>, (const void *)conv_fwd_kernel<4, 4, 16, CONV_FWD_W>},
     // runs of 48 and 96 (see the backward's L96 row): 130m's grid at 48 is 4,104 warps of the 4,224 that fit
     {"V4 L48", cfg_fwd<4, 48, CONV_FWD_P>, (const void *)conv_fwd_kernel<4, 4, CONV_FWD_P, CONV_FWD_W>},
+    // production before the thirty-sixth session: the sigmoid as ex2 + rcp (bit-identical to "old")
+    {"V4 ex2rcp", cfg_fwd<4, 0, CONV_FWD_P, false>, (const void *)conv_fwd_kernel<4, 4, CONV_FWD_P, CONV_FWD_W, false>},
     {"V4 L96", cfg_fwd<4, 96, CONV_FWD_P>, (const void *)conv_fwd_kernel<4, 4, CONV_FWD_P, CONV_FWD_W>},
     {"V4 L128 P16", cfg_fwd<4, 128, 16>, (const void *)conv_fwd_kernel<4, 4, 16, CONV_FWD_W>},
     {"V4 L64 P32", cfg_fwd<4, 64, 32>, (const void *)conv_fwd_kernel<4, 4, 32, CONV_FWD_W>},
@@ -585,6 +587,8 @@ static const BwdVersion BWD_TIMED[] = {
     // runs of 96 tokens: the 130m grid is then 2,052 warps against the 2,112 that fit at 16 an SM (runs of 128:
     // 1,536, 11.3 warps an SM achieved under ncu, call289). Prediction: 130m bwd -10 to -20%, 370m not taken.
     {"V4 L96", cfg_bwd<4, 96, CONV_BWD_P, 4>, (const void *)conv_bwd_kernel<4, 4, CONV_BWD_P, CONV_BWD_W, 4>},
+    // production before the thirty-sixth session: the sigmoid as ex2 + rcp (bit-identical to "old")
+    {"V4 ex2rcp", cfg_bwd<4, 0, CONV_BWD_P, 4, false>, (const void *)conv_bwd_kernel<4, 4, CONV_BWD_P, CONV_BWD_W, 4, false>},
     {"V4 L64 P16", cfg_bwd<4, 64, 16, 4>, (const void *)conv_bwd_kernel<4, 4, 16, CONV_BWD_W, 4>},
     // v7: V4, 4+1 warps (CB 512), stages of 8 rows x 3 (48 KB ring, 32 KB in flight per block), clusters of 4
     // for dw/db (G = 32 rows at 130m, as v6), 3 blocks per SM; runs picked: 130m 128 (384 blocks), 370m 256
