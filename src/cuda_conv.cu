@@ -95,9 +95,10 @@ __device__ __forceinline__ float conv_pre(float b, const float (&w)[K], const fl
 }
 // sigmoid(v). TANH (production, CONV_SIGMOID_TANH): 0.5 tanh(v / 2) + 0.5, one special-function instruction
 // (tanh.approx runs at ex2's rate) where 1 / (1 + e^-v) takes two, as the scan computes it since v85 (max abs error
-// 3.9e-6 against double, dev/kernels/mufu_lab.cu). Both conv kernels are chains through this value: the
-// backward measured -2.5% at 370m and -3.3% at 130m with it, where 16 fewer ALU instructions a step changed nothing
-// (call291). Every conv kernel uses the same form, so the recompute's u is the forward's, bit for bit.
+// 3.9e-6 against double, dev/kernels/mufu_lab.cu). Both conv kernels wait on their chains through this value more
+// than on bytes or ALU count (ncu, call289): with it the forward measured -6% at 370m and -1% at 130m, the backward
+// -2.5% and -3.2% (call292), where 16 fewer ALU instructions a step changed nothing (call291). Every conv kernel
+// uses the same form, so the recompute's u is the forward's, bit for bit.
 #ifndef CONV_SIGMOID_TANH
 #define CONV_SIGMOID_TANH 1
 #endif
