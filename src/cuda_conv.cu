@@ -93,9 +93,8 @@ __device__ __forceinline__ float conv_pre(float b, const float (&w)[K], const fl
         if (K - 1 - k <= lim) v += w[k] * x[k];
     return v;
 }
-// sigmoid(v). TANH (production, CONV_SIGMOID_TANH): 0.5 tanh(v / 2) + 0.5, one special-function instruction
-// (tanh.approx runs at ex2's rate) where 1 / (1 + e^-v) takes two, as the scan computes it since v85 (max abs error
-// 3.9e-6 against double, dev/kernels/mufu_lab.cu). Both conv kernels wait on their chains through this value more
+// sigmoid(v). TANH (production, CONV_SIGMOID_TANH): pm_sigmoid_tanh, one special-function instruction (tanh.approx
+// runs at ex2's rate) where 1 / (1 + e^-v) takes two, as the scan computes it since v85. Both conv kernels wait on their chains through this value more
 // than on bytes or ALU count (ncu, call289): with it the forward measured -6% at 370m and -1% at 130m, the backward
 // -2.5% and -3.2% (call292), where 16 fewer ALU instructions a step changed nothing (call291). Every conv kernel
 // uses the same form, so the recompute's u is the forward's, bit for bit.
@@ -104,7 +103,7 @@ __device__ __forceinline__ float conv_pre(float b, const float (&w)[K], const fl
 #endif
 template <bool TANH = CONV_SIGMOID_TANH>
 __device__ __forceinline__ float conv_sigmoid(float v) {
-    return TANH ? fmaf(0.5f, tanh_approx(0.5f * v), 0.5f) : pm_sigmoid(v);
+    return TANH ? pm_sigmoid_tanh(v) : pm_sigmoid(v);
 }
 // g * d silu(v) / dv
 template <bool TANH = CONV_SIGMOID_TANH>

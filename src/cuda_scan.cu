@@ -190,7 +190,7 @@ __device__ __forceinline__ float softplus_f(float v) {
 #endif
 __device__ __forceinline__ float sigmoid_f(float v) {
     if constexpr (PM_SCAN_SIGMOID_TANH) {
-        return fmaf(0.5f, tanh_approx(0.5f * v), 0.5f);
+        return pm_sigmoid_tanh(v);
     } else {
         return rcp_approx(1.f + ex2_approx(-v * LOG2E));
     }

@@ -539,13 +539,13 @@ static const FwdVersion FWD_TIMED[] = {
     {"V4 L128", cfg_fwd<4, 128, CONV_FWD_P>, (const void *)conv_fwd_kernel<4, 4, CONV_FWD_P, CONV_FWD_W>},
     // thirty-sixth session: rings of 16 and 32 tokens (see the backward's P16 rows)
     {"V4 L64 P16", cfg_fwd<4, 64, 16>, (const void *)conv_fwd_kernel<4, 4, 16, CONV_FWD_W>},
-    // runs of 48 and 96 (see the backward's L96 row): 130m's grid at 48 is 4,104 warps of the 4,224 that fit
-    {"V4 L48", cfg_fwd<4, 48, CONV_FWD_P>, (const void *)conv_fwd_kernel<4, 4, CONV_FWD_P, CONV_FWD_W>},
-    // production before the thirty-sixth session: the sigmoid as ex2 + rcp (bit-identical to "old")
-    {"V4 ex2rcp", cfg_fwd<4, 0, CONV_FWD_P, false>, (const void *)conv_fwd_kernel<4, 4, CONV_FWD_P, CONV_FWD_W, false>},
-    {"V4 L96", cfg_fwd<4, 96, CONV_FWD_P>, (const void *)conv_fwd_kernel<4, 4, CONV_FWD_P, CONV_FWD_W>},
     {"V4 L128 P16", cfg_fwd<4, 128, 16>, (const void *)conv_fwd_kernel<4, 4, 16, CONV_FWD_W>},
     {"V4 L64 P32", cfg_fwd<4, 64, 32>, (const void *)conv_fwd_kernel<4, 4, 32, CONV_FWD_W>},
+    // runs of 48 and 96 (see the backward's L96 row): 130m's grid at 48 is 4,104 warps of the 4,224 that fit
+    {"V4 L48", cfg_fwd<4, 48, CONV_FWD_P>, (const void *)conv_fwd_kernel<4, 4, CONV_FWD_P, CONV_FWD_W>},
+    {"V4 L96", cfg_fwd<4, 96, CONV_FWD_P>, (const void *)conv_fwd_kernel<4, 4, CONV_FWD_P, CONV_FWD_W>},
+    // production before conv v10: the sigmoid as ex2 + rcp (bit-identical to "old")
+    {"V4 ex2rcp", cfg_fwd<4, 0, CONV_FWD_P, false>, (const void *)conv_fwd_kernel<4, 4, CONV_FWD_P, CONV_FWD_W, false>},
     // v7: V4, 4+1 warps (CB 512 channels), stages of 8 rows x 4 (32 KB ring), runs picked for one wave (80
     // registers, 4-5 blocks per SM: runs of 128 at 130m and 370m, 384 / 512 blocks). Prediction: 130m 0.029, 370m
     // 0.039 (~85% of the copy rate: a pure stream, ~25 KB in flight per block, no per-thread load barriers).
@@ -584,12 +584,12 @@ static const BwdVersion BWD_TIMED[] = {
     // for its token's copy (DRAM latency over P - 1 steps), twice the depth shortens the steps. Prediction: 370m
     // 0.060-0.068 against 0.077, if so; within 2% if not.
     {"V4 L128 P16", cfg_bwd<4, 128, 16, 4>, (const void *)conv_bwd_kernel<4, 4, 16, CONV_BWD_W, 4>},
+    {"V4 L64 P16", cfg_bwd<4, 64, 16, 4>, (const void *)conv_bwd_kernel<4, 4, 16, CONV_BWD_W, 4>},
     // runs of 96 tokens: the 130m grid is then 2,052 warps against the 2,112 that fit at 16 an SM (runs of 128:
     // 1,536, 11.3 warps an SM achieved under ncu, call289). Prediction: 130m bwd -10 to -20%, 370m not taken.
     {"V4 L96", cfg_bwd<4, 96, CONV_BWD_P, 4>, (const void *)conv_bwd_kernel<4, 4, CONV_BWD_P, CONV_BWD_W, 4>},
-    // production before the thirty-sixth session: the sigmoid as ex2 + rcp (bit-identical to "old")
+    // production before conv v10: the sigmoid as ex2 + rcp (bit-identical to "old")
     {"V4 ex2rcp", cfg_bwd<4, 0, CONV_BWD_P, 4, false>, (const void *)conv_bwd_kernel<4, 4, CONV_BWD_P, CONV_BWD_W, 4, false>},
-    {"V4 L64 P16", cfg_bwd<4, 64, 16, 4>, (const void *)conv_bwd_kernel<4, 4, 16, CONV_BWD_W, 4>},
     // v7: V4, 4+1 warps (CB 512), stages of 8 rows x 3 (48 KB ring, 32 KB in flight per block), clusters of 4
     // for dw/db (G = 32 rows at 130m, as v6), 3 blocks per SM; runs picked: 130m 128 (384 blocks), 370m 256
     // (256 blocks). Prediction: 130m 0.046, 370m 0.062 (+ the same column sum as v6): the R steps of a stage
