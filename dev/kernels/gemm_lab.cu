@@ -1,9 +1,13 @@
 // gemm_lab.cu — does cuBLASLt have faster algorithms for our GEMM shapes than the 8 its heuristic offers?
 //
 //   nvcc -O3 -arch=sm_90 -Isrc -Idev/kernels dev/kernels/gemm_lab.cu -lcublasLt -o .gpu/gemm/gemm_lab
-//   .gpu/gemm/gemm_lab [130m|370m|all]
+//   .gpu/gemm/gemm_lab [130m|370m|1.4b|all]
 //   .gpu/gemm/gemm_lab dw    # the weight-gradient shapes alone and as strided batches of 2 and 4 layers
 //   .gpu/gemm/gemm_lab dwk   # the weight-gradient shapes with K cut in 2-4 by hand (one batched GEMM + a reduce)
+//   .gpu/gemm/gemm_lab variants370m|variants1.4b  # the big GEMMs' 3 fastest with other cluster shapes and swizzles
+//   .gpu/gemm/gemm_lab layout  # the input-gradient shapes as the backend runs them (the weight, stored (N, K) row
+//                              # major, read along N) beside the same product from a transposed copy of the weight
+//                              # (read along K, as the forward reads it), at 130m, 370m and 1.4b
 //
 // The backend (backend_cuda.cu, gemm / gemm_tune) asks cuBLASLt's heuristic (BEST_FIT) for up to 8 candidates
 // per shape and keeps the fastest. Here, per shape of a training step (the model's GEMMs in the backend's
@@ -146,6 +150,8 @@ static void set_batch(cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb, cubl
     }
 }
 
+static bool g_variants;  // `variants`: also vary the cluster shape and CTA swizzle of the 3 fastest candidates
+
 static void run_shape(const Shape &s) {
     cublasLtMatmulDesc_t desc;
     cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -239,6 +245,57 @@ static void run_shape(const Shape &s) {
         if (in8) best8 = std::min(best8, ms);
         if (ms < best) best = ms, ibest = i;
     }
+    char vline[400] = "";
+    if (g_variants) {
+        // the 3 fastest candidates with each cluster shape (auto, 1x1, 2x1, 1x2, 2x2, 4x1, 1x4) and CTA swizzle
+        // (0, 1) cuBLASLt accepts for this problem; each checked against the reference before it is timed
+        const uint16_t clusters[7] = {CUBLASLT_CLUSTER_SHAPE_AUTO, CUBLASLT_CLUSTER_SHAPE_1x1x1,
+                                      CUBLASLT_CLUSTER_SHAPE_2x1x1, CUBLASLT_CLUSTER_SHAPE_1x2x1,
+                                      CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_4x1x1,
+                                      CUBLASLT_CLUSTER_SHAPE_1x4x1};
+        float vbest = 1e30f;
+        cublasLtMatmulAlgo_t vb;
+        int nv = 0, nvbad = 0;
+        for (size_t r = 0; r < t5.size() && r < 3; r++)
+            for (int c = 0; c < 7; c++)
+                for (uint32_t sw = 0; sw < 2; sw++) {
+                    cublasLtMatmulAlgo_t a = cands[t5[r].second].algo;
+                    if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &clusters[c],
+                                                             sizeof clusters[c]) != CUBLAS_STATUS_SUCCESS ||
+                        cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &sw, sizeof sw) !=
+                            CUBLAS_STATUS_SUCCESS)
+                        continue;
+                    cublasLtMatmulHeuristicResult_t chk;
+                    if (cublasLtMatmulAlgoCheck(g_lt, desc, la, lb, ld, ld, &a, &chk) != CUBLAS_STATUS_SUCCESS ||
+                        chk.workspaceSize > WS)
+                        continue;
+                    cudaCheck(cudaMemcpy(D, D0, nd * esz, cudaMemcpyDeviceToDevice));
+                    if (cublasLtMatmul(g_lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &a, g_ws, WS, 0) !=
+                            CUBLAS_STATUS_SUCCESS ||
+                        cudaDeviceSynchronize() != cudaSuccess) {
+                        cudaGetLastError();
+                        continue;
+                    }
+                    if (compare(D, Dref, nd, s.f32_out) > 2e-2) {
+                        nvbad++;
+                        continue;
+                    }
+                    float ms = time_algo(desc, la, lb, ld, &a, A, B, D, beta, 20);
+                    nv++;
+                    if (ms > 0 && ms < vbest) vbest = ms, vb = a;
+                }
+        char vc[200] = "-";
+        if (vbest < 1e29f) {
+            describe(vb, vc, sizeof vc);
+            uint16_t cl = 0;
+            uint32_t sw = 0;
+            size_t w;
+            cublasLtMatmulAlgoConfigGetAttribute(&vb, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cl, sizeof cl, &w);
+            cublasLtMatmulAlgoConfigGetAttribute(&vb, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &sw, sizeof sw, &w);
+            snprintf(vline, sizeof vline, "    variants: best %.4f ms (%.0f TF/s; %.1f%% under best) cluster id %u swizzle %u  [%d timed, %d wrong]"
+                   "\n      %s\n", vbest, flop / vbest / 1e9, 100.0 * (1.0 - vbest / best), cl, sw, nv, nvbad, vc);
+        }
+    }
     const int ntimed = (int)t5.size();
     char cfg[200] = "", cfg8[200] = "";
     if (ibest >= 0) describe(cands[ibest].algo, cfg, sizeof cfg);
@@ -247,6 +304,7 @@ static void run_shape(const Shape &s) {
            "  [%d timed, %d wrong]\n    first: %s\n    best:  %s\n",
            s.name, s.m, s.n, s.k, first, best8, best, ibest >= 0 ? cands[ibest].src : "-", flop / best / 1e9,
            100.0 * (1.0 - best / best8), ntimed, nbad, cfg8, cfg);
+    fputs(vline, stdout);
     if (inosk >= 0) {
         describe(cands[inosk].algo, cfg, sizeof cfg);
         printf("    batch %d: per GEMM best-of-8 %.4f best %.4f ms; best without split-K %.4f ms (%s)\n", nbat, best8 / nbat,
@@ -425,6 +483,16 @@ int main(int argc, char **argv) {
         auto v = model_shapes("370m", 16384, 1024, 2048, 64);
         shapes.insert(shapes.end(), v.begin(), v.end());
     }
+    if (!strncmp(which, "variants", 8)) {  // variants370m, variants1.4b: the big GEMMs' cluster shapes and swizzles
+        g_variants = true;
+        const bool big = !strcmp(which + 8, "1.4b");
+        for (const Shape &x : big ? model_shapes("1.4b", 8192, 2048, 4096, 128) : model_shapes("370m", 16384, 1024, 2048, 64))
+            if ((long long)x.m * x.n * x.k >= (1ll << 34)) shapes.push_back(x);
+    }
+    if (!strcmp(which, "1.4b")) {
+        auto v = model_shapes("1.4b", 8192, 2048, 4096, 128);
+        shapes.insert(shapes.end(), v.begin(), v.end());
+    }
     if (!strcmp(which, "dw")) {  // the weight gradients, alone and batched over 2 and 4 layers
         for (int w = 0; w < 2; w++) {
             auto v = w ? model_shapes("370m", 16384, 1024, 2048, 64) : model_shapes("130m", 16384, 768, 1536, 48);
@@ -436,6 +504,24 @@ int main(int argc, char **argv) {
                         shapes.push_back(y);
                     }
         }
+    }
+    if (!strcmp(which, "layout")) {
+        // input gradients dinp' (K x M) = W (K x N) @ dout' (N x M): A is W column-major (K x N, ld K), read along
+        // the output's rows; the copy Wt (N x K column-major, ld N) is the same matrix read along the sum's index
+        const struct { const char *tag; int M, d, di, R; } cfg[3] = {
+            {"130m", 16384, 768, 1536, 48}, {"370m", 16384, 1024, 2048, 64}, {"1.4b", 8192, 2048, 4096, 128}};
+        for (int w = 0; w < 3; w++)
+            for (const Shape &x : model_shapes(cfg[w].tag, cfg[w].M, cfg[w].d, cfg[w].di, cfg[w].R))
+                if (strstr(x.name, " dinp")) {
+                    run_shape(x);
+                    Shape t = x;
+                    t.ta = 1, t.lda = x.k;
+                    char *nm = (char *)malloc(64);
+                    snprintf(nm, 64, "%s Wt", x.name);
+                    t.name = nm;
+                    run_shape(t);
+                }
+        return 0;
     }
     if (!strcmp(which, "dwk")) {  // the weight gradients, with K cut in 2, 3, 4 by hand (batch + reduce)
         for (int w = 0; w < 2; w++) {
