@@ -1483,8 +1483,17 @@ static size_t cu_workspace_bytes(int M, int T, int C, int Cd, int N, int K, int 
 // hazard with side_wait (model.c, backward_body); the kernels and their inputs are the same, so are the bits.
 // PM_SIDE_STREAM=0 queues everything on the main stream (A/B runs); =2 (tests) holds each piece of side work
 // back ~0.3 ms first, so that a missing side_wait lets the main stream overwrite a side op's inputs and
-// shows up as different bits. (Stream priorities, the main stream's the highest, measured no different: 130m
-// 304.5-305.2K tok/s with them, 303.3-303.8K without, in one call.)
+// shows up as different bits. The main stream has the highest priority and the side stream the lowest
+// (PM_STREAM_PRIORITY=0: both the default): the backward queues a layer's recompute on the side stream to run
+// beside the scan backward on the SMs the scan's grid leaves free, and the scan's blocks must take their SMs
+// first (started after a byte-bound kernel, the scan waited for it: +0.3 ms a layer in scan_lab `beside`).
+// (Priorities alone, before that, measured no different: 130m 304.5-305.2K tok/s with them, 303.3-303.8K without.)
+static void create_stream(cudaStream_t *s, int highest) {
+    int least = 0, greatest = 0;
+    const char *e = getenv("PM_STREAM_PRIORITY");
+    if (!(e && e[0] == '0')) cudaCheck(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaCheck(cudaStreamCreateWithPriority(s, cudaStreamNonBlocking, highest ? greatest : least));
+}
 
 static const int SIDE_RING = 64;  // ticket k's event is g_side_done[k % SIDE_RING]
 static cudaEvent_t g_side_fork, g_side_done[SIDE_RING];
@@ -1506,7 +1515,7 @@ static void cu_side_begin(void) {
     const int mode = side_mode();
     if (!mode || g_stream != g_main) return;
     if (!g_side) {
-        cudaCheck(cudaStreamCreateWithFlags(&g_side, cudaStreamNonBlocking));
+        create_stream(&g_side, 0);
         cudaCheck(cudaEventCreateWithFlags(&g_side_fork, cudaEventDisableTiming));
         for (int i = 0; i < SIDE_RING; i++) cudaCheck(cudaEventCreateWithFlags(&g_side_done[i], cudaEventDisableTiming));
         cudaCheck(cudaMalloc(&g_lt_ws_side, LT_WS_BYTES));
@@ -1760,7 +1769,7 @@ static int cuda_init(void) {
         snprintf(g_init_err, sizeof g_init_err, "no CUDA GPU found (cudaGetDeviceCount returned 0)");
         return -1;
     }
-    cudaCheck(cudaStreamCreateWithFlags(&g_main, cudaStreamNonBlocking));
+    create_stream(&g_main, 1);
     g_stream = g_main;
     cublasStatus_t s = cublasLtCreate(&g_lt);
     if (s != CUBLAS_STATUS_SUCCESS) {

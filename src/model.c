@@ -335,14 +335,16 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, int
     }
     const int l0 = c->n_layer - model_in_proj_layers(c, m->keep_in_proj);
     for (int l = 0; l < c->n_layer; l++) m->layers[l].xz = l >= l0 ? carve(a, M * 2 * di) : NULL;
-    // one buffer each, shared by the layers that keep none of their own (refilled by the backward's recompute)
-    m->xn = m->u = m->dpre = NULL, m->u_cs = 0;
+    // one buffer each, shared by the layers that keep none of their own (refilled by the backward's recompute),
+    // in Model.recompute_slots slots
+    const int S = m->recompute_slots > 1 ? 2 : 1;
+    m->xn = m->u = m->dpre = NULL, m->u_cs = m->xn_cs = m->dpre_cs = m->xz_cs = 0;
     if (a0 > 0) {
-        m->xn = carve(a, M * d);
-        m->u = carve_copies(a, M * di, group, &m->u_cs);
-        m->dpre = carve(a, M * di);
+        m->xn = carve_copies(a, M * d, S, &m->xn_cs);
+        m->u = carve_copies(a, M * di, group * S, &m->u_cs);
+        m->dpre = carve_copies(a, M * di, S, &m->dpre_cs);
     }
-    m->xz = l0 > 0 ? carve(a, M * 2 * di) : NULL;
+    m->xz = l0 > 0 ? carve_copies(a, M * 2 * di, S, &m->xz_cs) : NULL;
     m->h = carve(a, M * d);
     m->y = NULL, m->y_cs = 0;
     if (a0 > 0) m->y = carve_copies(a, M * di, group, &m->y_cs);
@@ -363,6 +365,13 @@ static void layout_activations(const ModelConfig *c, Model *m, int B, int T, int
 static int g_dw_group_limit;  // model_limit_dw_group; 0: none
 
 void model_limit_dw_group(int max_group) { g_dw_group_limit = max_group > 0 ? max_group : 0; }
+
+// 2 where the backward can recompute a layer ahead on the side queue (a backend with one; PM_RECOMPUTE_AHEAD=0
+// turns it off), else 1: Model.recompute_slots.
+int model_recompute_slots(const Backend *bk) {
+    const char *e = getenv("PM_RECOMPUTE_AHEAD");
+    return bk->side_begin && !(e && e[0] == '0') ? 2 : 1;
+}
 
 int model_dw_group(const ModelConfig *c, const Backend *bk) {
     const char *e = getenv("PM_DW_GROUP");
@@ -434,6 +443,7 @@ size_t model_activation_bytes(const ModelConfig *c, const Backend *bk, int B, in
     Model tmp = {0};
     tmp.keep_activations = keep_activations;
     tmp.keep_in_proj = keep_in_proj;
+    tmp.recompute_slots = model_recompute_slots(bk);
     tmp.layers = pm_calloc(c->n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
     layout_activations(c, &tmp, B, T, model_dw_group(c, bk), &a, &f);
@@ -501,6 +511,7 @@ void model_alloc_activations(Model *m, int B, int T) {
     m->layers = pm_calloc(m->cfg.n_layer, sizeof(struct LayerActs));
     Carver a = {0, bk->act_bytes, NULL}, f = {0, bk->f32_bytes, NULL};
     m->dw_group = m->dw_copies = model_dw_group(&m->cfg, bk);
+    m->recompute_slots = model_recompute_slots(bk);
     layout_activations(&m->cfg, m, B, T, m->dw_group, &a, &f);  // first pass: sizes only
     a.base = bk->alloc(a.bytes);
     f.base = bk->alloc(f.bytes);
@@ -691,6 +702,45 @@ static int group_index(const Model *m, int l, int *count) {
 }
 static void *copy_at(void *base, size_t cs, int j) { return base ? (char *)base + (size_t)j * cs : NULL; }
 
+// Layer l's xz, xn, u, dpre and y in the backward: its own, or its copy / slot of the shared buffers (Model.dw_group's
+// copies of u and y, Model.recompute_slots' slots).
+static void layer_backward_buffers(const Model *m, int l, void **xz, void **xn, void **u, void **dpre, void **y) {
+    const struct LayerActs *L = &m->layers[l];
+    layer_mixer_buffers(m, L, xz, xn, u, dpre, y);
+    const int j = group_index(m, l, NULL), two = m->recompute_slots > 1;
+    const int s = two ? l & 1 : 0, set = two ? (m->cfg.n_layer - 1 - l) / m->dw_group & 1 : 0;
+    if (!L->xz) *xz = copy_at(*xz, m->xz_cs, s);
+    if (!L->xn) *xn = copy_at(*xn, m->xn_cs, s);
+    if (!L->dpre) *dpre = copy_at(*dpre, m->dpre_cs, s);
+    if (!L->u) *u = copy_at(*u, m->u_cs, set * m->dw_copies + j);
+    if (!L->y) *y = copy_at(*y, m->y_cs, j);
+}
+
+static int layer_recomputes(const struct LayerActs *L) { return !L->u || !L->xz; }
+
+// Recompute what the forward did not keep of layer l: xn (norm), xz (in_proj, where not kept), u (conv + SiLU)
+// where `what` has RECOMPUTE_MIXER, dpre (dt_proj) where it has RECOMPUTE_DT, into its slots. The same ops on the
+// same inputs as the forward's: the same bits.
+enum { RECOMPUTE_MIXER = 1, RECOMPUTE_DT = 2, RECOMPUTE_ALL = 3 };
+static void recompute_layer(Model *m, int l, int what) {
+    const Backend *bk = m->bk;
+    const ModelConfig *c = &m->cfg;
+    const int d = c->d_model, di = c->d_inner, R = c->dt_rank, K = c->d_conv, nx = R + 2 * c->d_state;
+    const int M = m->cur_M, T = m->cur_T;
+    struct LayerActs *L = &m->layers[l];
+    void *xz, *xn, *u, *dpre, *y;
+    layer_backward_buffers(m, l, &xz, &xn, &u, &dpre, &y);
+    if (what & RECOMPUTE_MIXER) {
+        if (!L->xn)
+            bk->add_rmsnorm_fwd(L->res, xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d, c->norm_eps);
+        if (!L->xz) bk->matmul_fwd(xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d);
+        if (!L->u)
+            bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M,
+                              T, di, K);
+    }
+    if ((what & RECOMPUTE_DT) && !L->u) bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
+}
+
 // Backward through the layers, given d(xf) in m->dxn from the classifier.
 static void backward_body(Model *m) {
     const Backend *bk = m->bk;
@@ -700,6 +750,16 @@ static void backward_body(Model *m) {
     const int queues = !m->hook || m->hook_orders_itself;  // (Model.hook_orders_itself)
     const int side = bk->side_begin && queues;
     int t_out = 0, t_layer = 0;  // tickets: the last out_proj dW queued; all the side work of the layer above
+    // recomputing ahead (Model.recompute_slots): rec_ready is the layer whose recompute the side queue holds, up to
+    // ticket t_rec
+    // (not under a hook: a profiler times each region on the main queue, and dist's overlap hook counts a layer's
+    // regions)
+    const int ahead = side && !m->hook && m->recompute_slots > 1;
+    int t_rec = 0, rec_ready = -1;
+    // (what goes ahead: everything, or with PM_RECOMPUTE_AHEAD=2 the norm and conv alone, dt_proj's GEMM staying
+    // on the main queue; an A/B switch)
+    const char *ra = getenv("PM_RECOMPUTE_AHEAD");
+    const int ahead_what = ra && ra[0] == '2' ? RECOMPUTE_MIXER : RECOMPUTE_ALL;
     // the parameter gradients' small reductions held back and run a few layers' at once (a hook expects each
     // region's outputs complete when it ends); PM_DEFER_REDUCTIONS=0 runs each at once (A/B runs, tests)
     const char *dr = getenv("PM_DEFER_REDUCTIONS");
@@ -727,9 +787,7 @@ static void backward_body(Model *m) {
         // m->dh holds d(h_l), the gradient of this layer's mixer output: copy j, as ddpre, dxdbl (and u, y where
         // they are recomputed) are
         void *xz, *xn, *u, *dpre, *y;
-        layer_mixer_buffers(m, L, &xz, &xn, &u, &dpre, &y);
-        if (!L->u) u = copy_at(u, m->u_cs, j);
-        if (!L->y) y = copy_at(y, m->y_cs, j);
+        layer_backward_buffers(m, l, &xz, &xn, &u, &dpre, &y);
         void *dh = copy_at(m->dh, m->dh_cs, j), *ddpre = copy_at(m->ddpre, m->ddpre_cs, j),
              *dxdbl = copy_at(m->dxdbl, m->dxdbl_cs, j);
         // the gradient this layer's norm backward writes: the layer below's dh, in that layer's copy
@@ -741,20 +799,31 @@ static void backward_body(Model *m) {
         REGION(m, "bwd.out_proj",
                bk->matmul_bwd(m->dy, di, 0, NULL, NULL, dh, d, NULL, di, PACT(l, P_OUT_PROJ), M, d, di));
         if (side) bk->side_wait(t_layer);  // the layer above's weight gradients read what is rewritten below
-        // Recompute what the forward did not keep: xn (norm), xz (in_proj, where not kept), u (conv +
-        // SiLU), dpre (dt_proj). The same ops on the same inputs as the forward's: the same bits.
-        if (!L->u || !L->xz)
+        // Recompute what the forward did not keep (recompute_layer): here, or already queued on the side queue
+        // while the layer above's scan backward ran (then wait for it).
+        if (layer_recomputes(L)) {
+            if (rec_ready == l) {
+                bk->side_wait(t_rec);
+                if (ahead_what != RECOMPUTE_ALL) REGION(m, "bwd.recompute", recompute_layer(m, l, RECOMPUTE_DT));
+            } else {
+                REGION(m, "bwd.recompute", recompute_layer(m, l, RECOMPUTE_ALL));
+            }
+        }
+        // The layer below's recompute, on the side queue beside this layer's scan backward: the scan's one block an
+        // SM (128 blocks at the 370m and 1.4b widths) leaves SMs free, and a byte-bound kernel started after it
+        // runs there, ~90% hidden (dev/kernels/scan_lab.cu `beside`, call298). The side queue's lower priority
+        // (backend_cuda.cu) lets the scan's blocks take their SMs first: the two become ready at the same moment
+        // (side_begin's fork is the main queue's point before the scan). Into the other slots (Model.recompute_slots),
+        // last read by the layer above this one, whose work the main queue has waited for (t_layer) by now.
+        if (ahead && l > 0 && layer_recomputes(&m->layers[l - 1])) {
+            layer_weights_ready(m, l - 1);  // (cast_weights: on the main queue, before the side queue reads them)
             REGION(m, "bwd.recompute", {
-                if (!L->xn)
-                    bk->add_rmsnorm_fwd(L->res, xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d,
-                                        c->norm_eps);
-                if (!L->xz) bk->matmul_fwd(xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d);
-                if (!L->u) {
-                    bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B),
-                                      m->pos, M, T, di, K);
-                    bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
-                }
+                bk->side_begin();
+                recompute_layer(m, l - 1, ahead_what);
+                t_rec = bk->side_end();
             });
+            rec_ready = l - 1;
+        }
         REGION(m, "bwd.scan",
                bk->scan_bwd(m->du, ddpre, act_at(m, dxdbl, R), act_at(m, dxdbl, R + N), act_at(m, m->dxz, di),
                             PF32(m->grads, l, P_DT_B), PF32(m->grads, l, P_A_LOG), PF32(m->grads, l, P_D), m->dy, u,

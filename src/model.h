@@ -146,6 +146,13 @@ typedef struct {
     // to compute each layer's alone (the copies stay allocated); model_limit_dw_group before it makes none.
     int dw_group, dw_copies;  // (dw_copies: how many copies model_alloc_activations made)
     size_t dh_cs, ddpre_cs, dxdbl_cs, u_cs, y_cs;
+    // recompute_slots (model_alloc_activations: model_recompute_slots): 2 when the backward recomputes layer l - 1
+    // on the side queue while layer l's scan backward runs (model.c, backward_body: the scan's grid leaves SMs
+    // free), 1 otherwise. With 2, the shared buffers the recompute writes come in two slots, a layer's by its
+    // parity: xn, dpre and xz at slot (l & 1), xn_cs, dpre_cs, xz_cs bytes apart; u at copy set * dw_copies + j,
+    // set the parity of the layer's group (so a group's copies stay evenly spaced for its batched GEMM).
+    int recompute_slots;
+    size_t xn_cs, dpre_cs, xz_cs;
     double *host_losses;  // (M) host copy of the per-token losses
     int64_t n_valid;     // valid targets in the current batch
     int cur_M, cur_T;    // tokens and row length of the last forward's batch (<= B*T, T)
@@ -173,6 +180,7 @@ void model_alloc_activations(Model *m, int B, int T);
 // 2 layers at once up to d_inner 2048 (130m, 370m; groups of 4 measured no faster at 130m), else 1.
 // PM_DW_GROUP=N sets it (1: off; at most PM_DW_GROUP_MAX). Never above the limit model_limit_dw_group set.
 int model_dw_group(const ModelConfig *c, const Backend *bk);
+int model_recompute_slots(const Backend *bk);  // Model.recompute_slots for this backend (model.c)
 // From now on (process-wide) groups of at most max_group layers; 0 lifts the limit. dist_attach sets 1, with its
 // overlap on (PM_DIST_OVERLAP=1), before the activations are planned and allocated: the overlap hook reduces each
 // layer's gradients when that layer's last region ends, so no layer's weight gradients may wait for its group (and

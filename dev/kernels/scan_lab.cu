@@ -7,6 +7,9 @@
 //   .gpu/scan_lab profile v2   # one version's fwd+bwd twice at B8 D2048 L2048, to run under ncu
 //                              # (LAB_PROFILE_CD=Cd or LAB_PROFILE_SHAPE=BxTxCd: another size)
 //   .gpu/scan_lab small v3     # only the reference checks (of one version), to run under compute-sanitizer
+//   .gpu/scan_lab beside       # prod's backward at B8 D2048 L2048 alone, a byte-bound kernel alone (the 370m
+//                              # recompute's bytes), and both at once on two streams: does the byte-bound work
+//                              # run on the SMs the backward's one-block-an-SM grid leaves free (128 of 132)?
 //
 // Environment: SCAN_LAB_VERSIONS=prod+st,v43+st (which versions), LAB_BIGS=BxTxCd,... (the timed sizes), and
 // src's plan switches, read by the production kernels: PM_SCAN_BWD4=0|2 (the 4-thread backward never, or wherever
@@ -551,14 +554,11 @@ static double median(std::vector<float> v) {
 }
 // Big problem on the device; times every version; cross-checks versions against versions[0].
 // profile >= 0: run only that version, fwd+bwd twice, and return (for ncu's per-kernel times).
-static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
-    g_poison_states = false;  // (the checks ran before; timings must not include the poisoning)
+// The timed problem at (rows, T, Cd): random inputs on the device, zeroed parameter-gradient accumulators, the
+// corpus's mean document length, a workspace of ws bytes; p holds the shapes only (host data stays empty).
+static void timed_problem(int rows, int T, int Cd, size_t ws, Dev &d, Prob &p) {
     int M = rows * T, ldbc = 64 + 2 * NS, ob = 64, oc = 64 + NS, ldz = 2 * Cd, oz = Cd;
-    Prob p;  // shapes only; host data stays empty
     p.rows = rows, p.T = T, p.Cd = Cd, p.M = M, p.ldbc = ldbc, p.ob = ob, p.oc = oc, p.ldz = ldz, p.oz = oz;
-    size_t ws = 0;
-    for (int i = 0; i < nversions; i++) ws = std::max(ws, versions[i].ws(M, T, Cd, NS));
-    Dev d;
     std::vector<double> dummyC(Cd), dummyA((size_t)Cd * NS);
     for (int c = 0; c < Cd; c++) {
         dummyC[c] = 0.2 * nrand();
@@ -592,6 +592,15 @@ static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
     cudaCheck(cudaMemcpy(d.pos, p.pos.data(), M * 4, cudaMemcpyHostToDevice));
     d.ws_bytes = ws;
     cudaCheck(cudaMalloc(&d.ws, ws));
+}
+
+static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
+    g_poison_states = false;  // (the checks ran before; timings must not include the poisoning)
+    size_t ws = 0;
+    for (int i = 0; i < nversions; i++) ws = std::max(ws, versions[i].ws(rows * T, T, Cd, NS));
+    Dev d;
+    Prob p;
+    timed_problem(rows, T, Cd, ws, d, p);
 
     cudaEvent_t e0, e1;
     cudaCheck(cudaEventCreate(&e0));
@@ -651,6 +660,71 @@ static void time_size(int rows, int T, int Cd, Timing *res, int profile = -1) {
     dev_free(d);
 }
 
+// ---------------------------------------------------------------- beside: work on the backward's idle SMs
+// A stand-in for the 370m backward's recompute of a layer (the norm, the conv and dt_proj: ~131 MB read, ~160 MB
+// written): dst[i] = 2 src[i mod nsrc], one float4 a thread, one block of 256 threads per 4096 float4s, as the
+// element-wise kernels of the backend are launched (many blocks, each placed wherever a slot frees up).
+__global__ void beside_copy_kernel(float4 *dst, const float4 *src, size_t n, size_t nsrc) {
+    size_t i = blockIdx.x * (size_t)blockDim.x * 16 + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < 16; k++, i += blockDim.x)
+        if (i < n) {
+            float4 v = src[i % nsrc];
+            dst[i] = make_float4(2 * v.x, 2 * v.y, 2 * v.z, 2 * v.w);
+        }
+}
+
+static void beside(int vi) {
+    const Version &v = versions[vi];
+    Dev d;
+    Prob p;
+    timed_problem(8, 2048, 2048, v.ws(8 * 2048, 2048, 2048, NS), d, p);
+    const int rows = p.rows, T = p.T, Cd = p.Cd;
+    const size_t nsrc = (131u << 20) / 16, n = (160u << 20) / 16;
+    float4 *src, *dst;
+    cudaCheck(cudaMalloc(&src, nsrc * 16));
+    cudaCheck(cudaMalloc(&dst, n * 16));
+    cudaCheck(cudaMemset(src, 0, nsrc * 16));
+    cudaStream_t s2;
+    cudaCheck(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    cudaEvent_t e0, e1, e2;
+    cudaCheck(cudaEventCreate(&e0));
+    cudaCheck(cudaEventCreate(&e1));
+    cudaCheck(cudaEventCreate(&e2));
+    const unsigned nblk = (unsigned)((n + 4095) / 4096);
+    auto copy = [&](cudaStream_t st) { beside_copy_kernel<<<nblk, 256, 0, st>>>(dst, src, n, nsrc); };
+    run_fwd(v, d, p);  // the states the backward reads
+    // mode 0: backward alone, 1: copy alone, 2: both (the backward launched first, the copy on s2 after it),
+    // 3: both, the copy launched first
+    std::vector<float> t[4];
+    for (int rep = 0; rep < 12; rep++)
+        for (int mode = 0; mode < 4; mode++) {
+            cudaCheck(cudaDeviceSynchronize());
+            cudaCheck(cudaEventRecord(e0, 0));
+            cudaCheck(cudaStreamWaitEvent(s2, e0, 0));
+            if (mode == 3) copy(s2);
+            if (mode != 1) run_bwd(v, d, p);
+            if (mode == 1 || mode == 2) copy(s2);
+            cudaCheck(cudaEventRecord(e2, s2));
+            cudaCheck(cudaStreamWaitEvent(0, e2, 0));
+            cudaCheck(cudaEventRecord(e1, 0));
+            cudaCheck(cudaEventSynchronize(e1));
+            float ms;
+            cudaCheck(cudaEventElapsedTime(&ms, e0, e1));
+            if (rep >= 2) t[mode].push_back(ms);
+        }
+    cudaCheck(cudaGetLastError());
+    const char *names[4] = {"backward alone", "copy alone (131 MB read, 160 MB written)", "both, backward first",
+                            "both, copy first"};
+    for (int mode = 0; mode < 4; mode++)
+        printf("beside %-6s B%d D%d L%d: %-42s %.4f ms (min %.4f)\n", v.name, rows, Cd, T, names[mode],
+               median(t[mode]), *std::min_element(t[mode].begin(), t[mode].end()));
+    printf("beside: both - backward alone = %.4f ms of the copy's %.4f (%.0f%% hidden)\n",
+           median(t[2]) - median(t[0]), median(t[1]), 100.0 * (1.0 - (median(t[2]) - median(t[0])) / median(t[1])));
+    cudaFree(src), cudaFree(dst);
+    dev_free(d);
+}
+
 int main(int argc, char **argv) {
     bool cpu_only = argc > 1 && !strcmp(argv[1], "cpu");
     if (argc > 2 && !strcmp(argv[1], "profile")) {  // for ncu: one version's fwd+bwd twice at B8 D2048 L2048
@@ -663,6 +737,11 @@ int main(int argc, char **argv) {
         }
         for (int vi = 0; vi < nversions; vi++)
             if (!strcmp(versions[vi].name, argv[2])) time_size(rows, T, Cd, NULL, vi);
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "beside")) {
+        for (int vi = 0; vi < nversions; vi++)
+            if (!strcmp(versions[vi].name, argc > 2 ? argv[2] : "prod")) beside(vi);
         return 0;
     }
     int bad = fd_check();
