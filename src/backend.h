@@ -39,6 +39,9 @@ typedef struct {
     float lr, beta1, beta2, eps, weight_decay;
     float grad_scale;  // multiply gradients by this first (global-norm clipping); 1 for none
     int step;          // 1-based step, for bias correction
+    // the segments to update: [part_first, part_first + part_count) of the table; part_count 0: all of them. A
+    // step's parts together must cover the table once, the one with segment 0 first (backends count steps by it).
+    int part_first, part_count;
 } AdamWArgs;
 
 typedef struct Backend {
@@ -140,7 +143,7 @@ typedef struct Backend {
     // Sum of squares of n F32 values, returned to the host (deterministic order).
     double (*sumsq)(const void *x, size_t n);
     // AdamW (PyTorch semantics: p -= lr*wd*p on decayed segments, then the Adam update with bias
-    // correction) over every segment; g is multiplied by a->grad_scale first. params, grads, m, v F32;
+    // correction) over every segment (or a->part_*'s); g is multiplied by a->grad_scale first. params, grads, m, v F32;
     // if params_act is not NULL it receives the updated parameters as ACT (the compute copy).
     void (*adamw)(void *params, void *params_act, const void *grads, void *m, void *v,
                   const ParamSegment *segs, int nsegs, const AdamWArgs *a);

@@ -1638,6 +1638,7 @@ typedef struct {
 
 static ParamSegment *g_adam_segs;  // host copy of the segment table the device piece table was built from
 static int g_adam_nsegs, g_adam_npieces;
+static int *g_adam_seg_piece;      // (nsegs + 1) the first piece of each segment (AdamWArgs.part_*)
 
 // The update of one element, exactly as the v4 kernel computed it (the CPU backend differs by rounding only:
 // it decays by one product, p * (1 - lr*wd), and computes the bias corrections in double).
@@ -1709,20 +1710,25 @@ __global__ void __launch_bounds__(ADAM_THREADS) adamw_kernel(float *__restrict__
 
 static void cu_adamw(void *params, void *params_act, const void *grads, void *m, void *v,
                      const ParamSegment *segs, int nsegs, const AdamWArgs *a) {
-    g_steps++;  // the optimizer steps the GEMM tuning counts (gemm_tune)
+    const int s0 = a->part_count ? a->part_first : 0, s1 = a->part_count ? a->part_first + a->part_count : nsegs;
+    if (s0 < 0 || s1 > nsegs || s0 > s1) pm_die("adamw: segments %d .. %d of %d", s0, s1, nsegs);
+    if (s0 == 0) g_steps++;  // the optimizer steps the GEMM tuning counts (gemm_tune): a step's first part
     if (nsegs != g_adam_nsegs || memcmp(segs, g_adam_segs, nsegs * sizeof *segs) != 0) {
         size_t np = 0;
         for (int i = 0; i < nsegs; i++) np += (segs[i].size + ADAM_CHUNK - 1) / ADAM_CHUNK;
         if (np > 0x7fffffff) pm_die("adamw: too many parameter pieces (%zu)", np);
         AdamPiece *h = (AdamPiece *)pm_malloc((np ? np : 1) * sizeof *h);
+        g_adam_seg_piece = (int *)pm_realloc(g_adam_seg_piece, (nsegs + 1) * sizeof *g_adam_seg_piece);
         size_t q = 0;
-        for (int i = 0; i < nsegs; i++)
+        for (int i = 0; i < nsegs; i++) {
+            g_adam_seg_piece[i] = (int)q;
             for (size_t o = 0; o < segs[i].size; o += ADAM_CHUNK) {
                 h[q].start = segs[i].offset + o;
                 h[q].count = (unsigned)(segs[i].size - o < ADAM_CHUNK ? segs[i].size - o : ADAM_CHUNK);
                 h[q].decay = segs[i].decay ? 1u : 0u;
                 q++;
             }
+        }
         void *d = scratch_get(&s_adam, (np ? np : 1) * sizeof *h);
         cu_upload(d, h, np * sizeof *h);
         free(h);
@@ -1730,8 +1736,10 @@ static void cu_adamw(void *params, void *params_act, const void *grads, void *m,
         memcpy(g_adam_segs, segs, nsegs * sizeof *segs);
         g_adam_nsegs = nsegs;
         g_adam_npieces = (int)np;
+        g_adam_seg_piece[nsegs] = (int)np;
     }
-    if (g_adam_npieces == 0) return;
+    const int p0 = g_adam_seg_piece[s0], np = g_adam_seg_piece[s1] - p0;
+    if (np == 0) return;
     float bc1 = 1.0f - powf(a->beta1, (float)a->step), bc2 = 1.0f - powf(a->beta2, (float)a->step);
     // The float4 path needs element k at the same 16-byte phase in params, grads, m and v (and params_act's
     // 8-byte phase to match): true for one process (every array starts a cudaMalloc), and for the sharded
@@ -1740,9 +1748,9 @@ static void cu_adamw(void *params, void *params_act, const void *grads, void *m,
     uintptr_t ph = (uintptr_t)params % 16;
     int vec = (uintptr_t)grads % 16 == ph && (uintptr_t)m % 16 == ph && (uintptr_t)v % 16 == ph && ph % 4 == 0 &&
               (!params_act || (uintptr_t)params_act % 8 == ph / 2);
-    adamw_kernel<<<g_adam_npieces, ADAM_THREADS, 0, g_stream>>>(
+    adamw_kernel<<<np, ADAM_THREADS, 0, g_stream>>>(
         (float *)params, (bf16 *)params_act, (const float *)grads, (float *)m, (float *)v,
-        (const AdamPiece *)s_adam.p, vec, (int)(ph / 4), a->lr, a->beta1, a->beta2, a->eps, a->weight_decay,
+        (const AdamPiece *)s_adam.p + p0, vec, (int)(ph / 4), a->lr, a->beta1, a->beta2, a->eps, a->weight_decay,
         a->grad_scale, bc1, sqrtf(bc2));
     cudaLaunchCheck();
 }

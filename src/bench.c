@@ -825,6 +825,9 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
         bn->progress.done++;
     }
     if (bn->nvml) nvml_set_tag(bn->nvml, -1);
+    // (the last timed step's pending layer updates, outside the profiled steps: each of those then updates its
+    // own layers whole, inside its opt.adamw region)
+    model_settle_updates(m);
     // profiled steps (on a GPU: hooks of any kind would distort the timed steps)
     for (int i = 0; i < n_prof; i++, bi++) {
         progress_draw(&bn->progress, ci, label, bi + 1, total_steps);
@@ -886,6 +889,9 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
                                                 "mean", mean, "std", sqrt(var), "min", ns ? sorted[0] : NAN, "max",
                                                 ns ? sorted[ns - 1] : NAN, "p10", quantile(sorted, ns, 0.1), "p90",
                                                 quantile(sorted, ns, 0.9)));
+    json_t *each = json_array();  // every timed step in order (a slow step's place tells a start-up cost from noise)
+    for (int i = 0; i < ns; i++) json_array_append_new(each, jr(1e3 * times[i]));
+    json_object_set_new(json_object_get(r, "step_ms"), "each", each);
     json_object_set_new(r, "loss_first", isfinite(loss_first) ? jr(loss_first) : json_null());
     json_object_set_new(r, "loss_last", isfinite(loss_last) ? jr(loss_last) : json_null());
     json_object_set_new(r, "loss_finite", json_boolean(isfinite(loss_first) && isfinite(loss_last)));

@@ -230,6 +230,7 @@ static int fill_moment(void *ctx, int i, void *buf, size_t nbytes) {
 }
 
 int checkpoint_save(const char *dir_in, const Model *m, const TrainerState *ts) {
+    model_settle_updates((Model *)m);  // (the moments below are read directly)
     char dir[PATH_BUF], tmp[PATH_BUF + 64], file[PATH_BUF];
     size_t len = strlen(dir_in);
     while (len > 1 && dir_in[len - 1] == '/') len--;  // "ckpt/" and "ckpt" are the same directory
@@ -381,6 +382,7 @@ static long first_nonfinite(const float *x, size_t n) {
 }
 
 int checkpoint_load_model(const char *dir, Model *m) {
+    model_settle_updates(m);  // (nothing pending may land on what is loaded)
     char cpath[PATH_BUF], path[PATH_BUF];
     if (join(cpath, dir, "config.json") != 0 || join(path, dir, "model.safetensors") != 0) return -1;
     ModelConfig c;
@@ -452,6 +454,7 @@ int checkpoint_load_model(const char *dir, Model *m) {
 }
 
 int checkpoint_load_trainer(const char *dir, Model *m, TrainerState *ts) {
+    model_settle_updates(m);  // (nothing pending may land on what is loaded)
     char path[PATH_BUF];
     if (join(path, dir, "trainer.safetensors") != 0) return -1;
     if (m->bk->f32_bytes != 4)

@@ -661,7 +661,7 @@ double dist_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     // 3. AdamW on the owned range only. AdamW is elementwise, so the owned values come out exactly as in a
     //    single-process step given the same summed gradient.
     m->step++;
-    AdamWArgs a = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, scale, m->step};
+    AdamWArgs a = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, scale, m->step, 0, 0};
     if (!g_segs) g_segs = pm_malloc((m->n_tensors ? m->n_tensors : 1) * sizeof(ParamSegment));
     int ns = dist_clip_segments(m->segments, m->n_tensors, lo, hi, g_segs);
     for (int i = 0; i < ns; i++) g_segs[i].offset -= lo;  // relative to the range: the moments hold only it

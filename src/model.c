@@ -165,6 +165,7 @@ static void fill_uniform(float *x, size_t n, float bound, PmRng *rng) {
 }
 
 void model_init_weights(Model *m, uint64_t seed) {
+    model_settle_updates(m);  // (nothing pending may land on the new values)
     const ModelConfig *c = &m->cfg;
     const int d = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv;
     float *w = pm_malloc(m->n_params * sizeof(float));
@@ -221,10 +222,55 @@ void model_init_weights(Model *m, uint64_t seed) {
     free(w);
 }
 
-void model_sync_compute_weights(Model *m) {
+static void sync_compute_weights(Model *m) {
     if (m->params_act == m->params) return;
     m->slot_layer[0] = m->slot_layer[1] = -1;  // (cast again from the masters when next used)
     m->bk->f32_to_act(m->params_act, m->params, m->weights_cast ? m->tensors[0].size : m->n_params);
+}
+void model_sync_compute_weights(Model *m) {
+    model_settle_updates(m);
+    sync_compute_weights(m);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// the update ahead (Model.upd_lo)
+
+// AdamW over layers l0 .. l1 - 1 (l1 = n_layer: up to the final norm, which is not included), with the last
+// step's arguments, on the queue ops go to now.
+static void update_layers(Model *m, int l0, int l1) {
+    AdamWArgs a = m->upd_args;
+    a.part_first = model_tensor_index(&m->cfg, l0, 0);
+    a.part_count = model_tensor_index(&m->cfg, l1, 0) - a.part_first;
+    m->bk->adamw(m->params, m->params_act == m->params || m->weights_cast ? NULL : m->params_act, m->grads, m->adam_m,
+                 m->adam_v, m->segments, m->n_tensors, &a);
+}
+
+void model_settle_updates(Model *m) {
+    if (m->upd_t) m->bk->side_wait(m->upd_t), m->upd_t = 0;
+    if (m->upd_lo > 0) update_layers(m, m->upd_lo, m->cfg.n_layer), m->upd_lo = 0;
+}
+
+// Before layer l's forward: its update done (waited for where the side queue has it; applied here if still
+// pending).
+static void update_before_layer(Model *m, int l) {
+    if (m->upd_t && m->upd_t_layer == l) m->bk->side_wait(m->upd_t), m->upd_t = 0;
+    if (m->upd_lo > 0 && m->upd_lo <= l) {
+        update_layers(m, m->upd_lo, l + 1);
+        m->upd_lo = l + 1 < m->cfg.n_layer ? l + 1 : 0;
+    }
+}
+
+// Just before layer l - 1's scan: layer l's update on the side queue, beside the scan (whose 128 blocks of the
+// 370m and 1.4b widths, two 64-wide ones an SM, leave 4 SMs free; the side queue's lower priority gives the
+// scan its SMs first, as for the backward's recompute ahead). Not under a hook (a profiler times each region on
+// the main queue).
+static void update_ahead(Model *m, int l) {
+    if (!m->upd_lo || m->upd_lo != l || m->hook || !m->bk->side_begin) return;
+    m->bk->side_begin();
+    update_layers(m, l, l + 1);
+    m->upd_t = m->bk->side_end();
+    m->upd_t_layer = l;
+    m->upd_lo = l + 1 < m->cfg.n_layer ? l + 1 : 0;
 }
 
 // Lays params_act out for Model.cast_weights (the embedding's copy and two slots) or the full copy, if it is not
@@ -269,13 +315,22 @@ static void download_f32(const Model *m, float *dst, const void *src, size_t n) 
 }
 
 void model_set_params(Model *m, const float *host) {
+    model_settle_updates(m);  // (nothing pending may land on the new values)
     upload_f32(m, m->params, host, m->n_params);
     model_sync_compute_weights(m);
 }
-void model_get_params(const Model *m, float *host) { download_f32(m, host, m->params, m->n_params); }
-// model_zero_grad deferred to the next backward: clear the buffer now (a reader came first)
+void model_get_params(const Model *m, float *host) {
+    model_settle_updates((Model *)m);  // (pending updates are part of the parameters' value: applying them is
+                                       // not a change a reader could see)
+    download_f32(m, host, m->params, m->n_params);
+}
+// model_zero_grad deferred to the next backward: clear the buffer now (a reader came first; pending updates
+// read the gradients before)
 static void grads_settle(Model *m) {
-    if (m->grads_unset) m->bk->memzero(m->grads, m->n_params * m->bk->f32_bytes), m->grads_unset = 0;
+    if (m->grads_unset) {
+        model_settle_updates(m);
+        m->bk->memzero(m->grads, m->n_params * m->bk->f32_bytes), m->grads_unset = 0;
+    }
 }
 
 void model_get_grads(Model *m, float *host) {
@@ -584,6 +639,7 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
     for (int l = 0; l < c->n_layer; l++) {
         struct LayerActs *L = &m->layers[l];
         void *xz, *xn, *u, *dpre, *y;
+        update_before_layer(m, l);
         layer_weights_ready(m, l);
         layer_mixer_buffers(m, L, &xz, &xn, &u, &dpre, &y);
         const void *res_in = l == 0 ? L->res : m->layers[l - 1].res;
@@ -599,6 +655,7 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
         REGION(m, "fwd.x_proj",
                bk->matmul_fwd(L->xdbl, nx, u, di, PACT(l, P_X_PROJ), NULL, M, nx, di));  // (M, R+2N)
         REGION(m, "fwd.dt_proj", bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R));  // (M, di)
+        if (l + 1 < c->n_layer) update_ahead(m, l + 1);
         REGION(m, "fwd.scan",
                bk->scan_fwd(y, u, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
                             act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
@@ -926,18 +983,38 @@ float clip_scale(double norm, float max_norm) {
     return coef < 1.0 ? (float)coef : 1.0f;
 }
 
+// Where the backend has a side queue (and no hook is set: a profiler times the whole update in its region), the
+// update of layers 1 .. n_layer - 1 waits for the next forward, which queues each beside a scan (update_ahead);
+// PM_UPDATE_AHEAD=0 updates everything here.
+static int updates_ahead(const Model *m) {
+    const char *e = getenv("PM_UPDATE_AHEAD");
+    return m->bk->side_begin && !m->hook && m->cfg.n_layer > 1 && !(e && e[0] == '0');
+}
+
 double model_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     model_alloc_optimizer(m);
+    model_settle_updates(m);
     double norm;
     REGION(m, "opt.grad_norm", norm = model_grad_norm(m));
     float scale = clip_scale(norm, o->grad_clip);
     m->step++;
-    AdamWArgs a = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, scale, m->step};
-    REGION(m, "opt.adamw",
-           m->bk->adamw(m->params, m->params_act == m->params || m->weights_cast ? NULL : m->params_act, m->grads,
-                        m->adam_m, m->adam_v, m->segments, m->n_tensors, &a));
+    AdamWArgs a = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, scale, m->step, 0, 0};
+    void *pa = m->params_act == m->params || m->weights_cast ? NULL : m->params_act;
+    if (updates_ahead(m)) {
+        // now: the embedding and layer 0 (the next forward's first use), and the final norm
+        AdamWArgs head = a, tail = a;
+        head.part_first = 0, head.part_count = model_tensor_index(&m->cfg, 1, 0);
+        tail.part_first = model_tensor_index(&m->cfg, m->cfg.n_layer, 0), tail.part_count = 1;
+        REGION(m, "opt.adamw", {
+            m->bk->adamw(m->params, pa, m->grads, m->adam_m, m->adam_v, m->segments, m->n_tensors, &head);
+            m->bk->adamw(m->params, pa, m->grads, m->adam_m, m->adam_v, m->segments, m->n_tensors, &tail);
+        });
+        m->upd_args = a, m->upd_lo = 1;
+    } else {
+        REGION(m, "opt.adamw", m->bk->adamw(m->params, pa, m->grads, m->adam_m, m->adam_v, m->segments, m->n_tensors, &a));
+    }
     // (cast_weights: the embedding's copy from its new masters; the layers' when next used)
-    if (m->weights_cast) model_sync_compute_weights(m);
+    if (m->weights_cast) sync_compute_weights(m);
     return norm;
 }
 

@@ -157,6 +157,13 @@ typedef struct {
     int64_t n_valid;     // valid targets in the current batch
     int cur_M, cur_T;    // tokens and row length of the last forward's batch (<= B*T, T)
     int grads_unset;     // model_zero_grad left the buffer as it was: the next backward writes every gradient
+    // The update ahead (model_optimizer_step where the backend has a side queue): the step updates the embedding,
+    // layer 0 and the final norm at once and leaves layers upd_lo .. n_layer - 1 pending with upd_args; the next
+    // forward queues layer l + 1's update on the side queue beside layer l's scan (upd_t: its ticket, waited for
+    // at layer upd_t_layer), and every other use of the parameters, moments or gradients applies what is
+    // pending first (model_settle_updates).
+    int upd_lo, upd_t, upd_t_layer;
+    AdamWArgs upd_args;
 
     // Optional profiling hook: called with begin = 1 before and 0 after each named region of the forward and
     // backward ("fwd.in_proj", "bwd.scan", ...). NULL (the default) costs nothing. See bench.c.
@@ -265,5 +272,9 @@ OptimConfig optim_defaults(void);  // lr 1e-3, betas (0.9, 0.95), eps 1e-8, wd 0
 float clip_scale(double norm, float max_norm);
 // One AdamW step with global-norm clipping at lr; returns the gradient norm before clipping.
 double model_optimizer_step(Model *m, const OptimConfig *o, float lr);
+// Applies every parameter update the last model_optimizer_step left pending (Model.upd_lo): the parameters,
+// moments and gradients are then as if it had run whole. The model's own entry points call it; code that reads
+// m->params, params_act, adam_m or adam_v directly must call it first.
+void model_settle_updates(Model *m);
 // Warmup + cosine decay to min_lr_frac*lr over total steps.
 float lr_schedule(int step, int warmup, int total, float lr, float min_lr_frac);

@@ -622,7 +622,7 @@ static void test_matmul_tuned(void **state) {
     float one = 1.0f;
     void *tp = g_f32(&one, 1), *tg = g_f32(&one, 1), *tm = g_f32(&one, 1), *tv = g_f32(&one, 1);
     ParamSegment tseg = {0, 1, 0};
-    AdamWArgs ta = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 1};
+    AdamWArgs ta = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 1, 0, 0};
     int tunings0 = backend_cuda_gemm_tunings();
     for (int r = 0; r < REP; r++) {
         if (r == REP / 2) G->adamw(tp, NULL, tg, tm, tv, &tseg, 1, &ta);  // a step: the shapes are tuned next
@@ -1561,7 +1561,9 @@ static void test_model_side_stream(void **state) {
         assert_int_equal(m.dw_group, 2);
         const int ahead = m.recompute_slots > 1 && r / 2 != 1 ? cfg.n_layer - 1 : 0;
         const int groups = (cfg.n_layer + m.dw_group - 1) / m.dw_group, per_step = cfg.n_layer + 3 * groups + ahead;
-        if (used != (r % 2 ? 2 * per_step : 0)) {
+        // (and the second step's forward queues the first step's update of every layer but layer 0 beside the
+        // scan of the layer below: model.c, update_ahead)
+        if (used != (r % 2 ? 2 * per_step + cfg.n_layer - 1 : 0)) {
             printf("    run %d (PM_SIDE_STREAM=%s): %d side tickets\n", r, mode[r], used);
             g_fails++;
         }
@@ -1582,6 +1584,54 @@ static void test_model_side_stream(void **state) {
     unsetenv("PM_DW_GROUP");
     for (int r = 0; r < 6; r++) free(params[r]);
     for (int s = 0; s < 2; s++) batch_free(&bs[s]);
+    FINISH();
+}
+
+// The update ahead (model.c: model_optimizer_step leaves layers 1 .. L-1 pending, the next forward queues each
+// on the side queue beside a scan) gives the bits of the whole update at once: three optimizer steps each way,
+// the side queue held back 0.3 ms a piece (PM_SIDE_STREAM=2) so a missing wait would show; losses (which read the
+// updated weights) and the parameters and moments after the last step (which settle what is still pending).
+static void test_model_update_ahead(void **state) {
+    (void)state;
+    NEED_GPU();
+    const ModelConfig cfg = wide_model_config();
+    const int B = 4, T = 512, S = 3;
+    Batch bs[3] = {make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size), make_batch(B, T, cfg.vocab_size)};
+    double losses[2][3];
+    float *params[2], *moments[2];
+    size_t np = 0;
+    OptimConfig o = optim_defaults();
+    setenv("PM_SIDE_STREAM", "2", 1);
+    for (int r = 0; r < 2; r++) {
+        setenv("PM_UPDATE_AHEAD", r ? "1" : "0", 1);
+        Model m;
+        model_create(&m, &cfg, GD, 7);
+        model_alloc_optimizer(&m);
+        model_alloc_activations(&m, B, T);
+        for (int s = 0; s < S; s++) {
+            model_zero_grad(&m);
+            losses[r][s] = model_forward_backward(&m, &bs[s], 1.0f / (float)bs[s].n_valid, NULL);
+            model_optimizer_step(&m, &o, 1e-3f);
+            if (r && s + 1 < S && m.upd_lo != 1) {
+                printf("    after step %d: layers from %d pending, expected 1\n", s, m.upd_lo);
+                g_fails++;
+            }
+        }
+        np = m.n_params;
+        params[r] = pm_malloc(m.n_params * sizeof(float));
+        model_get_params(&m, params[r]);
+        if (m.upd_lo != 0 || m.upd_t != 0) printf("    model_get_params left updates pending\n"), g_fails++;
+        moments[r] = pm_malloc(m.n_params * sizeof(float));
+        GD->download(moments[r], m.adam_v, m.n_params * sizeof(float));
+        model_destroy(&m);
+    }
+    unsetenv("PM_UPDATE_AHEAD");
+    unsetenv("PM_SIDE_STREAM");
+    check_same_bits("update ahead: losses", losses[0], losses[1], sizeof losses[0]);
+    check_same_bits("update ahead: params after 3 steps", params[0], params[1], np * sizeof(float));
+    check_same_bits("update ahead: second moments after 3 steps", moments[0], moments[1], np * sizeof(float));
+    for (int r = 0; r < 2; r++) free(params[r]), free(moments[r]);
+    for (int s = 0; s < S; s++) batch_free(&bs[s]);
     FINISH();
 }
 
@@ -1819,7 +1869,7 @@ static void test_op_timings(void **state) {
         G->upload((float *)Gr + o, h + (o / big) % 7, k * 4 - (o / big) % 7 * 4);
     }
     ParamSegment seg = {0, nparams, 1};
-    AdamWArgs a = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1};
+    AdamWArgs a = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1, 0, 0};
     TIME_OP("sumsq (130M params)", 1, 0, (double)nparams * 4, G->sumsq(Gr, nparams));
     TIME_OP("adamw (130M params)", 1, 0, (double)nparams * 22, G->adamw(P, Pa, Gr, Mm, Vv, &seg, 1, &a));
     printf("    op %-26s      %9.3f ms  => %.0f tokens/s if nothing else ran\n", "SUM (one 130m step)", g_bench_total,
@@ -1862,6 +1912,7 @@ int main(void) {
         cmocka_unit_test(test_model_scan_states),
         cmocka_unit_test(test_memory_budget_casts_weights),
         cmocka_unit_test(test_model_side_stream),
+        cmocka_unit_test(test_model_update_ahead),
         cmocka_unit_test(test_model_grads_written),
         cmocka_unit_test(test_model_deferred_reductions),
         cmocka_unit_test(test_model_packing),

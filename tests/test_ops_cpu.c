@@ -272,6 +272,35 @@ static void test_adamw_reference(void **state) {
     free(p), free(pa), free(m), free(v), free(g), free(rp), free(rm), free(rv), free(p_start);
 }
 
+// AdamWArgs.part_first / part_count: a part updates its segments only, and parts covering the table give the
+// whole update's bits (the model's update ahead applies a step in parts: model.c).
+static void test_adamw_parts(void **state) {
+    size_t n = 1000;
+    ParamSegment segs[3] = {{0, 300, 1}, {300, 200, 0}, {600, 400, 1}};
+    real *p[2], *pa[2], *m[2], *v[2];
+    real *p0 = rnd(n, 0.1, 1), *g = rnd(n, 0.01, 2);
+    for (int k = 0; k < 2; k++) p[k] = dup(p0, n), pa[k] = arr(n), m[k] = arr(n), v[k] = arr(n);
+    AdamWArgs a = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_scale = 0.5f};
+    for (int step = 1; step <= 3; step++) {
+        a.step = step;
+        a.part_first = a.part_count = 0;
+        be->adamw(p[0], pa[0], g, m[0], v[0], segs, 3, &a);  // whole
+        a.part_first = 1, a.part_count = 2;                   // segments 1 and 2 first ...
+        be->adamw(p[1], pa[1], g, m[1], v[1], segs, 3, &a);
+        if (step == 1)  // ... which leave segment 0 as it was
+            for (size_t i = 0; i < 300; i++) assert_true(p[1][i] == p0[i] && m[1][i] == 0 && pa[1][i] == 0);
+        a.part_first = 0, a.part_count = 1;                   // ... then segment 0
+        be->adamw(p[1], pa[1], g, m[1], v[1], segs, 3, &a);
+    }
+    assert_memory_equal(p[0], p[1], n * sizeof(real));
+    assert_memory_equal(pa[0], pa[1], n * sizeof(real));
+    assert_memory_equal(m[0], m[1], n * sizeof(real));
+    assert_memory_equal(v[0], v[1], n * sizeof(real));
+    for (size_t i = 0; i < 300; i++) assert_true(p[1][i] != p0[i]);  // (the parts did update segment 0)
+    for (int k = 0; k < 2; k++) free(p[k]), free(pa[k]), free(m[k]), free(v[k]);
+    free(p0), free(g);
+}
+
 static void test_sumsq(void **state) {
     size_t n = 200003;  // several of the op's blocks and a ragged end
     real *x = rnd(n, 0.01, 3);
@@ -326,7 +355,7 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packed_equals_alone), cmocka_unit_test(test_perturb_isolated),
-        cmocka_unit_test(test_matmul_naive),        cmocka_unit_test(test_adamw_reference),
+        cmocka_unit_test(test_matmul_naive),        cmocka_unit_test(test_adamw_reference), cmocka_unit_test(test_adamw_parts),
         cmocka_unit_test(test_sumsq),               cmocka_unit_test(test_thread_count_invariance),
     };
     return cmocka_run_group_tests_name("ops_cpu references", tests, NULL, NULL);
