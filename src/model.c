@@ -1001,10 +1001,10 @@ double model_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     AdamWArgs a = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, scale, m->step, 0, 0};
     void *pa = m->params_act == m->params || m->weights_cast ? NULL : m->params_act;
     if (updates_ahead(m)) {
-        // now: the embedding and layer 0 (the next forward's first use), and the final norm
+        // now: the embedding and layer 0 (the next forward's first use), and what follows the layers (the final norm)
         AdamWArgs head = a, tail = a;
         head.part_first = 0, head.part_count = model_tensor_index(&m->cfg, 1, 0);
-        tail.part_first = model_tensor_index(&m->cfg, m->cfg.n_layer, 0), tail.part_count = 1;
+        tail.part_first = model_tensor_index(&m->cfg, m->cfg.n_layer, 0), tail.part_count = m->n_tensors - tail.part_first;
         REGION(m, "opt.adamw", {
             m->bk->adamw(m->params, pa, m->grads, m->adam_m, m->adam_v, m->segments, m->n_tensors, &head);
             m->bk->adamw(m->params, pa, m->grads, m->adam_m, m->adam_v, m->segments, m->n_tensors, &tail);
