@@ -775,10 +775,10 @@ static void layer_backward_buffers(const Model *m, int l, void **xz, void **xn, 
 
 static int layer_recomputes(const struct LayerActs *L) { return !L->u || !L->xz; }
 
-// Recompute what the forward did not keep of layer l: xn (norm), xz (in_proj, where not kept), u (conv + SiLU)
-// where `what` has RECOMPUTE_MIXER, dpre (dt_proj) where it has RECOMPUTE_DT, into its slots. The same ops on the
-// same inputs as the forward's: the same bits.
-enum { RECOMPUTE_MIXER = 1, RECOMPUTE_DT = 2, RECOMPUTE_ALL = 3 };
+// Recompute what the forward did not keep of layer l, into its slots: xn (norm) and xz (in_proj, where not kept)
+// where `what` has RECOMPUTE_NORM, u (conv + SiLU) where it has RECOMPUTE_CONV, dpre (dt_proj) where it has
+// RECOMPUTE_DT. The same ops on the same inputs as the forward's: the same bits.
+enum { RECOMPUTE_NORM = 1, RECOMPUTE_CONV = 2, RECOMPUTE_DT = 4, RECOMPUTE_ALL = 7 };
 static void recompute_layer(Model *m, int l, int what) {
     const Backend *bk = m->bk;
     const ModelConfig *c = &m->cfg;
@@ -787,14 +787,14 @@ static void recompute_layer(Model *m, int l, int what) {
     struct LayerActs *L = &m->layers[l];
     void *xz, *xn, *u, *dpre, *y;
     layer_backward_buffers(m, l, &xz, &xn, &u, &dpre, &y);
-    if (what & RECOMPUTE_MIXER) {
+    if (what & RECOMPUTE_NORM) {
         if (!L->xn)
             bk->add_rmsnorm_fwd(L->res, xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d, c->norm_eps);
         if (!L->xz) bk->matmul_fwd(xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d);
-        if (!L->u)
-            bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M,
-                              T, di, K);
     }
+    if ((what & RECOMPUTE_CONV) && !L->u)
+        bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T,
+                          di, K);
     if ((what & RECOMPUTE_DT) && !L->u) bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
 }
 
@@ -813,10 +813,14 @@ static void backward_body(Model *m) {
     // regions)
     const int ahead = side && !m->hook && m->recompute_slots > 1;
     int t_rec = 0, rec_ready = -1;
-    // (what goes ahead: everything, or with PM_RECOMPUTE_AHEAD=2 the norm and conv alone, dt_proj's GEMM staying
-    // on the main queue; an A/B switch)
+    // (what goes ahead, an A/B switch: everything by default; PM_RECOMPUTE_AHEAD=2 the norm and conv alone (call300:
+    // the same); PM_RECOMPUTE_AHEAD=m<mask> the parts of RECOMPUTE_NORM 1, CONV 2, DT 4 in the mask, the rest in
+    // place after the wait. Where in_proj is recomputed the conv reads its output, so CONV takes NORM with it.)
     const char *ra = getenv("PM_RECOMPUTE_AHEAD");
-    const int ahead_what = ra && ra[0] == '2' ? RECOMPUTE_MIXER : RECOMPUTE_ALL;
+    int ahead_what = ra && ra[0] == '2' ? RECOMPUTE_NORM | RECOMPUTE_CONV
+                     : ra && ra[0] == 'm' ? atoi(ra + 1) & RECOMPUTE_ALL : RECOMPUTE_ALL;
+    if ((ahead_what & RECOMPUTE_CONV) && !m->layers[0].xz) ahead_what |= RECOMPUTE_NORM;  // (the lowest layers
+                                                                                          // lack xz first)
     // the parameter gradients' small reductions held back and run a few layers' at once (a hook expects each
     // region's outputs complete when it ends); PM_DEFER_REDUCTIONS=0 runs each at once (A/B runs, tests)
     const char *dr = getenv("PM_DEFER_REDUCTIONS");
@@ -861,7 +865,8 @@ static void backward_body(Model *m) {
         if (layer_recomputes(L)) {
             if (rec_ready == l) {
                 bk->side_wait(t_rec);
-                if (ahead_what != RECOMPUTE_ALL) REGION(m, "bwd.recompute", recompute_layer(m, l, RECOMPUTE_DT));
+                if (ahead_what != RECOMPUTE_ALL)
+                    REGION(m, "bwd.recompute", recompute_layer(m, l, RECOMPUTE_ALL & ~ahead_what));
             } else {
                 REGION(m, "bwd.recompute", recompute_layer(m, l, RECOMPUTE_ALL));
             }
