@@ -260,10 +260,10 @@ static void update_before_layer(Model *m, int l) {
     }
 }
 
-// Just before layer l - 1's scan: layer l's update on the side queue, beside the scan (whose 128 blocks of the
-// 370m and 1.4b widths, two 64-wide ones an SM, leave 4 SMs free; the side queue's lower priority gives the
-// scan its SMs first, as for the backward's recompute ahead). Not under a hook (a profiler times each region on
-// the main queue).
+// Just before layer l - 1's scan: layer l's update on the side queue, beside the scan (256 64-wide blocks two an
+// SM at the 370m and 1.4b widths, 128 96-wide ones at 130m's: 4 SMs free; the side queue's lower priority gives
+// the scan its SMs first, as for the backward's recompute ahead). Not under a hook (a profiler times each region
+// on the main queue).
 static void update_ahead(Model *m, int l) {
     if (!m->upd_lo || m->upd_lo != l || m->hook || !m->bk->side_begin) return;
     m->bk->side_begin();
