@@ -988,12 +988,13 @@ float clip_scale(double norm, float max_norm) {
     return coef < 1.0 ? (float)coef : 1.0f;
 }
 
-// Where the backend has a side queue (and no hook is set: a profiler times the whole update in its region), the
-// update of layers 1 .. n_layer - 1 waits for the next forward, which queues each beside a scan (update_ahead);
-// PM_UPDATE_AHEAD=0 updates everything here.
+// Unless a hook is set (a profiler times the whole update in its region), the update of layers 1 .. n_layer - 1
+// waits for the next forward, which queues each beside a scan where the backend has a side queue (update_ahead)
+// and applies it in place before the layer where it has none (the CPU: the same work in another order, so every
+// CPU test runs through the pending updates and their settling too); PM_UPDATE_AHEAD=0 updates everything here.
 static int updates_ahead(const Model *m) {
     const char *e = getenv("PM_UPDATE_AHEAD");
-    return m->bk->side_begin && !m->hook && m->cfg.n_layer > 1 && !(e && e[0] == '0');
+    return !m->hook && m->cfg.n_layer > 1 && !(e && e[0] == '0');
 }
 
 double model_optimizer_step(Model *m, const OptimConfig *o, float lr) {
