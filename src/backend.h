@@ -43,6 +43,11 @@ typedef struct {
     // step's parts together must cover the table once, the one with segment 0 first (backends count steps by it).
     int part_first, part_count;
 } AdamWArgs;
+// The segments [*s0, *s1) an AdamW call with these arguments updates, of nsegs (both backends' reading of part_*).
+static inline void adamw_segment_range(const AdamWArgs *a, int nsegs, int *s0, int *s1) {
+    *s0 = a->part_count ? a->part_first : 0;
+    *s1 = a->part_count ? a->part_first + a->part_count : nsegs;
+}
 
 typedef struct Backend {
     const char *name;  // "cpu" or "cuda"

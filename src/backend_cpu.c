@@ -800,7 +800,8 @@ static void adamw(void *params_, void *params_act_, const void *grads_, void *m_
     real b1 = a->beta1, b2 = a->beta2;
     real bc1 = 1 - pow(b1, a->step), bc2 = 1 - pow(b2, a->step);
     real step_size = a->lr / bc1, bc2_sqrt = sqrt(bc2);
-    const int s0 = a->part_count ? a->part_first : 0, s1 = a->part_count ? a->part_first + a->part_count : nsegs;
+    int s0, s1;
+    adamw_segment_range(a, nsegs, &s0, &s1);
     for (int s = s0; s < s1 && s < nsegs; s++) {
         real decay = segs[s].decay ? 1 - (real)a->lr * (real)a->weight_decay : 1;
         size_t o = segs[s].offset, n = segs[s].size;

@@ -1637,8 +1637,8 @@ typedef struct {
 } AdamPiece;
 
 static ParamSegment *g_adam_segs;  // host copy of the segment table the device piece table was built from
-static int g_adam_nsegs, g_adam_npieces;
-static int *g_adam_seg_piece;      // (nsegs + 1) the first piece of each segment (AdamWArgs.part_*)
+static int g_adam_nsegs;
+static int *g_adam_seg_piece;      // (nsegs + 1) the first piece of each segment (AdamWArgs.part_*), then the count
 
 // The update of one element, exactly as the v4 kernel computed it (the CPU backend differs by rounding only:
 // it decays by one product, p * (1 - lr*wd), and computes the bias corrections in double).
@@ -1710,7 +1710,8 @@ __global__ void __launch_bounds__(ADAM_THREADS) adamw_kernel(float *__restrict__
 
 static void cu_adamw(void *params, void *params_act, const void *grads, void *m, void *v,
                      const ParamSegment *segs, int nsegs, const AdamWArgs *a) {
-    const int s0 = a->part_count ? a->part_first : 0, s1 = a->part_count ? a->part_first + a->part_count : nsegs;
+    int s0, s1;
+    adamw_segment_range(a, nsegs, &s0, &s1);
     if (s0 < 0 || s1 > nsegs || s0 > s1) pm_die("adamw: segments %d .. %d of %d", s0, s1, nsegs);
     if (s0 == 0) g_steps++;  // the optimizer steps the GEMM tuning counts (gemm_tune): a step's first part
     if (nsegs != g_adam_nsegs || memcmp(segs, g_adam_segs, nsegs * sizeof *segs) != 0) {
@@ -1735,7 +1736,6 @@ static void cu_adamw(void *params, void *params_act, const void *grads, void *m,
         g_adam_segs = (ParamSegment *)pm_realloc(g_adam_segs, (nsegs ? nsegs : 1) * sizeof *segs);
         memcpy(g_adam_segs, segs, nsegs * sizeof *segs);
         g_adam_nsegs = nsegs;
-        g_adam_npieces = (int)np;
         g_adam_seg_piece[nsegs] = (int)np;
     }
     const int p0 = g_adam_seg_piece[s0], np = g_adam_seg_piece[s1] - p0;

@@ -235,42 +235,44 @@ void model_sync_compute_weights(Model *m) {
 // ---------------------------------------------------------------------------------------------------------------
 // the update ahead (Model.upd_lo)
 
-// AdamW over layers l0 .. l1 - 1 (l1 = n_layer: up to the final norm, which is not included), with the last
-// step's arguments, on the queue ops go to now.
-static void update_layers(Model *m, int l0, int l1) {
-    AdamWArgs a = m->upd_args;
-    a.part_first = model_tensor_index(&m->cfg, l0, 0);
-    a.part_count = model_tensor_index(&m->cfg, l1, 0) - a.part_first;
+// AdamW on the segments a names (AdamWArgs.part_*), on the queue ops go to now.
+static void adamw_parts(Model *m, const AdamWArgs *a) {
     m->bk->adamw(m->params, m->params_act == m->params || m->weights_cast ? NULL : m->params_act, m->grads, m->adam_m,
-                 m->adam_v, m->segments, m->n_tensors, &a);
+                 m->adam_v, m->segments, m->n_tensors, a);
+}
+
+// The pending updates of layers upd_lo .. l_end - 1 (l_end = n_layer: the rest; the final norm is never pending),
+// with the last step's arguments, on the queue ops go to now.
+static void update_through(Model *m, int l_end) {
+    AdamWArgs a = m->upd_args;
+    a.part_first = model_tensor_index(&m->cfg, m->upd_lo, 0);
+    a.part_count = model_tensor_index(&m->cfg, l_end, 0) - a.part_first;
+    adamw_parts(m, &a);
+    m->upd_lo = l_end < m->cfg.n_layer ? l_end : 0;
 }
 
 void model_settle_updates(Model *m) {
     if (m->upd_t) m->bk->side_wait(m->upd_t), m->upd_t = 0;
-    if (m->upd_lo > 0) update_layers(m, m->upd_lo, m->cfg.n_layer), m->upd_lo = 0;
+    if (m->upd_lo > 0) update_through(m, m->cfg.n_layer);
 }
 
 // Before layer l's forward: its update done (waited for where the side queue has it; applied here if still
 // pending).
 static void update_before_layer(Model *m, int l) {
     if (m->upd_t && m->upd_t_layer == l) m->bk->side_wait(m->upd_t), m->upd_t = 0;
-    if (m->upd_lo > 0 && m->upd_lo <= l) {
-        update_layers(m, m->upd_lo, l + 1);
-        m->upd_lo = l + 1 < m->cfg.n_layer ? l + 1 : 0;
-    }
+    if (m->upd_lo > 0 && m->upd_lo <= l) update_through(m, l + 1);
 }
 
-// Just before layer l - 1's scan: layer l's update on the side queue, beside the scan (256 64-wide blocks two an
-// SM at the 370m and 1.4b widths, 128 96-wide ones at 130m's: 4 SMs free; the side queue's lower priority gives
-// the scan its SMs first, as for the backward's recompute ahead). Not under a hook (a profiler times each region
-// on the main queue).
+// Just before layer l - 1's scan (l >= 1): layer l's update on the side queue, beside the scan (256 64-wide blocks
+// two an SM at the 370m and 1.4b widths, 128 96-wide ones at 130m's: 4 SMs free; the side queue's lower priority
+// gives the scan its SMs first, as for the backward's recompute ahead). Not under a hook (a profiler times each
+// region on the main queue).
 static void update_ahead(Model *m, int l) {
-    if (!m->upd_lo || m->upd_lo != l || m->hook || !m->bk->side_begin) return;
+    if (m->upd_lo != l || m->hook || !m->bk->side_begin) return;
     m->bk->side_begin();
-    update_layers(m, l, l + 1);
+    update_through(m, l + 1);
     m->upd_t = m->bk->side_end();
     m->upd_t_layer = l;
-    m->upd_lo = l + 1 < m->cfg.n_layer ? l + 1 : 0;
 }
 
 // Lays params_act out for Model.cast_weights (the embedding's copy and two slots) or the full copy, if it is not
@@ -317,7 +319,7 @@ static void download_f32(const Model *m, float *dst, const void *src, size_t n) 
 void model_set_params(Model *m, const float *host) {
     model_settle_updates(m);  // (nothing pending may land on the new values)
     upload_f32(m, m->params, host, m->n_params);
-    model_sync_compute_weights(m);
+    sync_compute_weights(m);
 }
 void model_get_params(const Model *m, float *host) {
     model_settle_updates((Model *)m);  // (pending updates are part of the parameters' value: applying them is
@@ -879,11 +881,9 @@ static void backward_body(Model *m) {
         // last read by the layer above this one, whose work the main queue has waited for (t_layer) by now.
         if (ahead && l > 0 && layer_recomputes(&m->layers[l - 1])) {
             layer_weights_ready(m, l - 1);  // (cast_weights: on the main queue, before the side queue reads them)
-            REGION(m, "bwd.recompute", {
-                bk->side_begin();
-                recompute_layer(m, l - 1, ahead_what);
-                t_rec = bk->side_end();
-            });
+            bk->side_begin();  // (no REGION: `ahead` means no hook)
+            recompute_layer(m, l - 1, ahead_what);
+            t_rec = bk->side_end();
             rec_ready = l - 1;
         }
         REGION(m, "bwd.scan",
@@ -1005,19 +1005,15 @@ double model_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     float scale = clip_scale(norm, o->grad_clip);
     m->step++;
     AdamWArgs a = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, scale, m->step, 0, 0};
-    void *pa = m->params_act == m->params || m->weights_cast ? NULL : m->params_act;
     if (updates_ahead(m)) {
         // now: the embedding and layer 0 (the next forward's first use), and what follows the layers (the final norm)
         AdamWArgs head = a, tail = a;
         head.part_first = 0, head.part_count = model_tensor_index(&m->cfg, 1, 0);
         tail.part_first = model_tensor_index(&m->cfg, m->cfg.n_layer, 0), tail.part_count = m->n_tensors - tail.part_first;
-        REGION(m, "opt.adamw", {
-            m->bk->adamw(m->params, pa, m->grads, m->adam_m, m->adam_v, m->segments, m->n_tensors, &head);
-            m->bk->adamw(m->params, pa, m->grads, m->adam_m, m->adam_v, m->segments, m->n_tensors, &tail);
-        });
+        REGION(m, "opt.adamw", { adamw_parts(m, &head), adamw_parts(m, &tail); });
         m->upd_args = a, m->upd_lo = 1;
     } else {
-        REGION(m, "opt.adamw", m->bk->adamw(m->params, pa, m->grads, m->adam_m, m->adam_v, m->segments, m->n_tensors, &a));
+        REGION(m, "opt.adamw", adamw_parts(m, &a));
     }
     // (cast_weights: the embedding's copy from its new masters; the layers' when next used)
     if (m->weights_cast) sync_compute_weights(m);

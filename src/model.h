@@ -157,11 +157,11 @@ typedef struct {
     int64_t n_valid;     // valid targets in the current batch
     int cur_M, cur_T;    // tokens and row length of the last forward's batch (<= B*T, T)
     int grads_unset;     // model_zero_grad left the buffer as it was: the next backward writes every gradient
-    // The update ahead (model_optimizer_step where the backend has a side queue): the step updates the embedding,
-    // layer 0 and the final norm at once and leaves layers upd_lo .. n_layer - 1 pending with upd_args; the next
-    // forward queues layer l + 1's update on the side queue beside layer l's scan (upd_t: its ticket, waited for
-    // at layer upd_t_layer), and every other use of the parameters, moments or gradients applies what is
-    // pending first (model_settle_updates).
+    // The update ahead (model_optimizer_step without a hook): the step updates the embedding, layer 0 and the final
+    // norm at once and leaves layers upd_lo .. n_layer - 1 pending with upd_args (upd_lo 0: none). The next forward
+    // queues layer l + 1's update on the side queue beside layer l's scan (upd_t: its ticket, waited for at layer
+    // upd_t_layer), or applies it in place before layer l + 1 where the backend has no side queue; every other use
+    // of the parameters, moments or gradients applies what is pending first (model_settle_updates).
     int upd_lo, upd_t, upd_t_layer;
     AdamWArgs upd_args;
 
