@@ -29,6 +29,7 @@ python3 - "$R/gpu/bench_results.csv" <<'PY'
 import csv, sys
 for r in csv.DictReader(open(sys.argv[1])):
     print(r["label"], "tok/s", r.get("tok_per_s"), "step", r["step_ms_median"], "mfu", r.get("mfu"),
-          "peak", round(float(r.get("mem_peak_bytes") or 0) / 2**30, 2), "scan", r.get("scan_ms"), "fill", r.get("fill"))
+          "peak", round(float(r.get("mem_peak_bytes") or 0) / 2**30, 2), "scan", r.get("scan_ms"), "fill", r.get("fill"),
+          "SM MHz", r.get("sm_mhz_mean"), "W", r.get("power_w_mean"), "power-capped", r.get("power_capped"))
 PY
 grep -h 'GEMM .*TFLOP' "$R/gpu/bench.log" | sort -u | head -3

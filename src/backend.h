@@ -216,6 +216,9 @@ const Backend *backend_cuda(int deterministic);
 // How many GEMM shapes the CUDA backend has timed its cuBLASLt candidates for so far (its tuning; 0 without CUDA).
 // For tests: a tuning path that never runs would otherwise go unnoticed.
 int backend_cuda_gemm_tunings(void);
+// The optimizer steps (adamw calls) after which the CUDA backend tunes a GEMM shape it has planned (the bench warms
+// up that long, so its timed steps run tuned GEMMs); 0 without CUDA or with tuning off (PM_GEMM_TUNE=0).
+int backend_cuda_gemm_tune_after(void);
 // Tickets the CUDA backend's side queue has handed out (side_end) so far: 0 when it was never used. For tests.
 int backend_cuda_side_tickets(void);
 // Launches of held-back reductions (Backend.defer_reductions) the CUDA backend has made so far. For tests.

@@ -8,6 +8,7 @@ const Backend *backend_cuda(int deterministic) {
     return NULL;
 }
 int backend_cuda_gemm_tunings(void) { return 0; }
+int backend_cuda_gemm_tune_after(void) { return 0; }
 int backend_cuda_side_tickets(void) { return 0; }
 int backend_cuda_reduction_launches(void) { return 0; }
 int backend_cuda_scan_ws_launches(int which) {

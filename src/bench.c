@@ -1003,10 +1003,17 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     if (bn->nvml) {
         NvmlSummary s;
         nvml_summary(bn->nvml, ci, &s);
-        json_object_set_new(r, "nvml", json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "samples", s.samples, "sm_mhz",
-                                                 stat_json(&s.sm_mhz), "mem_mhz", stat_json(&s.mem_mhz), "power_w",
-                                                 stat_json(&s.power_w), "temp_c", stat_json(&s.temp_c), "util_gpu",
-                                                 stat_json(&s.util_gpu), "mem_used", stat_json(&s.mem_used)));
+        json_t *nv = json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "samples", s.samples, "sm_mhz",
+                               stat_json(&s.sm_mhz), "mem_mhz", stat_json(&s.mem_mhz), "power_w",
+                               stat_json(&s.power_w), "temp_c", stat_json(&s.temp_c), "util_gpu",
+                               stat_json(&s.util_gpu), "mem_used", stat_json(&s.mem_used));
+        // what held the clocks down, as fractions of the timed steps' samples (null: not reported)
+        const double rn = s.reasons_n;
+        json_object_set_new(nv, "clock_reason_samples", json_integer(s.reasons_n));
+        json_object_set_new(nv, "power_capped", rn > 0 ? json_real(s.power_cap_n / rn) : json_null());
+        json_object_set_new(nv, "thermal_limited", rn > 0 ? json_real(s.thermal_n / rn) : json_null());
+        json_object_set_new(nv, "hw_slowdown", rn > 0 ? json_real(s.hw_slowdown_n / rn) : json_null());
+        json_object_set_new(r, "nvml", nv);
     }
     for (int i = 0; i < nb; i++) batch_free(&bs[i]);
     free(bs);
@@ -1031,12 +1038,21 @@ static void write_json(const char *dir, const char *name, json_t *j) {
 static void write_nvml_csv(const char *dir, NvmlProbe *p) {
     int n;
     NvmlSample *s = nvml_samples(p, &n);
-    size_t cap = 128 + (size_t)n * 160, len = 0;
+    size_t cap = 128 + (size_t)n * 192, len = 0;
     char *buf = pm_malloc(cap);
-    len += snprintf(buf + len, cap - len, "t_s,config,sm_mhz,mem_mhz,power_w,temp_c,util_gpu,util_mem,mem_used_bytes\n");
-    for (int i = 0; i < n; i++)
-        len += snprintf(buf + len, cap - len, "%.4f,%d,%g,%g,%g,%g,%g,%g,%.0f\n", s[i].t - s[0].t, s[i].tag, s[i].sm_mhz,
+    // clock_reasons: NVML's clock event reason mask in hex; power_capped: 1 where it holds the power cap (0x4), 0
+    // where not (both blank where the device does not report reasons). config: the configuration whose timed steps
+    // were running, -1 outside them. (report.c's clocks plot reads columns 1, 2, 3, 5 and 11.)
+    len += snprintf(buf + len, cap - len,
+                    "t_s,config,sm_mhz,mem_mhz,power_w,temp_c,util_gpu,util_mem,mem_used_bytes,clock_reasons,"
+                    "power_capped\n");
+    for (int i = 0; i < n; i++) {
+        len += snprintf(buf + len, cap - len, "%.4f,%d,%g,%g,%g,%g,%g,%g,%.0f,", s[i].t - s[0].t, s[i].tag, s[i].sm_mhz,
                         s[i].mem_mhz, s[i].power_w, s[i].temp_c, s[i].util_gpu, s[i].util_mem, s[i].mem_used);
+        len += s[i].reasons >= 0 ? snprintf(buf + len, cap - len, "0x%llx,%d\n", (unsigned long long)s[i].reasons,
+                                            (s[i].reasons & NVML_REASON_SW_POWER_CAP) != 0)
+                                 : snprintf(buf + len, cap - len, ",\n");
+    }
     char path[4200];
     snprintf(path, sizeof path, "%s/nvml_samples.csv", dir);
     if (pm_write_file_atomic(path, buf, len) != 0) pm_die("%s", pm_last_error());
@@ -1203,6 +1219,14 @@ int cmd_bench(int argc, char **argv) {
     wrapped.alloc = count_alloc;
     wrapped.free = count_free;
     Bench bn;
+    // The timed steps must run the GEMMs the backend settles on: its tuner times each shape's candidates
+    // backend_cuda_gemm_tune_after() steps into a run (PM_GEMM_TUNE_AFTER), so the warm-up lasts past that.
+    const int warmup_asked = warmup, tune_after = g_is_cuda ? backend_cuda_gemm_tune_after() : 0;
+    if (tune_after > 0 && warmup < tune_after + 1) {
+        warmup = tune_after + 1;
+        fprintf(stderr, "packmamba: bench: %d warm-up steps (asked %d): the GEMM tuner times its candidates at step %d\n",
+                warmup, warmup_asked, tune_after + 1);
+    }
     memset(&bn, 0, sizeof bn);
     bn.bk = &wrapped;
     bn.device = device, bn.out = out;
@@ -1244,6 +1268,8 @@ int cmd_bench(int argc, char **argv) {
         json_object_set_new(nv, "device", json_string(nvml_device_name(bn.nvml)));
         json_object_set_new(nv, "max_sm_mhz", json_integer(nvml_max_sm_mhz(bn.nvml)));
         json_object_set_new(nv, "max_mem_mhz", json_integer(nvml_max_mem_mhz(bn.nvml)));
+        json_object_set_new(nv, "power_limit_w", nvml_power_limit_w(bn.nvml) > 0 ? json_real(nvml_power_limit_w(bn.nvml))
+                                                                                : json_null());
         json_object_set_new(nv, "sample_ms", json_integer(sample_ms));
     } else {
         json_object_set_new(nv, "reason", json_string(why));
@@ -1260,8 +1286,9 @@ int cmd_bench(int argc, char **argv) {
                                   bn.prof.use_events ? "backend events" : "synchronize + host clock"));
     json_object_set_new(root, "nvml", nv);
     json_object_set_new(root, "options",
-                        json_pack("{s:i, s:i, s:i, s:i, s:i, s:s}", "steps", steps, "warmup", warmup, "profile_steps",
-                                  profile_steps, "seed", seed, "vocab", vocab, "data", data ? data : "synthetic"));
+                        json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:s}", "steps", steps, "warmup", warmup,
+                                  "warmup_asked", warmup_asked, "profile_steps", profile_steps, "seed", seed, "vocab",
+                                  vocab, "data", data ? data : "synthetic"));
 
     fprintf(stderr, "packmamba: bench: %d configuration%s on %s (%s); measuring ceilings...\n", n_cfg,
             n_cfg == 1 ? "" : "s", g_real->name, dname);
@@ -1314,6 +1341,24 @@ int cmd_bench(int argc, char **argv) {
                           ci + 1, n_cfg, label, json_real_value(json_object_get(r, "tok_per_s")),
                           json_real_value(json_object_get(sm, "median")), json_real_value(json_object_get(sm, "p10")),
                           json_real_value(json_object_get(sm, "p90")), 100 * json_real_value(json_object_get(r, "mfu")));
+            json_t *nv = json_object_get(r, "nvml");
+            if (nv && json_integer_value(json_object_get(nv, "samples")) > 0) {
+                // what the clocks did over the timed steps: a step that draws the board's power limit runs below
+                // the maximum SM clock, and so below the GEMM ceiling measured at the start
+                char lim[160] = "";
+                const double pl = nvml_power_limit_w(bn.nvml);
+                json_t *pc = json_object_get(nv, "power_capped");
+                int o = 0;
+                if (pl > 0) o += snprintf(lim + o, sizeof lim - o, " of a %.0f W limit", pl);
+                if (json_is_number(pc))
+                    snprintf(lim + o, sizeof lim - o, "; power-capped in %.0f%% of samples%s",
+                             100 * json_number_value(pc),
+                             json_number_value(json_object_get(nv, "thermal_limited")) > 0 ? ", thermal limits seen" : "");
+                progress_line(&bn.progress, "packmamba: bench:     SM clock %.0f MHz mean (max %u), %.0f W mean%s",
+                              json_number_value(json_object_get(json_object_get(nv, "sm_mhz"), "mean")),
+                              nvml_max_sm_mhz(bn.nvml),
+                              json_number_value(json_object_get(json_object_get(nv, "power_w"), "mean")), lim);
+            }
             if (!json_is_true(json_object_get(r, "loss_finite")))
                 progress_line(&bn.progress, "packmamba: bench: warning: %s: the loss is not finite", label);
         } else {

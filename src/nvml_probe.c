@@ -16,7 +16,7 @@ struct NvmlProbe {
     void *lib;  // dlopen handle, NULL for a given table
     void *dev;
     char name[96];
-    unsigned max_sm, max_mem;
+    unsigned max_sm, max_mem, power_limit_mw;
     pthread_t thread;
     pthread_mutex_t lock;
     int running, stop, tag, period_ms;
@@ -52,6 +52,7 @@ NvmlProbe *nvml_open_api(const NvmlApi *api, unsigned index, char *why, size_t w
         if (api->max_clock(dev, NVML_SM_CLOCK, &p->max_sm) != 0) p->max_sm = 0;
         if (api->max_clock(dev, NVML_MEM_CLOCK, &p->max_mem) != 0) p->max_mem = 0;
     }
+    if (api->power_limit && api->power_limit(dev, &p->power_limit_mw) != 0) p->power_limit_mw = 0;
     return p;
 }
 
@@ -85,6 +86,9 @@ NvmlProbe *nvml_open(const char *libname, unsigned index, char *why, size_t why_
     SYM(memory, "nvmlDeviceGetMemoryInfo", 0);
     SYM(name, "nvmlDeviceGetName", 0);
     SYM(error_string, "nvmlErrorString", 0);
+    SYM(power_limit, "nvmlDeviceGetEnforcedPowerLimit", 0);
+    SYM(clock_reasons, "nvmlDeviceGetCurrentClocksEventReasons", 0);
+    if (!a.clock_reasons) SYM(clock_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons", 0);  // (drivers < 535)
 #undef SYM
     NvmlProbe *p = nvml_open_api(&a, index, why, why_n);
     if (!p) {
@@ -98,18 +102,20 @@ NvmlProbe *nvml_open(const char *libname, unsigned index, char *why, size_t why_
 const char *nvml_device_name(const NvmlProbe *p) { return p->name; }
 unsigned nvml_max_sm_mhz(const NvmlProbe *p) { return p->max_sm; }
 unsigned nvml_max_mem_mhz(const NvmlProbe *p) { return p->max_mem; }
+double nvml_power_limit_w(const NvmlProbe *p) { return 1e-3 * p->power_limit_mw; }
 
 NvmlSample nvml_read(NvmlProbe *p) {
     const NvmlApi *a = &p->api;
-    NvmlSample s = {pm_now(), -1, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    NvmlSample s = {pm_now(), -1, NAN, NAN, NAN, NAN, NAN, NAN, NAN, -1};
     unsigned v, r2[2];
-    unsigned long long m3[3];
+    unsigned long long m3[3], mask;
     if (a->clock && a->clock(p->dev, NVML_SM_CLOCK, &v) == 0) s.sm_mhz = (float)v;
     if (a->clock && a->clock(p->dev, NVML_MEM_CLOCK, &v) == 0) s.mem_mhz = (float)v;
     if (a->power && a->power(p->dev, &v) == 0) s.power_w = 1e-3f * (float)v;
     if (a->temperature && a->temperature(p->dev, 0, &v) == 0) s.temp_c = (float)v;
     if (a->utilization && a->utilization(p->dev, r2) == 0) s.util_gpu = (float)r2[0], s.util_mem = (float)r2[1];
     if (a->memory && a->memory(p->dev, m3) == 0) s.mem_used = (double)m3[2];
+    if (a->clock_reasons && a->clock_reasons(p->dev, &mask) == 0) s.reasons = (long long)(mask & 0xffffffffull);
     return s;
 }
 
@@ -184,6 +190,13 @@ void nvml_summary(NvmlProbe *p, int tag, NvmlSummary *s) {
         stat_add(&s->util_gpu, x->util_gpu);
         stat_add(&s->util_mem, x->util_mem);
         stat_add(&s->mem_used, x->mem_used);
+        if (x->reasons >= 0) {
+            const unsigned long long r = (unsigned long long)x->reasons;
+            s->reasons_n++;
+            s->power_cap_n += (r & NVML_REASON_SW_POWER_CAP) != 0;
+            s->thermal_n += (r & (NVML_REASON_SW_THERMAL | NVML_REASON_HW_THERMAL)) != 0;
+            s->hw_slowdown_n += (r & (NVML_REASON_HW_SLOWDOWN | NVML_REASON_HW_POWER_BRAKE)) != 0;
+        }
     }
     pthread_mutex_unlock(&p->lock);
     NvmlStat *all[] = {&s->sm_mhz, &s->mem_mhz, &s->power_w, &s->temp_c, &s->util_gpu, &s->util_mem, &s->mem_used};

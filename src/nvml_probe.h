@@ -18,10 +18,23 @@ typedef struct {
     int (*utilization)(void *dev, unsigned rates[2]);           // nvmlDeviceGetUtilizationRates {gpu, memory} %
     int (*memory)(void *dev, unsigned long long m[3]);          // nvmlDeviceGetMemoryInfo {total, free, used}
     int (*name)(void *dev, char *buf, unsigned len);            // nvmlDeviceGetName
+    int (*power_limit)(void *dev, unsigned *milliwatts);        // nvmlDeviceGetEnforcedPowerLimit
+    // nvmlDeviceGetCurrentClocksEventReasons (older drivers: ...ClocksThrottleReasons): why the clocks are below
+    // their maximum, a mask of NVML_REASON_*
+    int (*clock_reasons)(void *dev, unsigned long long *mask);
     const char *(*error_string)(int code);                      // nvmlErrorString (may be NULL)
 } NvmlApi;
 
 enum { NVML_SM_CLOCK = 1, NVML_MEM_CLOCK = 2 };
+
+// NVML's clock event reasons (nvmlClocksEventReason*): the ones bench counts. A training step that draws the
+// board's power limit runs its SMs below their maximum clock with SW_POWER_CAP set; the thermal and hardware
+// slowdowns are the card protecting itself.
+#define NVML_REASON_SW_POWER_CAP 0x4ull
+#define NVML_REASON_HW_SLOWDOWN 0x8ull
+#define NVML_REASON_SW_THERMAL 0x20ull
+#define NVML_REASON_HW_THERMAL 0x40ull
+#define NVML_REASON_HW_POWER_BRAKE 0x80ull
 
 typedef struct {
     double t;  // pm_now() seconds
@@ -29,6 +42,7 @@ typedef struct {
     // NAN where the device does not report the quantity
     float sm_mhz, mem_mhz, power_w, temp_c, util_gpu, util_mem;
     double mem_used;  // bytes
+    long long reasons;  // clock event reasons (NVML_REASON_*), -1 where the device does not report them
 } NvmlSample;
 
 typedef struct {
@@ -39,6 +53,10 @@ typedef struct {
 typedef struct {
     int samples;
     NvmlStat sm_mhz, mem_mhz, power_w, temp_c, util_gpu, util_mem, mem_used;
+    // of the `reasons_n` samples that report clock event reasons, how many had the SMs held down by the power
+    // limit (SW_POWER_CAP), by heat (SW_THERMAL or HW_THERMAL), by the hardware's slowdowns (HW_SLOWDOWN,
+    // HW_POWER_BRAKE)
+    int reasons_n, power_cap_n, thermal_n, hw_slowdown_n;
 } NvmlSummary;
 
 typedef struct NvmlProbe NvmlProbe;
@@ -53,6 +71,7 @@ void nvml_close(NvmlProbe *p);  // stops the sampler if running
 const char *nvml_device_name(const NvmlProbe *p);
 unsigned nvml_max_sm_mhz(const NvmlProbe *p);   // 0 if unknown
 unsigned nvml_max_mem_mhz(const NvmlProbe *p);
+double nvml_power_limit_w(const NvmlProbe *p);  // the enforced board power limit; 0 if unknown
 NvmlSample nvml_read(NvmlProbe *p);  // one reading now (tag -1)
 
 // Sampler thread, one reading every period_ms. Returns 0 or -1 (thread could not start).

@@ -108,7 +108,8 @@ int report_write_data(const char *dir, json_t *root) {
         bprintf(&b, ",%s_ms,%s_fwd_ms,%s_bwd_ms", op_categories[k], op_categories[k], op_categories[k]);
     bputs(&b, ",achieved_flops_per_s,model_flops_per_token,mfu");
     for (int k = 0; mem_keys[k]; k++) bprintf(&b, ",mem_%s_bytes", mem_keys[k]);
-    bputs(&b, ",sm_mhz_mean,mem_mhz_mean,power_w_mean,power_w_max,temp_c_max,loss_first,loss_last\n");
+    bputs(&b, ",sm_mhz_mean,sm_mhz_min,mem_mhz_mean,power_w_mean,power_w_max,power_capped,temp_c_max,loss_first,"
+              "loss_last\n");
     size_t i;
     json_t *c;
     json_array_foreach(cfgs, i, c) {
@@ -142,9 +143,11 @@ int report_write_data(const char *dir, json_t *root) {
         json_t *mem = json_object_get(c, "memory");
         for (int k = 0; mem_keys[k]; k++) csv_num(&b, num(mem, mem_keys[k]));
         csv_num(&b, num(c, "nvml.sm_mhz.mean"));
+        csv_num(&b, num(c, "nvml.sm_mhz.min"));
         csv_num(&b, num(c, "nvml.mem_mhz.mean"));
         csv_num(&b, num(c, "nvml.power_w.mean"));
         csv_num(&b, num(c, "nvml.power_w.max"));
+        csv_num(&b, num(c, "nvml.power_capped"));
         csv_num(&b, num(c, "nvml.temp_c.max"));
         csv_num(&b, num(c, "loss_first"));
         csv_num(&b, num(c, "loss_last"));
@@ -423,6 +426,31 @@ static int write_gnuplot(const char *dir, json_t *root) {
             nplots += 2;
         }
     }
+    // the card over the run (bench's nvml_samples.csv): what the clocks did while each configuration's steps ran
+    json_t *nv = json_object_get(root, "nvml");
+    char samples[4200];
+    snprintf(samples, sizeof samples, "%s/nvml_samples.csv", dir);
+    if (json_is_true(json_object_get(nv, "available")) && access(samples, R_OK) == 0) {
+        const double maxsm = num(nv, "max_sm_mhz") > 0 ? num(nv, "max_sm_mhz") : 2000, lim = num(nv, "power_limit_w");
+        bprintf(&g, "set title 'SM clock and board power over the run'\nset datafile separator ','\n"
+                    "set xlabel 'seconds since sampling began'\nset ylabel 'SM clock (MHz)'\nset y2label 'board power (W)'\n"
+                    "set ytics nomirror\nset y2tics\nset yrange [0:%.0f]\nset y2range [0:%.0f]\nset grid\n"
+                    "set key below maxrows 3\n",
+                maxsm * 1.12, (lim > 0 ? lim : 800) * 1.12);
+        bprintf(&p, "plot 'nvml_samples.csv' skip 1 using 1:($2 >= 0 ? $3 : 1/0) with points pt 7 ps 0.5 "
+                    "lc rgb '#1f77b4' title 'SM clock, timed steps', "
+                    "'' skip 1 using 1:($2 < 0 ? $3 : 1/0) with points pt 7 ps 0.4 lc rgb '#aaaaaa' "
+                    "title 'SM clock, other (ceilings, setup, warm-up, profiled steps)', "
+                    "'' skip 1 using 1:5 axes x1y2 with lines lw 1.5 lc rgb '#ff7f0e' title 'board power (NVML)', "
+                    "'' skip 1 using 1:($11 == 1 ? %.0f : 1/0) with points pt 5 ps 0.35 lc rgb '#d62728' "
+                    "title 'power cap holding the clock', "
+                    "%.0f with lines dt 2 lc rgb '#1f77b4' title 'max SM clock'",
+                maxsm * 1.06, maxsm);
+        if (lim > 0) bprintf(&p, ", %.1f axes x1y2 with lines dt 2 lc rgb '#ff7f0e' title 'power limit'", lim);
+        gp_emit(&g, "clocks", p.s);
+        free(p.s), memset(&p, 0, sizeof p);
+        nplots++;
+    }
     bwrite(&g, dir, "plots.gp");
     return nplots;
 }
@@ -497,7 +525,8 @@ static const char *const html_js =
     " ['scan %',c=>c.categories?100*c.categories.scan.ms/c.profiled_step_ms:undefined,1,1],\n"
     " ['top op',c=>{if(!c.categories)return '';let b='',m=-1;for(const k of cats){const v=c.categories[k].ms;if(v>m){m=v;b=k;}}return b;},null,0],\n"
     " ['peak GiB',c=>GiB(g(c,'memory.peak')),2,1],['act GiB',c=>GiB(g(c,'memory.activations')),2,1],\n"
-    " ['SM MHz',c=>g(c,'nvml.sm_mhz.mean'),0,1],['power W',c=>g(c,'nvml.power_w.mean'),0,1],['loss',c=>c.loss_last,3,1]];\n"
+    " ['SM MHz',c=>g(c,'nvml.sm_mhz.mean'),0,1],['power W',c=>g(c,'nvml.power_w.mean'),0,1],\n"
+    " ['power-capped %',c=>{const v=g(c,'nvml.power_capped');return v==null?undefined:100*v;},0,1],['loss',c=>c.loss_last,3,1]];\n"
     "const val=(c,k)=>typeof k==='function'?k(c):g(c,k);\n"
     "function table(rows,el){const t=document.getElementById(el);t.innerHTML='';const h=t.createTHead().insertRow();\n"
     " cols.forEach((col,i)=>{const th=document.createElement('th');th.textContent=col[0];if(!col[3])th.className='l';\n"
@@ -557,8 +586,13 @@ int report_write_html(const char *dir, json_t *root, int gnuplot) {
     if (json_is_true(json_object_get(nv, "available"))) {
         bputs(&h, "NVML: ");
         html_esc(&h, str(nv, "device"));
-        bprintf(&h, ", max SM clock %d MHz, max memory clock %d MHz, sampled every %d ms (nvml_samples.csv).",
-                (int)num(nv, "max_sm_mhz"), (int)num(nv, "max_mem_mhz"), (int)num(nv, "sample_ms"));
+        bprintf(&h, ", max SM clock %d MHz, max memory clock %d MHz", (int)num(nv, "max_sm_mhz"),
+                (int)num(nv, "max_mem_mhz"));
+        if (num(nv, "power_limit_w") > 0) bprintf(&h, ", power limit %.0f W", num(nv, "power_limit_w"));
+        bprintf(&h, ", sampled every %d ms (nvml_samples.csv). A configuration that draws the power limit runs its "
+                "SMs below the maximum clock (<i>power-capped %%</i>: the share of its samples in which NVML names the "
+                "power cap as a clock event reason), and its GEMMs below the ceiling measured at the start.",
+                (int)num(nv, "sample_ms"));
     } else {
         bputs(&h, "NVML: not available (");
         html_esc(&h, str(nv, "reason"));
@@ -587,8 +621,8 @@ int report_write_html(const char *dir, json_t *root, int gnuplot) {
     bputs(&h, "<h2>Plots</h2>\n");
     if (gp == 0) {
         static const char *const names[] = {"throughput", "breakdown", "memory", "memory_breakdown", "roofline",
-                                            "roofline_all"};
-        for (int k = 0; k < 6; k++) {
+                                            "roofline_all", "clocks"};
+        for (int k = 0; k < 7; k++) {
             char *svg = read_svg(dir, names[k]);
             if (!svg) continue;
             bprintf(&h, "<div class='plot' id='plot-%s'>%s<p><a href='%s.png'>%s.png</a> &middot; <a href='%s.svg'>%s.svg</a>"

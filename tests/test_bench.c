@@ -453,6 +453,58 @@ static void test_report_can_be_remade(void **state) {
     free(before), free(after), free(html);
 }
 
+// The clocks plot: from a GPU run's nvml_samples.csv (here a made-up one: a cool start, then timed steps held down by
+// the power cap, with some samples that report no reasons), gnuplot draws the clock of the timed and the other
+// samples, the power and the capped samples; every series must find points in the file (gnuplot warns of a
+// series with none, as a wrong column would give). A run without NVML (the CPU sweep) has no such plot.
+static void test_report_plots_the_clocks(void **state) {
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        print_message("SKIP: gnuplot is not installed (Debian package gnuplot-nox)\n");
+        skip();
+    }
+    char *gp_cpu = read_text(g_out, "plots.gp");
+    assert_null(strstr(gp_cpu, "nvml_samples.csv"));
+    free(gp_cpu);
+    char dir[700], path[800];
+    snprintf(dir, sizeof dir, "%s/clocks", g_tmp);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    json_t *root = load_json("results.json");
+    json_object_set_new(root, "nvml", json_pack("{s:b, s:s, s:i, s:i, s:i, s:f}", "available", 1, "device", "Fake H200",
+                                                "max_sm_mhz", 1980, "max_mem_mhz", 3201, "sample_ms", 50,
+                                                "power_limit_w", 700.0));
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    assert_int_equal(json_dump_file(root, path, 0), 0);
+    json_decref(root);
+    snprintf(path, sizeof path, "%s/nvml_samples.csv", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "t_s,config,sm_mhz,mem_mhz,power_w,temp_c,util_gpu,util_mem,mem_used_bytes,clock_reasons,power_capped\n");
+    for (int i = 0; i < 60; i++) {
+        const int timed = i >= 20 && i < 50, capped = i >= 15;
+        fprintf(f, "%.3f,%d,%d,3201,%.1f,50,100,40,1000000,", 0.05 * i, timed ? i / 40 : -1,
+                capped ? 1700 + 10 * (i % 9) : 1980, capped ? 690.0 : 150.0 + i);
+        if (i % 7 == 3) fprintf(f, ",\n");  // reasons not reported
+        else fprintf(f, "0x%x,%d\n", capped ? 0x4 : 0x0, capped);
+    }
+    fclose(f);
+    const char *argv[] = {"bench", "--report", dir};
+    assert_int_equal(run_bench(3, argv), 0);
+    char *gp = read_text(dir, "plots.gp");
+    assert_non_null(strstr(gp, "'nvml_samples.csv'"));
+    free(gp);
+    char *log = read_text(dir, "gnuplot.log");
+    if (strstr(log, "no valid points")) fail_msg("gnuplot found a series without points: %s", log);
+    free(log);
+    char *svg = read_text(dir, "clocks.svg");
+    assert_non_null(strstr(svg, "power cap holding the clock"));
+    assert_non_null(strstr(svg, "SM clock, timed steps"));
+    free(svg);
+    char *html = read_text(dir, "report.html");
+    assert_non_null(strstr(html, "id='plot-clocks'"));
+    assert_non_null(strstr(html, "power limit 700 W"));
+    free(html);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 
 static void test_sweep_lists(void **state) {
@@ -692,12 +744,22 @@ static int fake_clock(void *d, int type, unsigned *v) { return *v = type == NVML
 static int fake_power(void *d, unsigned *mw) { return *mw = 450000, 0; }
 static int fake_temp(void *d, int s, unsigned *c) { return 3; }  // not supported: reported as missing
 static int fake_name(void *d, char *b, unsigned n) { return snprintf(b, n, "Fake H200"), 0; }
+static int fake_power_limit(void *d, unsigned *mw) { return *mw = 700000, 0; }
+// a cycle of three readings: not reported (an error code), the power cap, idle
+static int g_reason_calls;
+static int fake_reasons(void *d, unsigned long long *mask) {
+    const int k = g_reason_calls++ % 3;
+    if (k == 0) return 3;
+    *mask = k == 1 ? NVML_REASON_SW_POWER_CAP : 0x1;
+    return 0;
+}
 
 static void test_nvml_sampler_with_fake_library(void **state) {
     NvmlApi a;
     memset(&a, 0, sizeof a);
     a.init = fake_init, a.shutdown = fake_shutdown, a.get_handle = fake_handle, a.clock = fake_clock;
     a.max_clock = fake_clock, a.power = fake_power, a.temperature = fake_temp, a.name = fake_name;
+    a.power_limit = fake_power_limit, a.clock_reasons = fake_reasons;
     char why[256];
     assert_null(nvml_open_api(&a, 1, why, sizeof why));
     assert_non_null(strstr(why, "device 1"));
@@ -718,6 +780,18 @@ static void test_nvml_sampler_with_fake_library(void **state) {
     assert_true(fabs(s.power_w.mean - 450) < 1e-3);
     assert_int_equal(s.temp_c.n, 0);  // the fake reports no temperature
     assert_true(isnan(s.temp_c.mean));
+    // clock event reasons: consecutive readings cycle through unreported / power cap / idle
+    assert_true(fabs(nvml_power_limit_w(p) - 700.0) < 1e-9);
+    assert_true(s.reasons_n < s.samples && s.reasons_n >= (2 * s.samples) / 3 - 1);
+    assert_true(s.power_cap_n >= 1 && abs(2 * s.power_cap_n - s.reasons_n) <= 1);
+    assert_int_equal(s.thermal_n, 0);
+    assert_int_equal(s.hw_slowdown_n, 0);
+    int n_all = 0;
+    NvmlSample *all = nvml_samples(p, &n_all);
+    int unreported = 0;
+    for (int i = 0; i < n_all; i++) unreported += all[i].reasons < 0;
+    assert_true(unreported >= n_all / 3 - 1 && unreported <= n_all / 3 + 1);
+    free(all);
     nvml_summary(p, 9, &s);
     assert_int_equal(s.samples, 0);
     nvml_close(p);
@@ -791,6 +865,7 @@ int main(void) {
         cmocka_unit_test(test_trace_is_a_chrome_trace),
         cmocka_unit_test(test_report_renders_every_configuration),
         cmocka_unit_test(test_report_can_be_remade),
+        cmocka_unit_test(test_report_plots_the_clocks),
         cmocka_unit_test(test_sweep_lists),
         cmocka_unit_test(test_sweep_file),
         cmocka_unit_test(test_synthetic_batches),

@@ -595,9 +595,9 @@ static void test_matmul(void **state) {
     FINISH();
 }
 
-// The fast backend times a shape's cuBLASLt candidates when it meets the shape again after an optimizer step
-// (an adamw call) and keeps the fastest (gemm_tune). The timing runs must not leak into results: an accumulating
-// dW (beta = 1) and dinp, called 4 times (2 before a tiny adamw call, 2 after), must equal 4 accumulations on the
+// The fast backend times a shape's cuBLASLt candidates when it meets the shape again backend_cuda_gemm_tune_after()
+// optimizer steps (adamw calls) after planning it, and keeps the fastest (gemm_tune). The timing runs must not leak
+// into results: an accumulating dW (beta = 1) and dinp, called 4 times (2 before those tiny adamw calls, 2 after), must equal 4 accumulations on the
 // CPU, a forward repeated 4 times must still give the product and leave the columns outside its slice alone,
 // and the deterministic backend, which never runs a timed choice, must give the same bits before and after the
 // fast one tuned the shape. (With PM_CUDA_VERBOSE=1 the tuning reports itself in the log.)
@@ -625,7 +625,8 @@ static void test_matmul_tuned(void **state) {
     AdamWArgs ta = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 1, 0, 0};
     int tunings0 = backend_cuda_gemm_tunings();
     for (int r = 0; r < REP; r++) {
-        if (r == REP / 2) G->adamw(tp, NULL, tg, tm, tv, &tseg, 1, &ta);  // a step: the shapes are tuned next
+        if (r == REP / 2)  // the steps the backend waits before tuning: the shapes are tuned next
+            for (int k = 0; k < backend_cuda_gemm_tune_after(); k++) G->adamw(tp, NULL, tg, tm, tv, &tseg, 1, &ta);
         G->matmul_fwd(go, ldo, gi, K, gW, NULL, M, N, K);
         G->matmul_bwd(gdi, K, 1, gdW, NULL, gdo, N, gi, K, gW, M, N, K);
     }
