@@ -590,6 +590,7 @@ typedef struct {
     const Backend *bk;  // the counting wrapper
     const char *device, *out;
     int steps, warmup, profile_steps, seed, window, vocab, use_events;
+    double warmup_s;  // the warm-up also lasts at least this long (seconds), cycling through its batches
     int fp32_logits;  // --fp32-logits (Model.fp32_logits)
     MemoryFlags mem;  // the memory/speed flags: each configuration's MemorySettings (memory_flags_settings)
     Ceilings ceil;    // measured at start (measure_ceilings)
@@ -801,15 +802,23 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
 
     int bi = 0, total_steps = nb;
     double loss, loss_first = NAN, loss_last = NAN;
-    for (int i = 0; i < bn->warmup; i++, bi++) {
-        progress_draw(&bn->progress, ci, label, bi + 1, total_steps);
-        train_step(bn, m, &bs[bi], 0, 0, &loss);
-        if (i == 0) loss_first = loss;
-        bn->progress.done++;
+    // warm-up: at least bn->warmup steps and bn->warmup_s seconds (so the timed steps see the card settled at the
+    // clocks and power a long run has; steps past the warm-up batches cycle through them)
+    const double tw0 = pm_now();
+    int warm_steps = 0;
+    for (; warm_steps < bn->warmup || (pm_now() - tw0 < bn->warmup_s && warm_steps < 100000); warm_steps++) {
+        const int wb = warm_steps % bn->warmup;
+        progress_draw(&bn->progress, ci, label, wb + 1, total_steps);
+        train_step(bn, m, &bs[wb], 0, 0, &loss);
+        if (warm_steps == 0) loss_first = loss;
+        if (warm_steps < bn->warmup) bn->progress.done++;
     }
+    const double warm_s = pm_now() - tw0;
+    bi = bn->warmup;
     // timed steps
     prof_reset_totals(&bn->prof);
     if (bn->nvml) nvml_set_tag(bn->nvml, ci);
+    const double energy0 = bn->nvml ? nvml_energy_j(bn->nvml) : NAN;
     double *times = pm_malloc(sizeof(double) * (bn->steps ? bn->steps : 1));
     double sum_t = 0, prof_t = 0, prof_M = 0;
     int64_t sum_real = 0, sum_computed = 0;
@@ -825,6 +834,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
         bn->progress.done++;
     }
     if (bn->nvml) nvml_set_tag(bn->nvml, -1);
+    const double energy_j = bn->nvml ? nvml_energy_j(bn->nvml) - energy0 : NAN;
     // (the last timed step's pending layer updates, outside the profiled steps: each of those then updates its
     // own layers whole, inside its opt.adamw region)
     model_settle_updates(m);
@@ -872,7 +882,8 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     json_object_set_new(r, "data_label", json_string(dl));
     if (c->tokens) json_object_set_new(r, "tokens_target", json_integer(c->tokens));
     json_object_set_new(r, "steps", json_integer(bn->steps));
-    json_object_set_new(r, "warmup", json_integer(bn->warmup));
+    json_object_set_new(r, "warmup", json_integer(warm_steps));
+    json_object_set_new(r, "warmup_s", json_real(warm_s));
     const int ns = bn->steps;
     double tps = sum_t > 0 ? sum_real / sum_t : 0, ctps = sum_t > 0 ? sum_computed / sum_t : 0;
     json_object_set_new(r, "tokens_per_step", jr(ns ? (double)sum_real / ns : 0));
@@ -880,6 +891,10 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     json_object_set_new(r, "fill", jr(sum_computed ? (double)sum_real / sum_computed : 0));
     json_object_set_new(r, "tok_per_s", jr(tps));
     json_object_set_new(r, "computed_tok_per_s", jr(ctps));
+    // the device's energy over the timed steps (NVML's counter; its update period makes a short run's reading coarse)
+    if (energy_j > 0 && ns > 0)
+        json_object_set_new(r, "energy", json_pack("{s:f, s:f, s:f}", "joules", energy_j, "j_per_step", energy_j / ns,
+                                                   "tokens_per_j", (double)sum_real / energy_j));
     double *sorted = pm_malloc(sizeof(double) * (ns ? ns : 1));
     double mean = 0, var = 0;
     for (int i = 0; i < ns; i++) sorted[i] = 1e3 * times[i], mean += sorted[i] / ns;
@@ -1086,7 +1101,7 @@ int cmd_bench(int argc, char **argv) {
     const char *report_dir = NULL;
     int steps = 10, warmup = 2, profile_steps = 3, seed = 1, window = 0, vocab = 0, sample_ms = 50, tokens = 0;
     int deterministic = 0, no_events = 0, no_plots = 0, list = 0, fp32_logits = 0;
-    float time_limit = 0;
+    float time_limit = 0, warmup_s = -1;
     MemoryFlags mem = MEMORY_FLAGS_DEFAULT;
     ArgSpec specs[] = {
         {"--device", ARG_STR, &device, "cpu or cuda"},
@@ -1102,6 +1117,8 @@ int cmd_bench(int argc, char **argv) {
          "or pack with --data)"},
         {"--steps", ARG_INT, &steps, "timed steps per configuration"},
         {"--warmup", ARG_INT, &warmup, "untimed steps first"},
+        {"--warmup-s", ARG_FLOAT, &warmup_s, "warm up for at least this many seconds too (-1: 2 on a GPU, where "
+                                             "the card takes ~1.3 s to settle at its power limit; 0 on the CPU)"},
         {"--profile-steps", ARG_INT, &profile_steps,
          "per-op profiled steps after the timed ones on a GPU (GPU events, or synchronize per op without them)"},
         {"--sweep", ARG_STR, &sweep, "JSON sweep file (see docs/bench): replaces the sweep flags"},
@@ -1158,6 +1175,7 @@ int cmd_bench(int argc, char **argv) {
             pm_die("bench: %s", pm_last_error());
     }
     if (steps < 1 || warmup < 0 || profile_steps < 1) pm_die("bench: --steps and --profile-steps must be >= 1, --warmup >= 0");
+    if (!(warmup_s >= 0) && warmup_s != -1) pm_die("bench: --warmup-s must be >= 0 (or -1: the device's default)");
     g_default_data = data;
     for (int i = 0; i < n_cfg; i++) {
         if (config_data(&cfgs[i]) && cfgs[i].policy == BENCH_POLICY_FIXED)
@@ -1227,12 +1245,17 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "packmamba: bench: %d warm-up steps (asked %d): the GEMM tuner times its candidates at step %d\n",
                 warmup, warmup_asked, tune_after + 1);
     }
+    // (call308: after 11 steps and 1-2.5 s of warm-up the thirds of 25-80 timed steps read within 1.6% of each other
+    // at 130m, 370m and 1.4b; 2 s is the margin over the ~1.3 s NVML's averaged power takes to reach the limit)
+    if (warmup_s < 0) warmup_s = g_is_cuda ? 2.0f : 0.0f;
+    if (warmup_s > 0 && warmup < 1) warmup = 1;  // (a timed warm-up cycles through the warm-up batches)
     memset(&bn, 0, sizeof bn);
     bn.bk = &wrapped;
     bn.device = device, bn.out = out;
     bn.mem = mem;
     bn.fp32_logits = fp32_logits;
     bn.steps = steps, bn.warmup = warmup, bn.profile_steps = profile_steps, bn.seed = seed, bn.window = window;
+    bn.warmup_s = warmup_s;
     bn.vocab = vocab;
     prof_init(&bn.prof, bn.bk, !no_events);
     bn.progress.tty = isatty(2);
@@ -1286,9 +1309,9 @@ int cmd_bench(int argc, char **argv) {
                                   bn.prof.use_events ? "backend events" : "synchronize + host clock"));
     json_object_set_new(root, "nvml", nv);
     json_object_set_new(root, "options",
-                        json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:s}", "steps", steps, "warmup", warmup,
-                                  "warmup_asked", warmup_asked, "profile_steps", profile_steps, "seed", seed, "vocab",
-                                  vocab, "data", data ? data : "synthetic"));
+                        json_pack("{s:i, s:i, s:i, s:f, s:i, s:i, s:i, s:s}", "steps", steps, "warmup", warmup,
+                                  "warmup_asked", warmup_asked, "warmup_s", (double)warmup_s, "profile_steps",
+                                  profile_steps, "seed", seed, "vocab", vocab, "data", data ? data : "synthetic"));
 
     fprintf(stderr, "packmamba: bench: %d configuration%s on %s (%s); measuring ceilings...\n", n_cfg,
             n_cfg == 1 ? "" : "s", g_real->name, dname);
@@ -1354,10 +1377,16 @@ int cmd_bench(int argc, char **argv) {
                     snprintf(lim + o, sizeof lim - o, "; power-capped in %.0f%% of samples%s",
                              100 * json_number_value(pc),
                              json_number_value(json_object_get(nv, "thermal_limited")) > 0 ? ", thermal limits seen" : "");
-                progress_line(&bn.progress, "packmamba: bench:     SM clock %.0f MHz mean (max %u), %.0f W mean%s",
+                char en[96] = "";
+                json_t *e = json_object_get(r, "energy");
+                if (e)
+                    snprintf(en, sizeof en, "; %.1f J a step, %.0f tokens/J",
+                             json_number_value(json_object_get(e, "j_per_step")),
+                             json_number_value(json_object_get(e, "tokens_per_j")));
+                progress_line(&bn.progress, "packmamba: bench:     SM clock %.0f MHz mean (max %u), %.0f W mean%s%s",
                               json_number_value(json_object_get(json_object_get(nv, "sm_mhz"), "mean")),
                               nvml_max_sm_mhz(bn.nvml),
-                              json_number_value(json_object_get(json_object_get(nv, "power_w"), "mean")), lim);
+                              json_number_value(json_object_get(json_object_get(nv, "power_w"), "mean")), lim, en);
             }
             if (!json_is_true(json_object_get(r, "loss_finite")))
                 progress_line(&bn.progress, "packmamba: bench: warning: %s: the loss is not finite", label);

@@ -89,6 +89,7 @@ NvmlProbe *nvml_open(const char *libname, unsigned index, char *why, size_t why_
     SYM(power_limit, "nvmlDeviceGetEnforcedPowerLimit", 0);
     SYM(clock_reasons, "nvmlDeviceGetCurrentClocksEventReasons", 0);
     if (!a.clock_reasons) SYM(clock_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons", 0);  // (drivers < 535)
+    SYM(energy, "nvmlDeviceGetTotalEnergyConsumption", 0);
 #undef SYM
     NvmlProbe *p = nvml_open_api(&a, index, why, why_n);
     if (!p) {
@@ -103,6 +104,10 @@ const char *nvml_device_name(const NvmlProbe *p) { return p->name; }
 unsigned nvml_max_sm_mhz(const NvmlProbe *p) { return p->max_sm; }
 unsigned nvml_max_mem_mhz(const NvmlProbe *p) { return p->max_mem; }
 double nvml_power_limit_w(const NvmlProbe *p) { return 1e-3 * p->power_limit_mw; }
+double nvml_energy_j(NvmlProbe *p) {
+    unsigned long long mj;
+    return p->api.energy && p->api.energy(p->dev, &mj) == 0 ? 1e-3 * (double)mj : NAN;
+}
 
 NvmlSample nvml_read(NvmlProbe *p) {
     const NvmlApi *a = &p->api;

@@ -22,6 +22,7 @@ typedef struct {
     // nvmlDeviceGetCurrentClocksEventReasons (older drivers: ...ClocksThrottleReasons): why the clocks are below
     // their maximum, a mask of NVML_REASON_*
     int (*clock_reasons)(void *dev, unsigned long long *mask);
+    int (*energy)(void *dev, unsigned long long *millijoules);  // nvmlDeviceGetTotalEnergyConsumption (since load)
     const char *(*error_string)(int code);                      // nvmlErrorString (may be NULL)
 } NvmlApi;
 
@@ -72,6 +73,9 @@ const char *nvml_device_name(const NvmlProbe *p);
 unsigned nvml_max_sm_mhz(const NvmlProbe *p);   // 0 if unknown
 unsigned nvml_max_mem_mhz(const NvmlProbe *p);
 double nvml_power_limit_w(const NvmlProbe *p);  // the enforced board power limit; 0 if unknown
+// The energy the device has used since its driver loaded, in joules (NaN if the device does not count it); the
+// difference of two readings is the energy in between, to the counter's update period.
+double nvml_energy_j(NvmlProbe *p);
 NvmlSample nvml_read(NvmlProbe *p);  // one reading now (tag -1)
 
 // Sampler thread, one reading every period_ms. Returns 0 or -1 (thread could not start).

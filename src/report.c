@@ -108,8 +108,8 @@ int report_write_data(const char *dir, json_t *root) {
         bprintf(&b, ",%s_ms,%s_fwd_ms,%s_bwd_ms", op_categories[k], op_categories[k], op_categories[k]);
     bputs(&b, ",achieved_flops_per_s,model_flops_per_token,mfu");
     for (int k = 0; mem_keys[k]; k++) bprintf(&b, ",mem_%s_bytes", mem_keys[k]);
-    bputs(&b, ",sm_mhz_mean,sm_mhz_min,mem_mhz_mean,power_w_mean,power_w_max,power_capped,temp_c_max,loss_first,"
-              "loss_last\n");
+    bputs(&b, ",sm_mhz_mean,sm_mhz_min,mem_mhz_mean,power_w_mean,power_w_max,power_capped,temp_c_max,energy_j_per_step,"
+              "tokens_per_j,loss_first,loss_last\n");
     size_t i;
     json_t *c;
     json_array_foreach(cfgs, i, c) {
@@ -149,6 +149,8 @@ int report_write_data(const char *dir, json_t *root) {
         csv_num(&b, num(c, "nvml.power_w.max"));
         csv_num(&b, num(c, "nvml.power_capped"));
         csv_num(&b, num(c, "nvml.temp_c.max"));
+        csv_num(&b, num(c, "energy.j_per_step"));
+        csv_num(&b, num(c, "energy.tokens_per_j"));
         csv_num(&b, num(c, "loss_first"));
         csv_num(&b, num(c, "loss_last"));
         bputs(&b, "\n");
@@ -526,7 +528,8 @@ static const char *const html_js =
     " ['top op',c=>{if(!c.categories)return '';let b='',m=-1;for(const k of cats){const v=c.categories[k].ms;if(v>m){m=v;b=k;}}return b;},null,0],\n"
     " ['peak GiB',c=>GiB(g(c,'memory.peak')),2,1],['act GiB',c=>GiB(g(c,'memory.activations')),2,1],\n"
     " ['SM MHz',c=>g(c,'nvml.sm_mhz.mean'),0,1],['power W',c=>g(c,'nvml.power_w.mean'),0,1],\n"
-    " ['power-capped %',c=>{const v=g(c,'nvml.power_capped');return v==null?undefined:100*v;},0,1],['loss',c=>c.loss_last,3,1]];\n"
+    " ['power-capped %',c=>{const v=g(c,'nvml.power_capped');return v==null?undefined:100*v;},0,1],\n"
+    " ['tokens/J',c=>g(c,'energy.tokens_per_j'),0,1],['loss',c=>c.loss_last,3,1]];\n"
     "const val=(c,k)=>typeof k==='function'?k(c):g(c,k);\n"
     "function table(rows,el){const t=document.getElementById(el);t.innerHTML='';const h=t.createTHead().insertRow();\n"
     " cols.forEach((col,i)=>{const th=document.createElement('th');th.textContent=col[0];if(!col[3])th.className='l';\n"
@@ -599,8 +602,10 @@ int report_write_html(const char *dir, json_t *root, int gnuplot) {
         bputs(&h, "): no clocks or power.");
     }
     json_t *opt = json_object_get(root, "options");
-    bprintf(&h, "<br>Per configuration: %d warm-up steps, then %d timed steps; data: ", (int)num(opt, "warmup"),
-            (int)num(opt, "steps"));
+    bprintf(&h, "<br>Per configuration: %d warm-up steps", (int)num(opt, "warmup"));
+    if (num(opt, "warmup_s") > 0)
+        bprintf(&h, " and at least %.1f s of them (each configuration's count is in results.json)", num(opt, "warmup_s"));
+    bprintf(&h, ", then %d timed steps; data: ", (int)num(opt, "steps"));
     html_esc(&h, str(opt, "data"));
     bputs(&h, ".</p>\n<p>Data: <a href='results.csv'>results.csv</a>, <a href='results.json'>results.json</a>, "
               "<a href='ops.csv'>ops.csv</a> (every op of every configuration), <a href='trace.json'>trace.json</a> "

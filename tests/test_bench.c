@@ -745,6 +745,8 @@ static int fake_power(void *d, unsigned *mw) { return *mw = 450000, 0; }
 static int fake_temp(void *d, int s, unsigned *c) { return 3; }  // not supported: reported as missing
 static int fake_name(void *d, char *b, unsigned n) { return snprintf(b, n, "Fake H200"), 0; }
 static int fake_power_limit(void *d, unsigned *mw) { return *mw = 700000, 0; }
+static unsigned long long g_fake_mj = 5000000;  // the energy counter: 0.25 J more at every reading
+static int fake_energy(void *d, unsigned long long *mj) { return *mj = (g_fake_mj += 250), 0; }
 // a cycle of three readings: not reported (an error code), the power cap, idle
 static int g_reason_calls;
 static int fake_reasons(void *d, unsigned long long *mask) {
@@ -782,6 +784,15 @@ static void test_nvml_sampler_with_fake_library(void **state) {
     assert_true(isnan(s.temp_c.mean));
     // clock event reasons: consecutive readings cycle through unreported / power cap / idle
     assert_true(fabs(nvml_power_limit_w(p) - 700.0) < 1e-9);
+    assert_true(isnan(nvml_energy_j(p)));  // not counted by this device
+    {  // a device that counts its energy
+        NvmlApi b = a;
+        b.energy = fake_energy;
+        NvmlProbe *q = nvml_open_api(&b, 0, why, sizeof why);
+        const double e0 = nvml_energy_j(q), e1 = nvml_energy_j(q);
+        assert_true(fabs(e0 - 5000.25) < 1e-9 && fabs(e1 - e0 - 0.25) < 1e-9);
+        nvml_close(q);
+    }
     assert_true(s.reasons_n < s.samples && s.reasons_n >= (2 * s.samples) / 3 - 1);
     assert_true(s.power_cap_n >= 1 && abs(2 * s.power_cap_n - s.reasons_n) <= 1);
     assert_int_equal(s.thermal_n, 0);
