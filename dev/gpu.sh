@@ -29,7 +29,7 @@ if [ "$MODE" = pack ]; then
     cmake --build "$GPU/build" -j"${PM_JOBS:-2}"
     rm -rf "${GPU:?}/bin" "${GPU:?}/lib"
     mkdir -p "$GPU/bin" "$GPU/lib"
-    for f in "$GPU/build/packmamba" "$GPU/build"/test_cuda_* "$GPU/build"/test_*gpu*; do
+    for f in "$GPU/build/packmamba" "$GPU/build/energy_lab" "$GPU/build"/test_cuda_* "$GPU/build"/test_*gpu*; do
         [ -x "$f" ] && cp "$f" "$GPU/bin/"
     done
     if [ "${PM_PTX_CHECK:-1}" != 0 ]; then

@@ -1,0 +1,189 @@
+// energy_lab.c — joules per op on the GPU. Every GPU configuration we train runs at the card's power limit
+// (docs/perf.md, thirty-eighth session), where the clock-bound parts of a step are paid for in energy: what the
+// other ops draw sets the clock they run at. This lab runs each main op of a 370m layer (B8, T2048, and AdamW over
+// the whole 370m parameter set) alone, in a loop, for a fixed time after a warm-up, and reads NVML's energy counter
+// around the loop and its clocks through the sampler (nvml_probe): ms a call, J a call, mean W and SM clock, the
+// share of samples the power cap held the clock. Inputs are random (zeros would flatter the power).
+//
+// Built by CMake where CUDA is (target energy_lab; dev/gpu.sh pack copies it to .gpu/bin). Run on the GPU machine:
+//   .gpu/bin/energy_lab [seconds per op, default 2]
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "nvml_probe.h"
+#include "util.h"
+
+enum { B = 8, T = 2048, M = B * T, D = 1024, DI = 2048, N = 16, R = 64, NX = R + 2 * N, KC = 4 };
+#define NPARAMS 371516416ull  // the 370m preset's parameter count
+
+static const Backend *G;
+static uint64_t g_rng = 88172645463325252ull;
+static float urand(float lo, float hi) {  // xorshift64
+    g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
+    return lo + (hi - lo) * (float)((g_rng >> 40) * (1.0 / 16777216.0));
+}
+
+// n random F32 values in [lo, hi) on the device
+static void *dev_f32(size_t n, float lo, float hi) {
+    float *h = pm_malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) h[i] = urand(lo, hi);
+    void *d = G->alloc(n * 4);
+    G->upload(d, h, n * 4);
+    free(h);
+    return d;
+}
+// the same as ACT (bf16)
+static void *dev_act(size_t n, float lo, float hi) {
+    void *f = dev_f32(n, lo, hi), *a = G->alloc(n * G->act_bytes);
+    G->f32_to_act(a, f, n);
+    G->synchronize();
+    G->free(f);
+    return a;
+}
+
+// The buffers of one layer (shape comments: rows x columns, row-major)
+static void *res, *res2, *h, *nw, *rstd, *xn;          // (M, D) F32, (M, D) F32, (M, D) ACT, (D) F32, (M) F32, (M, D) ACT
+static void *w_in, *xz, *cw, *cb, *u;                   // (2DI, D) ACT, (M, 2DI) ACT, (DI, KC) F32, (DI) F32, (M, DI) ACT
+static void *xdbl, *dpre, *dtb, *alog, *dd, *states;    // (M, NX) ACT, (M, DI) ACT, (DI) F32, (DI, N) F32, (DI) F32, states
+static void *y, *w_out, *out;                           // (M, DI) ACT, (D, DI) ACT, (M, D) ACT
+static void *dy, *du, *ddpre, *dxdbl, *dxz, *gdtb, *galog, *gd;  // scan backward's outputs
+static int32_t *pos;                                    // (M) device
+static void *p, *pa, *g, *mo, *vo;                      // AdamW: (NPARAMS) F32 x4, ACT copy
+static ParamSegment seg;
+static int adam_step;
+
+static void op_norm(void) { G->add_rmsnorm_fwd(res2, xn, rstd, res, h, nw, M, D, 1e-5f); }
+static void op_in_proj(void) { G->matmul_fwd(xz, 2 * DI, xn, D, w_in, NULL, M, 2 * DI, D); }
+static void op_conv(void) { G->conv_silu_fwd(u, xz, 2 * DI, cw, cb, pos, M, T, DI, KC); }
+static void op_scan_fwd(void) {
+    G->scan_fwd(y, u, dpre, dtb, alog, (char *)xdbl + (size_t)R * G->act_bytes,
+                (char *)xdbl + (size_t)(R + N) * G->act_bytes, NX, dd, (char *)xz + (size_t)DI * G->act_bytes, 2 * DI,
+                pos, M, T, DI, N, states);
+}
+static void op_scan_bwd(void) {
+    G->scan_bwd(du, ddpre, (char *)dxdbl + (size_t)R * G->act_bytes, (char *)dxdbl + (size_t)(R + N) * G->act_bytes,
+                (char *)dxz + (size_t)DI * G->act_bytes, gdtb, galog, gd, dy, u, dpre, dtb, alog,
+                (char *)xdbl + (size_t)R * G->act_bytes, (char *)xdbl + (size_t)(R + N) * G->act_bytes, NX, dd,
+                (char *)xz + (size_t)DI * G->act_bytes, 2 * DI, pos, M, T, DI, N, states, y);
+}
+static void op_out_proj(void) { G->matmul_fwd(out, D, y, DI, w_out, NULL, M, D, DI); }
+static void op_in_proj_dx(void) { G->matmul_bwd(xn, D, 0, NULL, NULL, xz, 2 * DI, NULL, D, w_in, M, 2 * DI, D); }
+static void op_adamw(void) {
+    AdamWArgs a = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, ++adam_step, 0, 0};
+    G->adamw(p, pa, g, mo, vo, &seg, 1, &a);
+}
+static void op_idle(void) { usleep(20000); }
+
+typedef struct {
+    const char *name;
+    void (*run)(void);
+    double bytes, flops;  // counted per call: the least bytes moved, the FLOPs (for J per GB / per TFLOP)
+} Op;
+
+int main(int argc, char **argv) {
+    const double secs = argc > 1 ? atof(argv[1]) : 2.0;
+    G = backend_cuda(0);
+    if (!G) {
+        fprintf(stderr, "energy_lab: no CUDA device: %s\n", pm_last_error());
+        return 1;
+    }
+    char why[512];
+    NvmlProbe *nv = nvml_open(NULL, 0, why, sizeof why);
+    if (!nv) {
+        fprintf(stderr, "energy_lab: NVML: %s\n", why);
+        return 1;
+    }
+    if (isnan(nvml_energy_j(nv))) {
+        fprintf(stderr, "energy_lab: %s does not report its energy\n", nvml_device_name(nv));
+        return 1;
+    }
+    const size_t e = G->act_bytes;
+    res = dev_f32((size_t)M * D, -1, 1), res2 = G->alloc((size_t)M * D * 4), h = dev_act((size_t)M * D, -1, 1);
+    nw = dev_f32(D, 0.5f, 1.5f), rstd = G->alloc((size_t)M * 4), xn = dev_act((size_t)M * D, -1, 1);
+    w_in = dev_act((size_t)2 * DI * D, -0.03f, 0.03f), xz = dev_act((size_t)M * 2 * DI, -1, 1);
+    cw = dev_f32((size_t)DI * KC, -0.5f, 0.5f), cb = dev_f32(DI, -0.1f, 0.1f), u = dev_act((size_t)M * DI, -1, 1);
+    xdbl = dev_act((size_t)M * NX, -1, 1), dpre = dev_act((size_t)M * DI, -0.5f, 0.5f);
+    dtb = dev_f32(DI, -4.5f, -2.5f), dd = dev_f32(DI, 0.5f, 1.5f);
+    {
+        float *al = pm_malloc((size_t)DI * N * 4);
+        for (int c = 0; c < DI; c++)
+            for (int n = 0; n < N; n++) al[(size_t)c * N + n] = logf((float)(n + 1));  // A = -(1..N), as initialized
+        alog = G->alloc((size_t)DI * N * 4);
+        G->upload(alog, al, (size_t)DI * N * 4);
+        free(al);
+    }
+    states = G->scan_states_bytes ? G->alloc(G->scan_states_bytes(M, T, DI, N)) : NULL;
+    y = G->alloc((size_t)M * DI * e), w_out = dev_act((size_t)D * DI, -0.02f, 0.02f), out = G->alloc((size_t)M * D * e);
+    dy = dev_act((size_t)M * DI, -1, 1), du = G->alloc((size_t)M * DI * e), ddpre = G->alloc((size_t)M * DI * e);
+    dxdbl = G->alloc((size_t)M * NX * e), dxz = G->alloc((size_t)M * 2 * DI * e);
+    gdtb = G->alloc(DI * 4), galog = G->alloc((size_t)DI * N * 4), gd = G->alloc(DI * 4);
+    {
+        int32_t *hp = pm_malloc((size_t)M * 4);  // documents of 100-1100 tokens, restarting at each row
+        for (int r = 0, t = 0; r < B; r++)
+            for (int i = 0, left = 0, k = 0; i < T; i++, t++) {
+                if (left == 0) left = 100 + (int)urand(0, 1000), k = 0;
+                hp[t] = k++, left--;
+            }
+        pos = G->alloc((size_t)M * 4);
+        G->upload(pos, hp, (size_t)M * 4);
+        free(hp);
+    }
+    p = dev_f32(NPARAMS, -0.05f, 0.05f), g = dev_f32(NPARAMS, -1e-3f, 1e-3f), mo = G->alloc(NPARAMS * 4);
+    vo = G->alloc(NPARAMS * 4), pa = G->alloc(NPARAMS * e);
+    seg = (ParamSegment){0, NPARAMS, 1};
+    op_scan_fwd();  // the states the backward reads
+    G->synchronize();
+
+    const double MD = (double)M * D, MDI = (double)M * DI;
+    const Op ops[] = {
+        {"idle (sleeping host)", op_idle, 0, 0},
+        {"norm fwd (add + RMSNorm)", op_norm, MD * (4 + 4 + 2 + 2), 0},
+        {"in_proj fwd (GEMM)", op_in_proj, MD * e + 2.0 * DI * D * e + MDI * 2 * e, 2.0 * M * 2 * DI * D},
+        {"in_proj dX (GEMM)", op_in_proj_dx, MDI * 2 * e + 2.0 * DI * D * e + MD * e, 2.0 * M * 2 * DI * D},
+        {"conv fwd", op_conv, MDI * 2 * e, 0},
+        {"scan fwd (keeps states)", op_scan_fwd, MDI * 4 * e + (double)M * 2 * N * e, 0},
+        {"scan bwd (from states)", op_scan_bwd, MDI * 9 * e + (double)M * 4 * N * e, 0},
+        {"out_proj fwd (GEMM)", op_out_proj, MDI * e + (double)D * DI * e + MD * e, 2.0 * M * D * DI},
+        {"AdamW (370m parameters)", op_adamw, (double)NPARAMS * (4 * 4 + 3 * 4 + e), 0},
+    };
+    const int nops = sizeof ops / sizeof ops[0];
+    nvml_start(nv, 20);
+    printf("energy_lab: %s, power limit %.0f W, max SM clock %u MHz; each op alone for %.1f s after a 1 s warm-up\n",
+           nvml_device_name(nv), nvml_power_limit_w(nv), nvml_max_sm_mhz(nv), secs);
+    printf("%-26s %10s %10s %8s %8s %7s %10s %10s\n", "op", "ms/call", "J/call", "W", "SM MHz", "capped", "J/GB",
+           "J/TFLOP");
+    for (int k = 0; k < nops; k++) {
+        const Op *o = &ops[k];
+        // calls between synchronizations: ~50 ms of work
+        double t0 = pm_now();
+        o->run();
+        G->synchronize();
+        const double t1 = pm_now() - t0;
+        const int batch = t1 > 0.05 ? 1 : (int)(0.05 / (t1 > 1e-6 ? t1 : 1e-6)) + 1;
+        for (t0 = pm_now(); pm_now() - t0 < 1.0;) {  // warm-up: the card settles for this op
+            for (int i = 0; i < batch; i++) o->run();
+            G->synchronize();
+        }
+        nvml_set_tag(nv, k);
+        const double e0 = nvml_energy_j(nv);
+        long calls = 0;
+        for (t0 = pm_now(); pm_now() - t0 < secs; calls += batch) {
+            for (int i = 0; i < batch; i++) o->run();
+            G->synchronize();
+        }
+        const double dt = pm_now() - t0, ej = nvml_energy_j(nv) - e0;
+        nvml_set_tag(nv, -1);
+        NvmlSummary s;
+        nvml_summary(nv, k, &s);
+        printf("%-26s %10.4f %10.5f %8.1f %8.0f %6.0f%% %10.2f %10.2f\n", o->name, 1e3 * dt / calls, ej / calls, ej / dt,
+               s.sm_mhz.mean, s.reasons_n ? 100.0 * s.power_cap_n / s.reasons_n : NAN,
+               o->bytes > 0 ? ej / calls / (o->bytes * 1e-9) : NAN, o->flops > 0 ? ej / calls / (o->flops * 1e-12) : NAN);
+        fflush(stdout);
+    }
+    nvml_close(nv);
+    return 0;
+}
