@@ -505,6 +505,34 @@ static void test_report_plots_the_clocks(void **state) {
     free(html);
 }
 
+// --warmup-s: the warm-up lasts at least that long, cycling through its batches, and results.json says how many
+// steps and seconds it took; without it, exactly --warmup steps (the CPU's default).
+static void test_timed_warmup(void **state) {
+    char dir[700];
+    for (int timed = 0; timed < 2; timed++) {
+        snprintf(dir, sizeof dir, "%s/warm%d", g_tmp, timed);
+        const char *argv[] = {"bench", "--device", "cpu", "--preset", "tiny", "--n-layer", "1", "--d-model", "32",
+                              "--vocab", "64", "--seq-len", "32", "--batch", "1", "--steps", "2", "--warmup", "2",
+                              "--warmup-s", timed ? "0.3" : "0", "--no-plots", "--out", dir};
+        assert_int_equal(run_bench(sizeof argv / sizeof argv[0], argv), 0);
+        char path[800];
+        snprintf(path, sizeof path, "%s/results.json", dir);
+        json_error_t e;
+        json_t *r = json_load_file(path, 0, &e);
+        assert_non_null(r);
+        json_t *c = json_array_get(json_object_get(r, "configs"), 0);
+        const double steps = num(c, "warmup"), secs = num(c, "warmup_s");
+        if (timed) {
+            assert_true(secs >= 0.3 && secs < 5.0);
+            assert_true(steps > 2);  // a tiny step takes milliseconds: 0.3 s needs more than the 2 batches
+        } else {
+            assert_true(steps == 2);
+        }
+        assert_true(num(json_object_get(r, "options"), "warmup_s") == (timed ? 0.3f : 0.0f));
+        json_decref(r);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 
 static void test_sweep_lists(void **state) {
@@ -877,6 +905,7 @@ int main(void) {
         cmocka_unit_test(test_report_renders_every_configuration),
         cmocka_unit_test(test_report_can_be_remade),
         cmocka_unit_test(test_report_plots_the_clocks),
+        cmocka_unit_test(test_timed_warmup),
         cmocka_unit_test(test_sweep_lists),
         cmocka_unit_test(test_sweep_file),
         cmocka_unit_test(test_synthetic_batches),
