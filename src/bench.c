@@ -891,10 +891,6 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     json_object_set_new(r, "fill", jr(sum_computed ? (double)sum_real / sum_computed : 0));
     json_object_set_new(r, "tok_per_s", jr(tps));
     json_object_set_new(r, "computed_tok_per_s", jr(ctps));
-    // the device's energy over the timed steps (NVML's counter; its update period makes a short run's reading coarse)
-    if (energy_j > 0 && ns > 0)
-        json_object_set_new(r, "energy", json_pack("{s:f, s:f, s:f}", "joules", energy_j, "j_per_step", energy_j / ns,
-                                                   "tokens_per_j", (double)sum_real / energy_j));
     double *sorted = pm_malloc(sizeof(double) * (ns ? ns : 1));
     double mean = 0, var = 0;
     for (int i = 0; i < ns; i++) sorted[i] = 1e3 * times[i], mean += sorted[i] / ns;
@@ -1022,6 +1018,22 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
                                stat_json(&s.sm_mhz), "mem_mhz", stat_json(&s.mem_mhz), "power_w",
                                stat_json(&s.power_w), "temp_c", stat_json(&s.temp_c), "util_gpu",
                                stat_json(&s.util_gpu), "mem_used", stat_json(&s.mem_used));
+        // The device's energy over the timed steps. NVML's counter moves in steps (two identical 2 s runs read 82.5
+        // and 86.7 J a 370m step from the difference of two readings, call311), so where the sampler saw it move at
+        // least twice during the timed steps, the mean power between those moves times the mean step time is the
+        // energy a step; else the difference of the readings before and after.
+        if (energy_j > 0 && bn->steps > 0) {
+            const double step_s = sum_t / bn->steps, by_rate = s.energy_updates >= 2 && s.energy_window_s >= 0.25;
+            const double jps = by_rate ? s.energy_rate_w * step_s : energy_j / bn->steps;
+            json_object_set_new(r, "energy",
+                                json_pack("{s:f, s:f, s:f, s:s, s:f, s:f, s:i, s:f}", "j_per_step", jps, "tokens_per_j",
+                                          (double)sum_real / bn->steps / jps, "joules", jps * bn->steps, "method",
+                                          by_rate ? "counter rate between its updates x mean step time"
+                                                  : "counter difference over the timed steps",
+                                          "counter_difference_j", energy_j, "rate_w",
+                                          by_rate ? s.energy_rate_w : energy_j / sum_t, "counter_updates",
+                                          s.energy_updates, "window_s", by_rate ? s.energy_window_s : sum_t));
+        }
         // what held the clocks down, as fractions of the timed steps' samples (null: not reported)
         const double rn = s.reasons_n;
         json_object_set_new(nv, "clock_reason_samples", json_integer(s.reasons_n));
@@ -1053,20 +1065,22 @@ static void write_json(const char *dir, const char *name, json_t *j) {
 static void write_nvml_csv(const char *dir, NvmlProbe *p) {
     int n;
     NvmlSample *s = nvml_samples(p, &n);
-    size_t cap = 128 + (size_t)n * 192, len = 0;
+    size_t cap = 128 + (size_t)n * 224, len = 0;
     char *buf = pm_malloc(cap);
     // clock_reasons: NVML's clock event reason mask in hex; power_capped: 1 where it holds the power cap (0x4), 0
     // where not (both blank where the device does not report reasons). config: the configuration whose timed steps
     // were running, -1 outside them. (report.c's clocks plot reads columns 1, 2, 3, 5 and 11.)
     len += snprintf(buf + len, cap - len,
                     "t_s,config,sm_mhz,mem_mhz,power_w,temp_c,util_gpu,util_mem,mem_used_bytes,clock_reasons,"
-                    "power_capped\n");
+                    "power_capped,energy_j\n");
     for (int i = 0; i < n; i++) {
         len += snprintf(buf + len, cap - len, "%.4f,%d,%g,%g,%g,%g,%g,%g,%.0f,", s[i].t - s[0].t, s[i].tag, s[i].sm_mhz,
                         s[i].mem_mhz, s[i].power_w, s[i].temp_c, s[i].util_gpu, s[i].util_mem, s[i].mem_used);
-        len += s[i].reasons >= 0 ? snprintf(buf + len, cap - len, "0x%llx,%d\n", (unsigned long long)s[i].reasons,
+        len += s[i].reasons >= 0 ? snprintf(buf + len, cap - len, "0x%llx,%d,", (unsigned long long)s[i].reasons,
                                             (s[i].reasons & NVML_REASON_SW_POWER_CAP) != 0)
-                                 : snprintf(buf + len, cap - len, ",\n");
+                                 : snprintf(buf + len, cap - len, ",,");
+        len += isnan(s[i].energy_j) ? snprintf(buf + len, cap - len, "\n")
+                                    : snprintf(buf + len, cap - len, "%.3f\n", s[i].energy_j);
     }
     char path[4200];
     snprintf(path, sizeof path, "%s/nvml_samples.csv", dir);
@@ -1099,7 +1113,7 @@ int cmd_bench(int argc, char **argv) {
     const char *device = "cpu", *presets = "tiny", *n_layer = NULL, *d_model = NULL, *d_state = NULL;
     const char *seq_len = "512", *batch = "1", *policy = NULL, *out = NULL, *data = NULL, *sweep = NULL;
     const char *report_dir = NULL;
-    int steps = 10, warmup = 2, profile_steps = 3, seed = 1, window = 0, vocab = 0, sample_ms = 50, tokens = 0;
+    int steps = 10, warmup = 2, profile_steps = 3, seed = 1, window = 0, vocab = 0, sample_ms = 20, tokens = 0;
     int deterministic = 0, no_events = 0, no_plots = 0, list = 0, fp32_logits = 0;
     float time_limit = 0, warmup_s = -1;
     MemoryFlags mem = MEMORY_FLAGS_DEFAULT;

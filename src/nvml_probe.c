@@ -111,7 +111,7 @@ double nvml_energy_j(NvmlProbe *p) {
 
 NvmlSample nvml_read(NvmlProbe *p) {
     const NvmlApi *a = &p->api;
-    NvmlSample s = {pm_now(), -1, NAN, NAN, NAN, NAN, NAN, NAN, NAN, -1};
+    NvmlSample s = {pm_now(), -1, NAN, NAN, NAN, NAN, NAN, NAN, NAN, -1, NAN};
     unsigned v, r2[2];
     unsigned long long m3[3], mask;
     if (a->clock && a->clock(p->dev, NVML_SM_CLOCK, &v) == 0) s.sm_mhz = (float)v;
@@ -121,6 +121,7 @@ NvmlSample nvml_read(NvmlProbe *p) {
     if (a->utilization && a->utilization(p->dev, r2) == 0) s.util_gpu = (float)r2[0], s.util_mem = (float)r2[1];
     if (a->memory && a->memory(p->dev, m3) == 0) s.mem_used = (double)m3[2];
     if (a->clock_reasons && a->clock_reasons(p->dev, &mask) == 0) s.reasons = (long long)(mask & 0xffffffffull);
+    s.energy_j = nvml_energy_j(p);
     return s;
 }
 
@@ -183,10 +184,17 @@ static void stat_finish(NvmlStat *st) {
 
 void nvml_summary(NvmlProbe *p, int tag, NvmlSummary *s) {
     memset(s, 0, sizeof *s);
+    s->energy_rate_w = s->energy_window_s = NAN;
+    int first = -1, last = -1;  // the tag's first and last samples that saw the energy counter move
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < p->n; i++) {
         const NvmlSample *x = &p->s[i];
         if (x->tag != tag) continue;
+        if (i > 0 && !isnan(x->energy_j) && !isnan(p->s[i - 1].energy_j) && x->energy_j != p->s[i - 1].energy_j) {
+            if (first < 0) first = i;
+            last = i;
+            s->energy_updates++;
+        }
         s->samples++;
         stat_add(&s->sm_mhz, x->sm_mhz);
         stat_add(&s->mem_mhz, x->mem_mhz);
@@ -202,6 +210,10 @@ void nvml_summary(NvmlProbe *p, int tag, NvmlSummary *s) {
             s->thermal_n += (r & (NVML_REASON_SW_THERMAL | NVML_REASON_HW_THERMAL)) != 0;
             s->hw_slowdown_n += (r & (NVML_REASON_HW_SLOWDOWN | NVML_REASON_HW_POWER_BRAKE)) != 0;
         }
+    }
+    if (first >= 0 && last > first) {
+        s->energy_window_s = p->s[last].t - p->s[first].t;
+        s->energy_rate_w = (p->s[last].energy_j - p->s[first].energy_j) / s->energy_window_s;
     }
     pthread_mutex_unlock(&p->lock);
     NvmlStat *all[] = {&s->sm_mhz, &s->mem_mhz, &s->power_w, &s->temp_c, &s->util_gpu, &s->util_mem, &s->mem_used};

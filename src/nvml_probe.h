@@ -44,6 +44,7 @@ typedef struct {
     float sm_mhz, mem_mhz, power_w, temp_c, util_gpu, util_mem;
     double mem_used;  // bytes
     long long reasons;  // clock event reasons (NVML_REASON_*), -1 where the device does not report them
+    double energy_j;    // the device's energy counter (nvml_energy_j), NaN where it has none
 } NvmlSample;
 
 typedef struct {
@@ -58,6 +59,12 @@ typedef struct {
     // limit (SW_POWER_CAP), by heat (SW_THERMAL or HW_THERMAL), by the hardware's slowdowns (HW_SLOWDOWN,
     // HW_POWER_BRAKE)
     int reasons_n, power_cap_n, thermal_n, hw_slowdown_n;
+    // The mean power from the energy counter between its first and last update seen in these samples (NaN with
+    // fewer than two updates): the driver moves the counter in steps, so a difference of two readings at arbitrary
+    // times is off by up to a step at each end, while the rate between two updates is not (each update is seen
+    // within one sampling period of when it happened). energy_window_s: the time between those two updates.
+    double energy_rate_w, energy_window_s;
+    int energy_updates;
 } NvmlSummary;
 
 typedef struct NvmlProbe NvmlProbe;
