@@ -2,8 +2,9 @@
 // (docs/perf.md, thirty-eighth session), where the clock-bound parts of a step are paid for in energy: what the
 // other ops draw sets the clock they run at. This lab runs each main op of a 370m layer (B8, T2048, and AdamW over
 // the whole 370m parameter set) alone, in a loop, for a fixed time after a warm-up, and reads NVML's energy counter
-// around the loop and its clocks through the sampler (nvml_probe): ms a call, J a call, mean W and SM clock, the
-// share of samples the power cap held the clock. Inputs are random (zeros would flatter the power).
+// and clocks through the sampler (nvml_probe; the energy as the counter's rate between its moves): ms a call, J a
+// call, mean W and SM clock, the share of samples the power cap held the clock. Inputs are random (zeros would
+// flatter the power). call310's numbers (docs/bench/energy_lab_370m.txt) came from the difference of two readings.
 //
 // Built by CMake where CUDA is (target energy_lab; dev/gpu.sh pack copies it to .gpu/bin). Run on the GPU machine:
 //   .gpu/bin/energy_lab [seconds per op, default 2]
@@ -175,10 +176,15 @@ int main(int argc, char **argv) {
             for (int i = 0; i < batch; i++) o->run();
             G->synchronize();
         }
-        const double dt = pm_now() - t0, ej = nvml_energy_j(nv) - e0;
+        const double dt = pm_now() - t0;
+        double ej = nvml_energy_j(nv) - e0;
         nvml_set_tag(nv, -1);
         NvmlSummary s;
         nvml_summary(nv, k, &s);
+        // the counter moves in steps: where the sampler saw it move at least twice, its mean power between those
+        // moves over the loop's time is the loop's energy (the difference of the two readings is off by up to a
+        // step at each end; bench.c does the same)
+        if (s.energy_updates >= 2 && s.energy_window_s >= 0.25) ej = s.energy_rate_w * dt;
         printf("%-26s %10.4f %10.5f %8.1f %8.0f %6.0f%% %10.2f %10.2f\n", o->name, 1e3 * dt / calls, ej / calls, ej / dt,
                s.sm_mhz.mean, s.reasons_n ? 100.0 * s.power_cap_n / s.reasons_n : NAN,
                o->bytes > 0 ? ej / calls / (o->bytes * 1e-9) : NAN, o->flops > 0 ? ej / calls / (o->flops * 1e-12) : NAN);
