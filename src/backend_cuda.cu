@@ -934,8 +934,8 @@ static int gemm_tune_enabled(void) {
 // second, before the card has settled at its power limit (where a long run stays). Tuned at the tenth or twelfth
 // step instead, the median step was 0.6-2.2% shorter in 7 of 7 interleaved pairs (370m, 130m, 1.4b; timed after 14
 // warm-up steps either way; dev/calls/call306.sh, call307.sh); tok/s (the mean step, which the power controller's
-// dips make noisier) +0.5% on average at 370m, 1.4b the same. The picks differ in one or two shapes a run, so why the
-// later tuning gains is not known; it costs nothing a run of more than a few steps would notice.
+// dips make noisier) +0.5% on average at 370m, 1.4b the same. The picks differ in a few shapes a run, by small margins, so why
+// the later tuning gains is not known; it costs nothing a run of more than a few steps would notice.
 #define GEMM_TUNE_AFTER_STEPS 10
 static long gemm_tune_after(void) {
     static long n = -1;

@@ -777,11 +777,9 @@ static void layer_backward_buffers(const Model *m, int l, void **xz, void **xn, 
 
 static int layer_recomputes(const struct LayerActs *L) { return !L->u || !L->xz; }
 
-// Recompute what the forward did not keep of layer l, into its slots: xn (norm) and xz (in_proj, where not kept)
-// where `what` has RECOMPUTE_NORM, u (conv + SiLU) where it has RECOMPUTE_CONV, dpre (dt_proj) where it has
-// RECOMPUTE_DT. The same ops on the same inputs as the forward's: the same bits.
-enum { RECOMPUTE_NORM = 1, RECOMPUTE_CONV = 2, RECOMPUTE_DT = 4, RECOMPUTE_ALL = 7 };
-static void recompute_layer(Model *m, int l, int what) {
+// Recompute what the forward did not keep of layer l, into its slots: xn (norm), xz (in_proj, where not kept),
+// u (conv + SiLU), dpre (dt_proj). The same ops on the same inputs as the forward's: the same bits.
+static void recompute_layer(Model *m, int l) {
     const Backend *bk = m->bk;
     const ModelConfig *c = &m->cfg;
     const int d = c->d_model, di = c->d_inner, R = c->dt_rank, K = c->d_conv, nx = R + 2 * c->d_state;
@@ -789,15 +787,13 @@ static void recompute_layer(Model *m, int l, int what) {
     struct LayerActs *L = &m->layers[l];
     void *xz, *xn, *u, *dpre, *y;
     layer_backward_buffers(m, l, &xz, &xn, &u, &dpre, &y);
-    if (what & RECOMPUTE_NORM) {
-        if (!L->xn)
-            bk->add_rmsnorm_fwd(L->res, xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d, c->norm_eps);
-        if (!L->xz) bk->matmul_fwd(xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d);
-    }
-    if ((what & RECOMPUTE_CONV) && !L->u)
+    if (!L->xn) bk->add_rmsnorm_fwd(L->res, xn, L->rstd, L->res, NULL, PF32(m->params, l, P_NORM), M, d, c->norm_eps);
+    if (!L->xz) bk->matmul_fwd(xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d);
+    if (!L->u) {
         bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T,
                           di, K);
-    if ((what & RECOMPUTE_DT) && !L->u) bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
+        bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
+    }
 }
 
 // Backward through the layers, given d(xf) in m->dxn from the classifier.
@@ -813,16 +809,9 @@ static void backward_body(Model *m) {
     // ticket t_rec
     // (not under a hook: a profiler times each region on the main queue, and dist's overlap hook counts a layer's
     // regions)
+    // (the whole recompute goes ahead: each part alone measured no better or worse, call300 and call303)
     const int ahead = side && !m->hook && m->recompute_slots > 1;
     int t_rec = 0, rec_ready = -1;
-    // (what goes ahead, an A/B switch: everything by default; PM_RECOMPUTE_AHEAD=2 the norm and conv alone (call300:
-    // the same); PM_RECOMPUTE_AHEAD=m<mask> the parts of RECOMPUTE_NORM 1, CONV 2, DT 4 in the mask, the rest in
-    // place after the wait. Where in_proj is recomputed the conv reads its output, so CONV takes NORM with it.)
-    const char *ra = getenv("PM_RECOMPUTE_AHEAD");
-    int ahead_what = ra && ra[0] == '2' ? RECOMPUTE_NORM | RECOMPUTE_CONV
-                     : ra && ra[0] == 'm' ? atoi(ra + 1) & RECOMPUTE_ALL : RECOMPUTE_ALL;
-    if ((ahead_what & RECOMPUTE_CONV) && !m->layers[0].xz) ahead_what |= RECOMPUTE_NORM;  // (the lowest layers
-                                                                                          // lack xz first)
     // the parameter gradients' small reductions held back and run a few layers' at once (a hook expects each
     // region's outputs complete when it ends); PM_DEFER_REDUCTIONS=0 runs each at once (A/B runs, tests)
     const char *dr = getenv("PM_DEFER_REDUCTIONS");
@@ -865,13 +854,8 @@ static void backward_body(Model *m) {
         // Recompute what the forward did not keep (recompute_layer): here, or already queued on the side queue
         // while the layer above's scan backward ran (then wait for it).
         if (layer_recomputes(L)) {
-            if (rec_ready == l) {
-                bk->side_wait(t_rec);
-                if (ahead_what != RECOMPUTE_ALL)
-                    REGION(m, "bwd.recompute", recompute_layer(m, l, RECOMPUTE_ALL & ~ahead_what));
-            } else {
-                REGION(m, "bwd.recompute", recompute_layer(m, l, RECOMPUTE_ALL));
-            }
+            if (rec_ready == l) bk->side_wait(t_rec);
+            else REGION(m, "bwd.recompute", recompute_layer(m, l));
         }
         // The layer below's recompute, on the side queue beside this layer's scan backward: the scan's one block an
         // SM (128 blocks at the 370m and 1.4b widths) leaves SMs free, and a byte-bound kernel started after it
@@ -882,7 +866,7 @@ static void backward_body(Model *m) {
         if (ahead && l > 0 && layer_recomputes(&m->layers[l - 1])) {
             layer_weights_ready(m, l - 1);  // (cast_weights: on the main queue, before the side queue reads them)
             bk->side_begin();  // (no REGION: `ahead` means no hook)
-            recompute_layer(m, l - 1, ahead_what);
+            recompute_layer(m, l - 1);
             t_rec = bk->side_end();
             rec_ready = l - 1;
         }

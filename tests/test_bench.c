@@ -791,12 +791,28 @@ static int fake_reasons(void *d, unsigned long long *mask) {
     return 0;
 }
 
-static void test_nvml_sampler_with_fake_library(void **state) {
+// The fake library's table: clocks, power, name, power limit and clock event reasons; no temperature, no energy.
+static NvmlApi fake_api(void) {
     NvmlApi a;
     memset(&a, 0, sizeof a);
     a.init = fake_init, a.shutdown = fake_shutdown, a.get_handle = fake_handle, a.clock = fake_clock;
     a.max_clock = fake_clock, a.power = fake_power, a.temperature = fake_temp, a.name = fake_name;
     a.power_limit = fake_power_limit, a.clock_reasons = fake_reasons;
+    return a;
+}
+
+// Samples every period_ms for usec microseconds under `tag`, stops the sampler and summarizes that tag.
+static void sample_tagged(NvmlProbe *p, int period_ms, int tag, unsigned usec, NvmlSummary *s) {
+    assert_int_equal(nvml_start(p, period_ms), 0);
+    nvml_set_tag(p, tag);
+    usleep(usec);
+    nvml_set_tag(p, -1);
+    nvml_stop(p);
+    nvml_summary(p, tag, s);
+}
+
+static void test_nvml_sampler_with_fake_library(void **state) {
+    NvmlApi a = fake_api();
     char why[256];
     assert_null(nvml_open_api(&a, 1, why, sizeof why));
     assert_non_null(strstr(why, "device 1"));
@@ -804,13 +820,9 @@ static void test_nvml_sampler_with_fake_library(void **state) {
     assert_non_null(p);
     assert_string_equal(nvml_device_name(p), "Fake H200");
     assert_int_equal(nvml_max_sm_mhz(p), 1980);
-    assert_int_equal(nvml_start(p, 2), 0);
-    nvml_set_tag(p, 5);
-    usleep(60000);
-    nvml_set_tag(p, -1);
-    nvml_stop(p);
+    assert_true(fabs(nvml_power_limit_w(p) - 700.0) < 1e-9);
     NvmlSummary s;
-    nvml_summary(p, 5, &s);
+    sample_tagged(p, 2, 5, 60000, &s);
     assert_true(s.samples >= 3);
     assert_true(s.sm_mhz.n == s.samples && s.sm_mhz.mean == 1980 && s.sm_mhz.min == 1980);
     assert_true(s.mem_mhz.mean == 3201);
@@ -818,32 +830,6 @@ static void test_nvml_sampler_with_fake_library(void **state) {
     assert_int_equal(s.temp_c.n, 0);  // the fake reports no temperature
     assert_true(isnan(s.temp_c.mean));
     // clock event reasons: consecutive readings cycle through unreported / power cap / idle
-    assert_true(fabs(nvml_power_limit_w(p) - 700.0) < 1e-9);
-    assert_true(isnan(nvml_energy_j(p)));  // not counted by this device
-    {  // a device that counts its energy
-        NvmlApi b = a;
-        b.energy = fake_energy;
-        NvmlProbe *q = nvml_open_api(&b, 0, why, sizeof why);
-        const double e0 = nvml_energy_j(q), e1 = nvml_energy_j(q);
-        assert_true(fabs(e0 - 5000.25) < 1e-9 && fabs(e1 - e0 - 0.25) < 1e-9);
-        nvml_close(q);
-        // the mean power between the counter's moves recovers the 700 W that a difference of two readings at
-        // arbitrary times gets wrong by up to a step (70 J) at each end
-        b.energy = fake_energy_stepped;
-        g_stepped_t0 = pm_now() - 0.05;
-        q = nvml_open_api(&b, 0, why, sizeof why);
-        assert_int_equal(nvml_start(q, 5), 0);
-        nvml_set_tag(q, 1);
-        usleep(750000);
-        nvml_set_tag(q, -1);
-        nvml_stop(q);
-        NvmlSummary es;
-        nvml_summary(q, 1, &es);
-        assert_true(es.energy_updates >= 5 && es.energy_updates <= 9);
-        assert_true(es.energy_window_s > 0.35 && es.energy_window_s < 0.85);
-        if (fabs(es.energy_rate_w - 700.0) > 35.0) fail_msg("energy rate %.1f W, not ~700", es.energy_rate_w);
-        nvml_close(q);
-    }
     assert_true(s.reasons_n < s.samples && s.reasons_n >= (2 * s.samples) / 3 - 1);
     assert_true(s.power_cap_n >= 1 && abs(2 * s.power_cap_n - s.reasons_n) <= 1);
     assert_int_equal(s.thermal_n, 0);
@@ -860,6 +846,31 @@ static void test_nvml_sampler_with_fake_library(void **state) {
     // a missing library is a reason, not a crash
     assert_null(nvml_open("libnvidia-ml-not-here.so.1", 0, why, sizeof why));
     assert_non_null(strstr(why, "libnvidia-ml-not-here.so.1"));
+}
+
+// The energy counter: absent, read as joules, and (counters move in steps) its rate between moves.
+static void test_nvml_energy_with_fake_counters(void **state) {
+    NvmlApi a = fake_api();
+    char why[256];
+    NvmlProbe *p = nvml_open_api(&a, 0, why, sizeof why);
+    assert_true(isnan(nvml_energy_j(p)));  // not counted by this device
+    nvml_close(p);
+    a.energy = fake_energy;
+    p = nvml_open_api(&a, 0, why, sizeof why);
+    const double e0 = nvml_energy_j(p), e1 = nvml_energy_j(p);
+    assert_true(fabs(e0 - 5000.25) < 1e-9 && fabs(e1 - e0 - 0.25) < 1e-9);
+    nvml_close(p);
+    // the mean power between the counter's moves recovers the 700 W that a difference of two readings at
+    // arbitrary times gets wrong by up to a step (70 J) at each end
+    a.energy = fake_energy_stepped;
+    g_stepped_t0 = pm_now() - 0.05;
+    p = nvml_open_api(&a, 0, why, sizeof why);
+    NvmlSummary s;
+    sample_tagged(p, 5, 1, 750000, &s);
+    assert_true(s.energy_updates >= 5 && s.energy_updates <= 9);
+    assert_true(s.energy_window_s > 0.35 && s.energy_window_s < 0.85);
+    if (fabs(s.energy_rate_w - 700.0) > 35.0) fail_msg("energy rate %.1f W, not ~700", s.energy_rate_w);
+    nvml_close(p);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -934,6 +945,7 @@ int main(void) {
         cmocka_unit_test(test_synthetic_batches),
         cmocka_unit_test(test_profiler_event_path),
         cmocka_unit_test(test_nvml_sampler_with_fake_library),
+        cmocka_unit_test(test_nvml_energy_with_fake_counters),
         cmocka_unit_test(test_policies_on_prepared_data),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

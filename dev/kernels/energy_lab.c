@@ -15,11 +15,14 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "bench_cost.h"
+#include "model.h"
 #include "nvml_probe.h"
 #include "util.h"
 
-enum { B = 8, T = 2048, M = B * T, D = 1024, DI = 2048, N = 16, R = 64, NX = R + 2 * N, KC = 4 };
-#define NPARAMS 371516416ull  // the 370m preset's parameter count
+enum { B = 8, T = 2048, M = B * T };
+static int D, DI, N, R, NX, KC;  // the 370m preset's (config_preset): d_model, d_inner, d_state, dt_rank, R+2N, d_conv
+static size_t NPARAMS;           // its parameter count (model_num_params)
 
 static const Backend *G;
 static uint64_t g_rng = 88172645463325252ull;
@@ -82,7 +85,7 @@ static void op_idle(void) { usleep(20000); }
 typedef struct {
     const char *name;
     void (*run)(void);
-    double bytes, flops;  // counted per call: the least bytes moved, the FLOPs (for J per GB / per TFLOP)
+    const char *region;  // the training step's region whose counted work (bench_cost.c) one call does, or NULL
 } Op;
 
 int main(int argc, char **argv) {
@@ -102,6 +105,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "energy_lab: %s does not report its energy\n", nvml_device_name(nv));
         return 1;
     }
+    ModelConfig cfg;
+    if (config_preset("370m", 50277, &cfg) != 0) {
+        fprintf(stderr, "energy_lab: %s\n", pm_last_error());
+        return 1;
+    }
+    D = cfg.d_model, DI = cfg.d_inner, N = cfg.d_state, R = cfg.dt_rank, NX = R + 2 * N, KC = cfg.d_conv;
+    NPARAMS = model_num_params(&cfg);
     const size_t e = G->act_bytes;
     res = dev_f32((size_t)M * D, -1, 1), res2 = G->alloc((size_t)M * D * 4), h = dev_act((size_t)M * D, -1, 1);
     nw = dev_f32(D, 0.5f, 1.5f), rstd = G->alloc((size_t)M * 4), xn = dev_act((size_t)M * D, -1, 1);
@@ -139,18 +149,20 @@ int main(int argc, char **argv) {
     op_scan_fwd();  // the states the backward reads
     G->synchronize();
 
-    const double MD = (double)M * D, MDI = (double)M * DI;
+    // (in_proj's input gradient has no region of its own: its FLOPs and bytes are the forward's, mirrored)
     const Op ops[] = {
-        {"idle (sleeping host)", op_idle, 0, 0},
-        {"norm fwd (add + RMSNorm)", op_norm, MD * (4 + 4 + 2 + 2), 0},
-        {"in_proj fwd (GEMM)", op_in_proj, MD * e + 2.0 * DI * D * e + MDI * 2 * e, 2.0 * M * 2 * DI * D},
-        {"in_proj dX (GEMM)", op_in_proj_dx, MDI * 2 * e + 2.0 * DI * D * e + MD * e, 2.0 * M * 2 * DI * D},
-        {"conv fwd", op_conv, MDI * 2 * e, 0},
-        {"scan fwd (keeps states)", op_scan_fwd, MDI * 4 * e + (double)M * 2 * N * e, 0},
-        {"scan bwd (from states)", op_scan_bwd, MDI * 9 * e + (double)M * 4 * N * e, 0},
-        {"out_proj fwd (GEMM)", op_out_proj, MDI * e + (double)D * DI * e + MD * e, 2.0 * M * D * DI},
-        {"AdamW (370m parameters)", op_adamw, (double)NPARAMS * (4 * 4 + 3 * 4 + e), 0},
+        {"idle (sleeping host)", op_idle, NULL},
+        {"norm fwd (add + RMSNorm)", op_norm, "fwd.norm"},
+        {"in_proj fwd (GEMM)", op_in_proj, "fwd.in_proj"},
+        {"in_proj dX (GEMM)", op_in_proj_dx, "fwd.in_proj"},
+        {"conv fwd", op_conv, "fwd.conv"},
+        {"scan fwd (keeps states)", op_scan_fwd, "fwd.scan"},
+        {"scan bwd (from states)", op_scan_bwd, "bwd.scan"},
+        {"out_proj fwd (GEMM)", op_out_proj, "fwd.out_proj"},
+        {"AdamW (370m parameters)", op_adamw, "opt.adamw"},
     };
+    // each region's counted work a call, as the bench counts it (src/bench_cost.c), with nothing recomputed
+    const CostShape cs = {&cfg, NPARAMS, M, e, 4, 1, 0, 0, 0};
     const int nops = sizeof ops / sizeof ops[0];
     nvml_start(nv, 20);
     printf("energy_lab: %s, power limit %.0f W, max SM clock %u MHz; each op alone for %.1f s after a 1 s warm-up\n",
@@ -159,6 +171,9 @@ int main(int argc, char **argv) {
            "J/TFLOP");
     for (int k = 0; k < nops; k++) {
         const Op *o = &ops[k];
+        OpCost oc = {0};
+        if (o->region && op_cost(&cs, o->region, &oc) != 0) oc.calls = 0;
+        const double bytes = oc.calls ? oc.bytes / oc.calls : 0, flops = oc.calls ? oc.gemm_flops / oc.calls : 0;
         // calls between synchronizations: ~50 ms of work
         double t0 = pm_now();
         o->run();
@@ -187,7 +202,7 @@ int main(int argc, char **argv) {
         if (s.energy_updates >= 2 && s.energy_window_s >= 0.25) ej = s.energy_rate_w * dt;
         printf("%-26s %10.4f %10.5f %8.1f %8.0f %6.0f%% %10.2f %10.2f\n", o->name, 1e3 * dt / calls, ej / calls, ej / dt,
                s.sm_mhz.mean, s.reasons_n ? 100.0 * s.power_cap_n / s.reasons_n : NAN,
-               o->bytes > 0 ? ej / calls / (o->bytes * 1e-9) : NAN, o->flops > 0 ? ej / calls / (o->flops * 1e-12) : NAN);
+               bytes > 0 ? ej / calls / (bytes * 1e-9) : NAN, flops > 0 ? ej / calls / (flops * 1e-12) : NAN);
         fflush(stdout);
     }
     nvml_close(nv);
