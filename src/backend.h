@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util.h"  // pm_die
+
 #ifndef PM_REAL
 #define PM_REAL float
 #endif
@@ -43,10 +45,12 @@ typedef struct {
     // step's parts together must cover the table once, the one with segment 0 first (backends count steps by it).
     int part_first, part_count;
 } AdamWArgs;
-// The segments [*s0, *s1) an AdamW call with these arguments updates, of nsegs (both backends' reading of part_*).
+// The segments [*s0, *s1) an AdamW call with these arguments updates, of nsegs (both backends' reading of part_*);
+// a part outside the table is a caller's bug, and stops the program (pm_die) on either backend.
 static inline void adamw_segment_range(const AdamWArgs *a, int nsegs, int *s0, int *s1) {
     *s0 = a->part_count ? a->part_first : 0;
     *s1 = a->part_count ? a->part_first + a->part_count : nsegs;
+    if (*s0 < 0 || *s1 > nsegs || *s0 > *s1) pm_die("adamw: segments %d .. %d of %d", *s0, *s1, nsegs);
 }
 
 typedef struct Backend {
@@ -219,6 +223,12 @@ int backend_cuda_gemm_tunings(void);
 // The optimizer steps (adamw calls) after which the CUDA backend tunes a GEMM shape it has planned (the bench warms
 // up that long, so its timed steps run tuned GEMMs); 0 without CUDA or with tuning off (PM_GEMM_TUNE=0).
 int backend_cuda_gemm_tune_after(void);
+// For the labs (dev/kernels/energy_lab.c): pick >= 0 makes every cuBLASLt GEMM run the heuristic's candidate #pick
+// (its first where it has fewer) in place of the tuned or first choice; -1 restores the normal choice. After a GEMM
+// run under a pick, backend_cuda_gemm_picked returns how many candidates its shape had (0: none, or no CUDA) with
+// the index that ran and its cuBLASLt tile and split-K number in *ran, *tile, *split.
+void backend_cuda_gemm_pick(int pick);
+int backend_cuda_gemm_picked(int *ran, int *tile, int *split);
 // Tickets the CUDA backend's side queue has handed out (side_end) so far: 0 when it was never used. For tests.
 int backend_cuda_side_tickets(void);
 // Launches of held-back reductions (Backend.defer_reductions) the CUDA backend has made so far. For tests.

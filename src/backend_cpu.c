@@ -802,7 +802,7 @@ static void adamw(void *params_, void *params_act_, const void *grads_, void *m_
     real step_size = a->lr / bc1, bc2_sqrt = sqrt(bc2);
     int s0, s1;
     adamw_segment_range(a, nsegs, &s0, &s1);
-    for (int s = s0; s < s1 && s < nsegs; s++) {
+    for (int s = s0; s < s1; s++) {
         real decay = segs[s].decay ? 1 - (real)a->lr * (real)a->weight_decay : 1;
         size_t o = segs[s].offset, n = segs[s].size;
 #pragma omp parallel for

@@ -705,6 +705,8 @@ typedef struct {
     int tuned;                        // 0 not yet, 1 algo_fast valid
     int bias_ok;   // the bias epilogue had a kernel; otherwise bias is added by a separate kernel
     int gemm_ex;   // cuBLASLt offered no kernel at all: classic cublasGemmEx (handles any layout)
+    int pick_n;    // the lab's pick (gemm_picked_algo): 1 + how many candidates pick_cand holds; 0 not asked yet
+    cublasLtMatmulAlgo_t pick_cand[GEMM_CANDS];
 } GemmPlan;
 
 #define GEMM_CACHE 256
@@ -844,6 +846,31 @@ static int ranges_overlap(const void *a, size_t na, const void *b, size_t nb) {
     return x < y + nb && y < x + na;
 }
 
+// The heuristic's candidates for plan p that run within our workspace, best first, into cand (GEMM_CANDS room);
+// returns how many.
+static int plan_candidates(GemmPlan *p, cublasLtMatmulAlgo_t *cand) {
+    cublasLtMatmulHeuristicResult_t res[GEMM_CANDS];
+    int found = 0, ncand = 0;
+    if (plan_heuristic(p, GEMM_CANDS, res, &found) != CUBLAS_STATUS_SUCCESS) return 0;
+    for (int i = 0; i < found; i++)
+        if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= LT_WS_BYTES) cand[ncand++] = res[i].algo;
+    return ncand;
+}
+
+// The lab's pick (backend_cuda_gemm_pick, dev/kernels/energy_lab.c): every cuBLASLt GEMM runs the heuristic's
+// candidate #g_gemm_pick (the first where it has fewer) in place of the tuned or first choice; what the last one
+// ran is kept for backend_cuda_gemm_picked. -1: off (always, outside the lab).
+static int g_gemm_pick = -1, g_pick_found, g_pick_ran;
+static cublasLtMatmulAlgo_t g_pick_algo;
+static const cublasLtMatmulAlgo_t *gemm_picked_algo(GemmPlan *p) {
+    if (p->pick_n == 0) p->pick_n = 1 + plan_candidates(p, p->pick_cand);  // (asked once: the query costs ~a GEMM)
+    g_pick_found = p->pick_n - 1;
+    if (g_pick_found == 0) return &p->algo;
+    g_pick_ran = g_gemm_pick < g_pick_found ? g_gemm_pick : 0;
+    g_pick_algo = p->pick_cand[g_pick_ran];
+    return &g_pick_algo;
+}
+
 // Times every candidate of plan p on these operands (mean of 5 runs after one warm-up, CUDA events) and keeps
 // the fastest in p->algo_fast; a candidate must beat the heuristic's first choice by 2% to replace it, so
 // timing noise does not flip between near-equal kernels. The runs write a scratch copy of D when the plan
@@ -854,12 +881,8 @@ static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
     p->tuned = 1;
     p->algo_fast = p->algo;
     g_gemm_tunings++;
-    cublasLtMatmulHeuristicResult_t res[GEMM_CANDS];
     cublasLtMatmulAlgo_t cand[GEMM_CANDS];
-    int found = 0, ncand = 0;
-    if (plan_heuristic(p, GEMM_CANDS, res, &found) != CUBLAS_STATUS_SUCCESS) return;
-    for (int i = 0; i < found; i++)
-        if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= LT_WS_BYTES) cand[ncand++] = res[i].algo;
+    const int ncand = plan_candidates(p, cand);
     if (ncand < 2) return;
     // work on the other stream (the backward's weight gradients) could run beside the candidates and skew their
     // times, whichever stream this shape is tuned on
@@ -981,6 +1004,7 @@ static void gemm_batch(int ta, int tb, int m, int n, int k, const bf16 *A, int l
         if (tune && !p->tuned && g_steps >= p->born + gemm_tune_after() && g_plans_made <= GEMM_TUNE_SHAPES && gemm_tune_enabled())
             gemm_tune(p, A, B, D);
         const cublasLtMatmulAlgo_t *algo = tune && p->tuned ? &p->algo_fast : &p->algo;
+        if (g_gemm_pick >= 0) algo = gemm_picked_algo(p);
         cublasCheck(cublasLtMatmul(g_lt, p->desc, &alpha, A, p->la, B, p->lb, &beta, D, p->ld, D, p->ld, algo,
                                    lt_ws(), LT_WS_BYTES, g_stream));
     }
@@ -1729,7 +1753,6 @@ static void cu_adamw(void *params, void *params_act, const void *grads, void *m,
                      const ParamSegment *segs, int nsegs, const AdamWArgs *a) {
     int s0, s1;
     adamw_segment_range(a, nsegs, &s0, &s1);
-    if (s0 < 0 || s1 > nsegs || s0 > s1) pm_die("adamw: segments %d .. %d of %d", s0, s1, nsegs);
     if (s0 == 0) g_steps++;  // the optimizer steps the GEMM tuning counts (gemm_tune): a step's first part
     if (nsegs != g_adam_nsegs || memcmp(segs, g_adam_segs, nsegs * sizeof *segs) != 0) {
         size_t np = 0;
@@ -1857,6 +1880,15 @@ static int cuda_init(void) {
 }
 
 extern "C" int backend_cuda_gemm_tunings(void) { return g_gemm_tunings; }
+extern "C" void backend_cuda_gemm_pick(int pick) { g_gemm_pick = pick < 0 ? -1 : pick; }
+extern "C" int backend_cuda_gemm_picked(int *ran, int *tile, int *split) {
+    size_t got;
+    *ran = g_pick_ran, *tile = -1, *split = -1;
+    if (g_pick_found == 0) return 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&g_pick_algo, CUBLASLT_ALGO_CONFIG_TILE_ID, tile, sizeof *tile, &got);
+    cublasLtMatmulAlgoConfigGetAttribute(&g_pick_algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, split, sizeof *split, &got);
+    return g_pick_found;
+}
 extern "C" int backend_cuda_gemm_tune_after(void) { return gemm_tune_enabled() ? (int)gemm_tune_after() : 0; }
 extern "C" int backend_cuda_side_tickets(void) { return g_side_tickets; }
 

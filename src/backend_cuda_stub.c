@@ -8,6 +8,11 @@ const Backend *backend_cuda(int deterministic) {
     return NULL;
 }
 int backend_cuda_gemm_tunings(void) { return 0; }
+void backend_cuda_gemm_pick(int pick) { (void)pick; }
+int backend_cuda_gemm_picked(int *ran, int *tile, int *split) {
+    *ran = 0, *tile = -1, *split = -1;
+    return 0;
+}
 int backend_cuda_gemm_tune_after(void) { return 0; }
 int backend_cuda_side_tickets(void) { return 0; }
 int backend_cuda_reduction_launches(void) { return 0; }

@@ -912,6 +912,9 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     json_object_set_new(r, "profiled_steps", json_integer(psteps));
     double prof_step_ms = psteps ? 1e3 * prof_t / psteps : 0;
     json_object_set_new(r, "profiled_step_ms", jr(prof_step_ms));
+    // (the most of one profiled step its regions cover: what the profile leaves out, read without the noise of
+    // the steps a loaded host preempts between regions)
+    json_object_set_new(r, "profiled_cover_max", jr(bn->prof.cover_max));
     // layers keeping activations and in_proj outputs (the groups: as allocated)
     const int act_layers = model_activation_layers(&m->cfg, ms.keep_activations, m->dw_copies),
               xz_layers = model_in_proj_layers(&m->cfg, ms.keep_in_proj);

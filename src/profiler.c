@@ -105,11 +105,14 @@ void prof_step_end(Profiler *p, int accumulate) {
         p->step_s = host_time(p);
     }
     if (!accumulate) return;
+    double covered = 0;
     for (int i = 0; i < p->n_ev; i++) {
         int k = prof_key(p, p->ev[i].name);
         p->total_s[k] += p->ev[i].t1 - p->ev[i].t0;
         p->calls[k]++;
+        covered += p->ev[i].t1 - p->ev[i].t0;
     }
+    if (p->step_s > 0 && covered / p->step_s > p->cover_max) p->cover_max = covered / p->step_s;
     p->steps++;
 }
 
@@ -117,4 +120,5 @@ void prof_reset_totals(Profiler *p) {
     memset(p->total_s, 0, sizeof p->total_s);
     memset(p->calls, 0, sizeof p->calls);
     p->steps = 0;
+    p->cover_max = 0;
 }

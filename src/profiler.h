@@ -32,6 +32,10 @@ typedef struct {
     double total_s[PROF_MAX_KEYS];
     long calls[PROF_MAX_KEYS];
     int steps;
+    // the largest share of one accumulated step's time (step_s) that its regions cover: ~1 when they cover the
+    // step. Per step, as the host clock's share on a loaded machine drops in whichever steps the process is
+    // preempted between regions (test_bench asserts it; the mean over steps would carry that noise).
+    double cover_max;
     // called after every region's end (outside the timed interval): bench samples memory here
     void (*on_end)(void *ctx);
     void *on_end_ctx;

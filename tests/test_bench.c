@@ -136,8 +136,10 @@ static void test_results_have_every_configuration(void **state) {
 }
 
 static void test_op_times_add_up_to_the_step(void **state) {
-    // The regions the model's hook brackets cover the whole step except batch upload and loss download: their
-    // sum must be within 10% of the step time measured around the step with another clock reading.
+    // The regions the model's hook brackets cover the whole step except batch upload and loss download: in some
+    // profiled step they cover at least 90% of it (a host busy with other work can preempt the process between
+    // regions in any one step, which once failed this under ctest -j2 when it compared the means), and their sum
+    // is not more than 10% over the step time measured around the step with another clock reading.
     json_t *r = load_json("results.json");
     size_t i;
     json_t *c;
@@ -149,9 +151,11 @@ static void test_op_times_add_up_to_the_step(void **state) {
             assert_true(num(o, "ms") >= 0);
             sum += num(o, "ms");
         }
-        double step = num(json_object_get(c, "step_ms"), "mean");
-        if (fabs(sum - step) > 0.10 * step)
-            fail_msg("%s: ops sum to %.3f ms, the step took %.3f ms", json_string_value(json_object_get(c, "label")), sum, step);
+        double step = num(json_object_get(c, "step_ms"), "mean"), cover = num(c, "profiled_cover_max");
+        const char *label = json_string_value(json_object_get(c, "label"));
+        if (sum > 1.10 * step) fail_msg("%s: ops sum to %.3f ms, the step took %.3f ms", label, sum, step);
+        if (!(cover >= 0.90 && cover <= 1.0 + 1e-9))
+            fail_msg("%s: the regions cover at most %.1f%% of a profiled step", label, 100 * cover);
         // the categories partition the same time
         double cs = 0;
         const char *k;

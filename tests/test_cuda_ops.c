@@ -651,6 +651,38 @@ static void test_matmul_tuned(void **state) {
     FINISH();
 }
 
+// The labs' candidate pick (backend_cuda_gemm_pick, dev/kernels/energy_lab.c): each of cuBLASLt's candidates for a
+// shape computes the CPU's product, the count reported is the same for every pick, a pick past the last runs the
+// first.
+static void test_matmul_each_candidate(void **state) {
+    (void)state;
+    NEED_GPU();
+    const int M = 512, N = 256, K = 384;
+    float *inp = rnd_bf((size_t)M * K, -1, 1), *W = rnd_bf((size_t)N * K, -1, 1), *zero = calloc((size_t)M * N, 4);
+    void *ci = c_put(inp, (size_t)M * K), *cW = c_put(W, (size_t)N * K), *co = c_put(zero, (size_t)M * N);
+    CPU->matmul_fwd(co, N, ci, K, cW, NULL, M, N, K);
+    float *r_o = c_get(co, (size_t)M * N);
+    void *gi = g_act(inp, (size_t)M * K), *gW = g_act(W, (size_t)N * K), *go = g_act(zero, (size_t)M * N);
+    int n0 = -1, ran = -1, tile, split;
+    for (int pick = 0; pick <= 8; pick++) {
+        backend_cuda_gemm_pick(pick);
+        G->matmul_fwd(go, N, gi, K, gW, NULL, M, N, K);
+        const int n = backend_cuda_gemm_picked(&ran, &tile, &split);
+        if (n0 < 0) n0 = n, printf("    %d cuBLASLt candidates for m=%d n=%d k=%d\n", n, N, M, K);
+        g_fails += n != n0 || n < 1 || ran != (pick < n ? pick : 0);
+        char what[64];
+        snprintf(what, sizeof what, "matmul_fwd, candidate %d (tile %d, split %d)", ran, tile, split);
+        float *o = g_get_act(go, (size_t)M * N);
+        check_rel(what, o, r_o, (size_t)M * N, 1e-2);
+        free(o);
+    }
+    backend_cuda_gemm_pick(-1);
+    free(inp), free(W), free(zero), free(r_o);
+    CPU->free(ci), CPU->free(cW), CPU->free(co);
+    G->free(gi), G->free(gW), G->free(go);
+    FINISH();
+}
+
 // More distinct GEMM shapes than the backend's plan cache holds (the single and pad policies give a new M at
 // every step): the cache recycles its slots, and old and new shapes still compute the right product.
 static void test_matmul_many_shapes(void **state) {
@@ -1896,6 +1928,7 @@ int main(void) {
         cmocka_unit_test(test_no_gpu_fails_cleanly),
         cmocka_unit_test(test_convert),
         cmocka_unit_test(test_matmul_tuned),  // first: tuning stops once many shapes have been planned
+        cmocka_unit_test(test_matmul_each_candidate),
         cmocka_unit_test(test_bench_hooks),
         cmocka_unit_test(test_spin_rates),
         cmocka_unit_test(test_embedding),

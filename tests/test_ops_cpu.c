@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "backend.h"
@@ -37,7 +39,7 @@ static real *rnd(size_t n, double lo, double hi) {  // ±[lo, hi], never zero
     }
     return x;
 }
-static real *dup(const real *x, size_t n) {
+static real *copy_of(const real *x, size_t n) {
     real *y = arr(n);
     memcpy(y, x, n * sizeof(real));
     return y;
@@ -163,7 +165,7 @@ static void test_perturb_isolated(void **state) {
             memcpy(p.dpre, in.dpre, PM * C * sizeof(real)), memcpy(p.wconv, in.wconv, C * KC * sizeof(real));
             memcpy(p.bconv, in.bconv, C * sizeof(real)), memcpy(p.dt_bias, in.dt_bias, C * sizeof(real));
             memcpy(p.A_log, in.A_log, C * N * sizeof(real)), memcpy(p.D, in.D, C * sizeof(real));
-            real *pdy = dup(dy, PM * C);
+            real *pdy = copy_of(dy, PM * C);
             if (which == 0) {
                 for (int j = 0; j < LDX; j++) p.xz[(size_t)t * LDX + j] += 0.5f;
                 for (int j = 0; j < LDBC; j++) p.xdbl[(size_t)t * LDBC + j] -= 0.25f;
@@ -195,7 +197,7 @@ static void test_perturb_isolated(void **state) {
 static void test_matmul_naive(void **state) {
     int M = 37, Nn = 29, K = 45, ldi = K + 5, ldo = Nn + 3, ldd = K + 2, lddo = Nn + 7;
     real *inp = rnd((size_t)M * ldi, 0.1, 1), *W = rnd((size_t)Nn * K, 0.1, 1), *bias = rnd(Nn, 0.1, 1);
-    real *out = rnd((size_t)M * ldo, 0.1, 1), *out0 = dup(out, (size_t)M * ldo);
+    real *out = rnd((size_t)M * ldo, 0.1, 1), *out0 = copy_of(out, (size_t)M * ldo);
     be->matmul_fwd(out, ldo, inp, ldi, W, bias, M, Nn, K);
     for (int m = 0; m < M; m++) {
         for (int n = 0; n < Nn; n++) {
@@ -205,8 +207,8 @@ static void test_matmul_naive(void **state) {
         }
         for (int n = Nn; n < ldo; n++) assert_true(out[(size_t)m * ldo + n] == out0[(size_t)m * ldo + n]);
     }
-    real *dout = rnd((size_t)M * lddo, 0.1, 1), *dinp = rnd((size_t)M * ldd, 0.1, 1), *dinp0 = dup(dinp, (size_t)M * ldd);
-    real *dW = rnd((size_t)Nn * K, 0.1, 1), *dW0 = dup(dW, (size_t)Nn * K), *db = rnd(Nn, 0.1, 1), *db0 = dup(db, Nn);
+    real *dout = rnd((size_t)M * lddo, 0.1, 1), *dinp = rnd((size_t)M * ldd, 0.1, 1), *dinp0 = copy_of(dinp, (size_t)M * ldd);
+    real *dW = rnd((size_t)Nn * K, 0.1, 1), *dW0 = copy_of(dW, (size_t)Nn * K), *db = rnd(Nn, 0.1, 1), *db0 = copy_of(db, Nn);
     be->matmul_bwd(dinp, ldd, 1, dW, db, dout, lddo, inp, ldi, W, M, Nn, K);
     for (int m = 0; m < M; m++) {
         for (int k = 0; k < K; k++) {
@@ -241,7 +243,7 @@ static void test_adamw_reference(void **state) {
     real *p = rnd(n, 0.1, 1), *pa = arr(n), *m = arr(n), *v = arr(n), *g = arr(n);
     double *rp = malloc(n * sizeof(double)), *rm = calloc(n, sizeof(double)), *rv = calloc(n, sizeof(double));
     for (size_t i = 0; i < n; i++) rp[i] = p[i];
-    real *p_start = dup(p, n);
+    real *p_start = copy_of(p, n);
     AdamWArgs a = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_scale = 0.5f};
     for (int step = 1; step <= 4; step++) {
         real *gr = rnd(n, 0.01, 2);
@@ -279,7 +281,7 @@ static void test_adamw_parts(void **state) {
     ParamSegment segs[3] = {{0, 300, 1}, {300, 200, 0}, {600, 400, 1}};
     real *p[2], *pa[2], *m[2], *v[2];
     real *p0 = rnd(n, 0.1, 1), *g = rnd(n, 0.01, 2);
-    for (int k = 0; k < 2; k++) p[k] = dup(p0, n), pa[k] = arr(n), m[k] = arr(n), v[k] = arr(n);
+    for (int k = 0; k < 2; k++) p[k] = copy_of(p0, n), pa[k] = arr(n), m[k] = arr(n), v[k] = arr(n);
     AdamWArgs a = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_scale = 0.5f};
     for (int step = 1; step <= 3; step++) {
         a.step = step;
@@ -299,6 +301,42 @@ static void test_adamw_parts(void **state) {
     for (size_t i = 0; i < 300; i++) assert_true(p[1][i] != p0[i]);  // (the parts did update segment 0)
     for (int k = 0; k < 2; k++) free(p[k]), free(pa[k]), free(m[k]), free(v[k]);
     free(p0), free(g);
+}
+
+// A part outside the segment table stops the program with one line naming it (as the CUDA backend does, through
+// the same adamw_segment_range), instead of updating what it can and saying nothing.
+static void test_adamw_part_out_of_range(void **state) {
+    (void)state;
+    ParamSegment segs[3] = {{0, 3, 1}, {3, 2, 0}, {5, 4, 1}};
+    real *p = rnd(9, 0.1, 5), *pa = arr(9), *g = rnd(9, 0.01, 6), *m = arr(9), *v = arr(9);
+    const int parts[3][2] = {{2, 2}, {-1, 1}, {3, 1}};  // past the end, before the start, starting at the end
+    for (int k = 0; k < 3; k++) {
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            alarm(20);  // (an unchecked part can index outside the table and run on: that fails too)
+            dup2(fds[1], 2);
+            AdamWArgs a = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .grad_scale = 1, .step = 1,
+                           .part_first = parts[k][0], .part_count = parts[k][1]};
+            be->adamw(p, pa, g, m, v, segs, 3, &a);
+            _exit(0);
+        }
+        close(fds[1]);
+        char msg[256] = {0};
+        size_t got = 0;
+        for (ssize_t r; got < sizeof msg - 1 && (r = read(fds[0], msg + got, sizeof msg - 1 - got)) > 0;) got += r;
+        close(fds[0]);
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+        char want[64];
+        snprintf(want, sizeof want, "adamw: segments %d .. %d of 3", parts[k][0], parts[k][0] + parts[k][1]);
+        assert_non_null(strstr(msg, want));
+    }
+    free(p), free(pa), free(g), free(m), free(v);
 }
 
 static void test_sumsq(void **state) {
@@ -356,6 +394,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packed_equals_alone), cmocka_unit_test(test_perturb_isolated),
         cmocka_unit_test(test_matmul_naive),        cmocka_unit_test(test_adamw_reference), cmocka_unit_test(test_adamw_parts),
+        cmocka_unit_test(test_adamw_part_out_of_range),
         cmocka_unit_test(test_sumsq),               cmocka_unit_test(test_thread_count_invariance),
     };
     return cmocka_run_group_tests_name("ops_cpu references", tests, NULL, NULL);

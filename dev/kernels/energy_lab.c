@@ -6,8 +6,14 @@
 // call, mean W and SM clock, the share of samples the power cap held the clock. Inputs are random (zeros would
 // flatter the power). call310's numbers (docs/bench/energy_lab_370m.txt) came from the difference of two readings.
 //
+// `gemms` runs instead the main GEMMs of a 370m step (in_proj's and out_proj's forward, input and weight
+// gradients, the latter in the step's layer pairs) once with each of cuBLASLt's candidates
+// (backend_cuda_gemm_pick): whether the candidate the tuner picks from a few timed runs at one clock
+// (backend_cuda.cu, gemm_tune) is also the cheapest sustained at the power limit, where its joules set the clock.
+//
 // Built by CMake where CUDA is (target energy_lab; dev/gpu.sh pack copies it to .gpu/bin). Run on the GPU machine:
 //   .gpu/bin/energy_lab [seconds per op, default 2]
+//   .gpu/bin/energy_lab gemms [seconds per candidate, default 1.5]
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +61,7 @@ static void *w_in, *xz, *cw, *cb, *u;                   // (2DI, D) ACT, (M, 2DI
 static void *xdbl, *dpre, *dtb, *alog, *dd, *states;    // (M, NX) ACT, (M, DI) ACT, (DI) F32, (DI, N) F32, (DI) F32, states
 static void *y, *w_out, *out;                           // (M, DI) ACT, (D, DI) ACT, (M, D) ACT
 static void *dy, *du, *ddpre, *dxdbl, *dxz, *gdtb, *galog, *gd;  // scan backward's outputs
+static void *gw_in, *gw_out2, *dh2, *y2;                // (2DI, D) F32, (2, D, DI) F32, (2, M, D) ACT, (2, M, DI) ACT
 static int32_t *pos;                                    // (M) device
 static void *p, *pa, *g, *mo, *vo;                      // AdamW: (NPARAMS) F32 x4, ACT copy
 static ParamSegment seg;
@@ -76,11 +83,87 @@ static void op_scan_bwd(void) {
 }
 static void op_out_proj(void) { G->matmul_fwd(out, D, y, DI, w_out, NULL, M, D, DI); }
 static void op_in_proj_dx(void) { G->matmul_bwd(xn, D, 0, NULL, NULL, xz, 2 * DI, NULL, D, w_in, M, 2 * DI, D); }
+static void op_in_proj_dw(void) { G->matmul_bwd(NULL, D, 0, gw_in, NULL, xz, 2 * DI, xn, D, w_in, M, 2 * DI, D); }
+static void op_out_proj_dx(void) { G->matmul_bwd(dy, DI, 0, NULL, NULL, out, D, NULL, DI, w_out, M, D, DI); }
+static void op_out_proj_dw2(void) {  // two layers' at once, as the step's groups of Model.dw_group = 2 run them
+    G->matmul_dw_batch(gw_out2, (size_t)D * DI, dh2, D, (size_t)M * D, y2, DI, (size_t)M * DI, 2, M, D, DI);
+}
 static void op_adamw(void) {
     AdamWArgs a = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, ++adam_step, 0, 0};
     G->adamw(p, pa, g, mo, vo, &seg, 1, &a);
 }
 static void op_idle(void) { usleep(20000); }
+
+typedef struct {
+    double ms, j, w, mhz, capped;  // a call's time and energy, the mean power, SM clock and power-capped share
+} Reading;
+
+// Runs `run` in a loop for `secs` after a warm-up of `warm` seconds (the card settles for it), sampled under tag;
+// a call's time and energy in *r.
+static void measure(NvmlProbe *nv, int tag, void (*run)(void), double warm, double secs, Reading *r) {
+    // calls between synchronizations: ~50 ms of work
+    double t0 = pm_now();
+    run();
+    G->synchronize();
+    const double t1 = pm_now() - t0;
+    const int batch = t1 > 0.05 ? 1 : (int)(0.05 / (t1 > 1e-6 ? t1 : 1e-6)) + 1;
+    for (t0 = pm_now(); pm_now() - t0 < warm;) {
+        for (int i = 0; i < batch; i++) run();
+        G->synchronize();
+    }
+    nvml_set_tag(nv, tag);
+    const double e0 = nvml_energy_j(nv);
+    long calls = 0;
+    for (t0 = pm_now(); pm_now() - t0 < secs; calls += batch) {
+        for (int i = 0; i < batch; i++) run();
+        G->synchronize();
+    }
+    const double dt = pm_now() - t0;
+    double ej = nvml_energy_j(nv) - e0;
+    nvml_set_tag(nv, -1);
+    NvmlSummary s;
+    nvml_summary(nv, tag, &s);
+    // the counter moves in steps (every 100 ms on the H200, call313): where the sampler saw it move at least twice,
+    // its mean power between those moves over the loop's time is the loop's energy (the difference of the two
+    // readings is off by up to a step at each end; bench.c does the same)
+    if (s.energy_updates >= 2 && s.energy_window_s >= 0.25) ej = s.energy_rate_w * dt;
+    r->ms = 1e3 * dt / calls, r->j = ej / calls, r->w = ej / dt, r->mhz = s.sm_mhz.mean;
+    r->capped = s.reasons_n ? 100.0 * s.power_cap_n / s.reasons_n : NAN;
+}
+
+// The gemms mode: each GEMM with each of its candidates
+static int run_gemms(NvmlProbe *nv, double secs) {
+    const struct {
+        const char *name;
+        void (*run)(void);
+    } ops[] = {
+        {"in_proj fwd", op_in_proj},         {"in_proj dX", op_in_proj_dx},   {"in_proj dW", op_in_proj_dw},
+        {"out_proj fwd", op_out_proj},       {"out_proj dX", op_out_proj_dx}, {"out_proj dW (2 layers)", op_out_proj_dw2},
+    };
+    printf("energy_lab gemms: %s, power limit %.0f W; each candidate alone for %.1f s after 0.5 s\n",
+           nvml_device_name(nv), nvml_power_limit_w(nv), secs);
+    printf("%-24s %4s %5s %5s %9s %9s %7s %7s %6s %9s\n", "GEMM", "cand", "tile", "split", "ms/call", "J/call", "W",
+           "SM MHz", "capped", "Mcycles");
+    // the step's first backward writes its weight gradients (=) rather than adding them: the same GEMM plans
+    if (G->grads_write) G->grads_write(1);
+    int tag = 0;
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+        for (int pick = 0; pick < 64; pick++) {
+            int ran, tile, split;
+            backend_cuda_gemm_pick(pick);
+            ops[k].run();
+            G->synchronize();
+            const int n = backend_cuda_gemm_picked(&ran, &tile, &split);
+            if (n == 0 || ran != pick) break;  // (no more candidates)
+            Reading r;
+            measure(nv, tag++, ops[k].run, 0.5, secs, &r);
+            printf("%-24s %4d %5d %5d %9.4f %9.5f %7.1f %7.0f %5.0f%% %9.4f\n", ops[k].name, pick, tile, split, r.ms,
+                   r.j, r.w, r.mhz, r.capped, r.ms * r.mhz * 1e-3);
+            fflush(stdout);
+        }
+    backend_cuda_gemm_pick(-1);
+    return 0;
+}
 
 typedef struct {
     const char *name;
@@ -89,7 +172,12 @@ typedef struct {
 } Op;
 
 int main(int argc, char **argv) {
-    const double secs = argc > 1 ? atof(argv[1]) : 2.0;
+    const int gemms = argc > 1 && strcmp(argv[1], "gemms") == 0;
+    const double secs = argc > 1 + gemms ? atof(argv[1 + gemms]) : gemms ? 1.5 : 2.0;
+    if (!(secs > 0)) {
+        fprintf(stderr, "energy_lab: seconds must be a positive number; usage: energy_lab [gemms] [seconds]\n");
+        return 2;
+    }
     G = backend_cuda(0);
     if (!G) {
         fprintf(stderr, "energy_lab: no CUDA device: %s\n", pm_last_error());
@@ -146,6 +234,8 @@ int main(int argc, char **argv) {
     p = dev_f32(NPARAMS, -0.05f, 0.05f), g = dev_f32(NPARAMS, -1e-3f, 1e-3f), mo = G->alloc(NPARAMS * 4);
     vo = G->alloc(NPARAMS * 4), pa = G->alloc(NPARAMS * e);
     seg = (ParamSegment){0, NPARAMS, 1};
+    gw_in = G->alloc((size_t)2 * DI * D * 4), gw_out2 = G->alloc((size_t)2 * D * DI * 4);
+    dh2 = dev_act((size_t)2 * M * D, -1, 1), y2 = dev_act((size_t)2 * M * DI, -1, 1);
     op_scan_fwd();  // the states the backward reads
     G->synchronize();
 
@@ -165,6 +255,11 @@ int main(int argc, char **argv) {
     const CostShape cs = {&cfg, NPARAMS, M, e, 4, 1, 0, 0, 0};
     const int nops = sizeof ops / sizeof ops[0];
     nvml_start(nv, 20);
+    if (gemms) {
+        const int rc = run_gemms(nv, secs);
+        nvml_close(nv);
+        return rc;
+    }
     printf("energy_lab: %s, power limit %.0f W, max SM clock %u MHz; each op alone for %.1f s after a 1 s warm-up\n",
            nvml_device_name(nv), nvml_power_limit_w(nv), nvml_max_sm_mhz(nv), secs);
     printf("%-26s %10s %10s %8s %8s %7s %10s %10s\n", "op", "ms/call", "J/call", "W", "SM MHz", "capped", "J/GB",
@@ -174,35 +269,10 @@ int main(int argc, char **argv) {
         OpCost oc = {0};
         if (o->region && op_cost(&cs, o->region, &oc) != 0) oc.calls = 0;
         const double bytes = oc.calls ? oc.bytes / oc.calls : 0, flops = oc.calls ? oc.gemm_flops / oc.calls : 0;
-        // calls between synchronizations: ~50 ms of work
-        double t0 = pm_now();
-        o->run();
-        G->synchronize();
-        const double t1 = pm_now() - t0;
-        const int batch = t1 > 0.05 ? 1 : (int)(0.05 / (t1 > 1e-6 ? t1 : 1e-6)) + 1;
-        for (t0 = pm_now(); pm_now() - t0 < 1.0;) {  // warm-up: the card settles for this op
-            for (int i = 0; i < batch; i++) o->run();
-            G->synchronize();
-        }
-        nvml_set_tag(nv, k);
-        const double e0 = nvml_energy_j(nv);
-        long calls = 0;
-        for (t0 = pm_now(); pm_now() - t0 < secs; calls += batch) {
-            for (int i = 0; i < batch; i++) o->run();
-            G->synchronize();
-        }
-        const double dt = pm_now() - t0;
-        double ej = nvml_energy_j(nv) - e0;
-        nvml_set_tag(nv, -1);
-        NvmlSummary s;
-        nvml_summary(nv, k, &s);
-        // the counter moves in steps: where the sampler saw it move at least twice, its mean power between those
-        // moves over the loop's time is the loop's energy (the difference of the two readings is off by up to a
-        // step at each end; bench.c does the same)
-        if (s.energy_updates >= 2 && s.energy_window_s >= 0.25) ej = s.energy_rate_w * dt;
-        printf("%-26s %10.4f %10.5f %8.1f %8.0f %6.0f%% %10.2f %10.2f\n", o->name, 1e3 * dt / calls, ej / calls, ej / dt,
-               s.sm_mhz.mean, s.reasons_n ? 100.0 * s.power_cap_n / s.reasons_n : NAN,
-               bytes > 0 ? ej / calls / (bytes * 1e-9) : NAN, flops > 0 ? ej / calls / (flops * 1e-12) : NAN);
+        Reading r;
+        measure(nv, k, o->run, 1.0, secs, &r);
+        printf("%-26s %10.4f %10.5f %8.1f %8.0f %6.0f%% %10.2f %10.2f\n", o->name, r.ms, r.j, r.w, r.mhz, r.capped,
+               bytes > 0 ? r.j / (bytes * 1e-9) : NAN, flops > 0 ? r.j / (flops * 1e-12) : NAN);
         fflush(stdout);
     }
     nvml_close(nv);
