@@ -1293,14 +1293,11 @@ int cmd_bench(int argc, char **argv) {
     json_object_set_new(root, "created", json_string(when));
     json_object_set_new(root, "command", json_string(cmd));
 
-    // NVML: GPUs only; the CUDA device's NVML index is the first of CUDA_VISIBLE_DEVICES when that is a number
+    // NVML: GPUs only (nvml_open_cuda_device: the CUDA device's NVML index)
     json_t *nv = json_object();
     char why[512] = "";
     if (g_is_cuda) {
-        unsigned idx = 0;
-        const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-        if (vis && *vis >= '0' && *vis <= '9') idx = (unsigned)atoi(vis);
-        bn.nvml = nvml_open(NULL, idx, why, sizeof why);
+        bn.nvml = nvml_open_cuda_device(why, sizeof why);
     } else {
         snprintf(why, sizeof why, "not used with --device cpu");
     }

@@ -56,6 +56,14 @@ NvmlProbe *nvml_open_api(const NvmlApi *api, unsigned index, char *why, size_t w
     return p;
 }
 
+NvmlProbe *nvml_open_cuda_device(char *why, size_t why_n) {
+    unsigned idx = 0;
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (vis && *vis >= '0' && *vis <= '9') idx = (unsigned)atoi(vis);
+    const char *lib = getenv("PM_NVML_LIB");
+    return nvml_open(lib && *lib ? lib : NULL, idx, why, why_n);
+}
+
 NvmlProbe *nvml_open(const char *libname, unsigned index, char *why, size_t why_n) {
     if (!libname) libname = "libnvidia-ml.so.1";
     void *lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);

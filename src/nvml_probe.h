@@ -72,6 +72,9 @@ typedef struct NvmlProbe NvmlProbe;
 // Loads `libname` (NULL: "libnvidia-ml.so.1") and opens device `index`. NULL with the reason in `why` when the
 // library, a symbol, initialization or the device is unavailable.
 NvmlProbe *nvml_open(const char *libname, unsigned index, char *why, size_t why_n);
+// The CUDA device's NVML handle, as bench and train open it: the library PM_NVML_LIB names (default
+// libnvidia-ml.so.1), and NVML index the first entry of CUDA_VISIBLE_DEVICES when that is a number (else 0).
+NvmlProbe *nvml_open_cuda_device(char *why, size_t why_n);
 // The same over a given function table (tests).
 NvmlProbe *nvml_open_api(const NvmlApi *api, unsigned index, char *why, size_t why_n);
 void nvml_close(NvmlProbe *p);  // stops the sampler if running

@@ -20,6 +20,7 @@
 #include "dist.h"
 #include "memory_flags.h"
 #include "model.h"
+#include "nvml_probe.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -273,6 +274,20 @@ int cmd_train(int argc, char **argv) {
     Batch vb = batch_alloc(a.batch, a.seq_len);
     char last_ckpt[4352] = "", best_ckpt[4352] = "";
     double best_val = INFINITY, t_start = pm_now();
+    // The GPU's energy (NVML's counter; a CUDA run on one GPU, or any run where PM_NVML_LIB names the library to
+    // load): the joules since training began in this process with each step's metrics, the mean power and tokens
+    // a joule over each log line's interval (once it spans a second: the driver moves the counter in steps of up to
+    // ~100 ms), and over the whole run when it is done. At the board's power limit these, not the clock, say what
+    // a run costs.
+    NvmlProbe *nv = NULL;
+    if (lead && world == 1 && (!strcmp(bk->name, "cuda") || getenv("PM_NVML_LIB"))) {
+        char why[512];
+        nv = nvml_open_cuda_device(why, sizeof why);
+        if (nv && isnan(nvml_energy_j(nv))) nvml_close(nv), nv = NULL;
+    }
+    const double e_start = nv ? nvml_energy_j(nv) : NAN;
+    double e_log = e_start, t_log = t_start;
+    int64_t tokens_log = tokens_seen, tokens_start = tokens_seen;
     int exit_code = 0, start_step = m.step, tty = lead && isatty(STDERR_FILENO);
     while (m.step < a.steps && !dist_any(stop_requested)) {  // every rank stops at the same step
         double t0 = pm_now(), comm0 = dist_comm_seconds();
@@ -314,6 +329,8 @@ int cmd_train(int argc, char **argv) {
                               real / dt, "fill", computed ? (double)real / computed : 0.0, "step_s", dt);
         if (!isnan(val_loss)) json_object_set_new(j, "val_loss", json_real(val_loss));
         if (world > 1) json_object_set_new(j, "comm_s", json_real(dist_comm_seconds() - comm0));
+        const double e_now = nv ? nvml_energy_j(nv) : NAN, t_now = pm_now();
+        if (nv) json_object_set_new(j, "energy_j", json_real(e_now - e_start));
         char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
         if (lead) fprintf(metrics, "%s\n", line), fflush(metrics);
         free(line);
@@ -325,6 +342,11 @@ int cmd_train(int argc, char **argv) {
             fprintf(stderr, "step %6d/%d | loss %.4f | lr %.2e | gnorm %.3f | %.0f tok/s | fill %.1f%%", m.step,
                     a.steps, loss, lr, gnorm, real / dt, computed ? 100.0 * real / computed : 0.0);
             if (!isnan(val_loss)) fprintf(stderr, " | val %.4f", val_loss);
+            if (nv && t_now - t_log >= 1.0 && e_now > e_log) {  // (shorter intervals run on into the next line's)
+                fprintf(stderr, " | %.0f W, %.1f tok/J", (e_now - e_log) / (t_now - t_log),
+                        (double)(tokens_seen - tokens_log) / (e_now - e_log));
+                e_log = e_now, t_log = t_now, tokens_log = tokens_seen;
+            }
             fprintf(stderr, " | eta %.0fs\n", eta);
         }
         if (tty) progress_bar(m.step, a.steps, loss, real / dt, eta);
@@ -354,6 +376,13 @@ int cmd_train(int argc, char **argv) {
         else if (lead)
             fprintf(stderr, "packmamba: done: %d steps, %.1f s; checkpoint %s\n", m.step, pm_now() - t_start,
                     last_ckpt);
+    }
+    if (nv) {
+        const double e = nvml_energy_j(nv) - e_start, t = pm_now() - t_start;
+        if (e > 0)
+            fprintf(stderr, "packmamba: the GPU (%s) used %.0f J over %.1f s of training here: %.0f W, %.1f tokens a joule\n",
+                    nvml_device_name(nv), e, t, e / t, (double)(tokens_seen - tokens_start) / e);
+        nvml_close(nv);
     }
     if (metrics) fclose(metrics);
     for (int i = 0; i < a.grad_accum; i++) batch_free(&mb[i]);

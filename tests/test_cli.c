@@ -553,6 +553,58 @@ static void test_generate_deterministic(void **state) {
 
 // On a terminal the run draws a progress bar with an ETA (carriage returns); redirected to a file it writes plain
 // lines only.
+// train's energy report, against the stand-in NVML library tests/fakes/fake_nvml.c (PM_FAKE_NVML, loaded through
+// PM_NVML_LIB), whose counter rises at exactly 250 W: every step's metrics carry the joules so far, which rise by
+// at least 250 W times the steps' own time between two steps (the steps are disjoint parts of that interval) and by
+// not much more; the closing line gives 250 W and the run's tokens a joule; a log line over an interval of at
+// least a second gives 250 W too.
+static void test_train_reports_energy(void **state) {
+    (void)state;
+    REQUIRE_READY();
+    const char *lib = getenv("PM_FAKE_NVML");
+    if (!lib || access(lib, R_OK) != 0) skip();
+    setenv("PM_NVML_LIB", lib, 1);
+    int rc = pm("train --data data --out energy --preset tiny --seq-len 64 --batch 2 --log-every 50 --steps 300");
+    unsetenv("PM_NVML_LIB");
+    assert_int_equal(rc, 0);
+    char *mtx = read_rel("energy/metrics.jsonl");
+    assert_non_null(mtx);
+    char e[300][64], dt[300][64], tk[300][64];
+    const int n = metric_strings(mtx, "energy_j", e, 300);
+    assert_int_equal(n, 300);
+    assert_int_equal(metric_strings(mtx, "step_s", dt, 300), 300);
+    assert_int_equal(metric_strings(mtx, "tokens", tk, 300), 300);
+    double steps_s = 0;
+    for (int i = 1; i < n; i++) {
+        assert_true(atof(e[i]) >= atof(e[i - 1]));
+        steps_s += atof(dt[i]);
+    }
+    const double rise = atof(e[n - 1]) - atof(e[0]);
+    if (!(rise >= 250 * steps_s * 0.999 && rise <= 250 * steps_s * 1.5 + 2))
+        fail_msg("energy rose %.3f J over steps taking %.4f s (at 250 W: %.3f J)", rise, steps_s, 250 * steps_s);
+    // packmamba: the GPU (fake GPU) used <J> J over <s> s of training here: <W> W, <t> tokens a joule
+    const char *done = strstr(err_s, "the GPU (fake GPU) used ");
+    assert_non_null(done);
+    double joules, secs, watts, tpj;
+    assert_int_equal(sscanf(done, "the GPU (fake GPU) used %lf J over %lf s of training here: %lf W, %lf tokens a joule",
+                            &joules, &secs, &watts, &tpj), 4);
+    if (fabs(watts - 250) > 5) fail_msg("closing line: %.1f W, the library draws 250", watts);
+    const double tokens = atof(tk[n - 1]);
+    if (fabs(tpj - tokens / joules) > 0.05 * tpj + 0.1) fail_msg("%.2f tokens a joule; %.0f tokens over %.1f J", tpj, tokens, joules);
+    // the log lines: one at step 1 and every 50 steps; the power is given once an interval spans a second
+    if (secs > 1.5) {
+        const char *w = strstr(err_s, " W, ");
+        assert_non_null(w);
+        const char *bar = w;
+        while (bar > err_s && bar[-1] != '|') bar--;
+        double lw = atof(bar);
+        if (fabs(lw - 250) > 10) fail_msg("log line: %.1f W, the library draws 250", lw);
+    } else {
+        printf("    (the run took %.2f s: no log interval of a second to check)\n", secs);
+    }
+    free(mtx);
+}
+
 static void test_progress_bar_on_tty(void **state) {
     (void)state;
     REQUIRE_READY();
@@ -600,6 +652,7 @@ int main(void) {
         cmocka_unit_test(test_help_everywhere),
         cmocka_unit_test(test_eval_per_doc),
         cmocka_unit_test(test_generate_deterministic),
+        cmocka_unit_test(test_train_reports_energy),
         cmocka_unit_test(test_progress_bar_on_tty),
     };
     return cmocka_run_group_tests_name("packmamba command line", tests, group_setup, group_teardown);
