@@ -276,8 +276,9 @@ int cmd_train(int argc, char **argv) {
     double best_val = INFINITY, t_start = pm_now();
     // The GPU's energy (NVML's counter; a CUDA run on one GPU, or any run where PM_NVML_LIB names the library to
     // load): the joules since training began in this process with each step's metrics, the mean power and tokens
-    // a joule over each log line's interval (once it spans a second: the driver moves the counter in steps of up to
-    // ~100 ms), and over the whole run when it is done. At the board's power limit these, not the clock, say what
+    // a joule over each log line's interval once it spans 2 s (the H200's driver moves the counter every 100 ms, so
+    // an interval's joules are uncertain by ~0.1 s of power at each end: ~5% over 2 s; over 1 s, 370m's read up to
+    // 720 W against a 700 W limit, call316), and over the whole run when it is done. At the board's power limit these, not the clock, say what
     // a run costs.
     NvmlProbe *nv = NULL;
     if (lead && world == 1 && (!strcmp(bk->name, "cuda") || getenv("PM_NVML_LIB"))) {
@@ -342,7 +343,7 @@ int cmd_train(int argc, char **argv) {
             fprintf(stderr, "step %6d/%d | loss %.4f | lr %.2e | gnorm %.3f | %.0f tok/s | fill %.1f%%", m.step,
                     a.steps, loss, lr, gnorm, real / dt, computed ? 100.0 * real / computed : 0.0);
             if (!isnan(val_loss)) fprintf(stderr, " | val %.4f", val_loss);
-            if (nv && t_now - t_log >= 1.0 && e_now > e_log) {  // (shorter intervals run on into the next line's)
+            if (nv && t_now - t_log >= 2.0 && e_now > e_log) {  // (shorter intervals run on into the next line's)
                 fprintf(stderr, " | %.0f W, %.1f tok/J", (e_now - e_log) / (t_now - t_log),
                         (double)(tokens_seen - tokens_log) / (e_now - e_log));
                 e_log = e_now, t_log = t_now, tokens_log = tokens_seen;

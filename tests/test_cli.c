@@ -557,23 +557,23 @@ static void test_generate_deterministic(void **state) {
 // PM_NVML_LIB), whose counter rises at exactly 250 W: every step's metrics carry the joules so far, which rise by
 // at least 250 W times the steps' own time between two steps (the steps are disjoint parts of that interval) and by
 // not much more; the closing line gives 250 W and the run's tokens a joule; a log line over an interval of at
-// least a second gives 250 W too.
+// least 2 s gives 250 W too.
 static void test_train_reports_energy(void **state) {
     (void)state;
     REQUIRE_READY();
     const char *lib = getenv("PM_FAKE_NVML");
     if (!lib || access(lib, R_OK) != 0) skip();
     setenv("PM_NVML_LIB", lib, 1);
-    int rc = pm("train --data data --out energy --preset tiny --seq-len 64 --batch 2 --log-every 50 --steps 300");
+    int rc = pm("train --data data --out energy --preset tiny --seq-len 64 --batch 2 --log-every 50 --steps 500");
     unsetenv("PM_NVML_LIB");
     assert_int_equal(rc, 0);
     char *mtx = read_rel("energy/metrics.jsonl");
     assert_non_null(mtx);
-    char e[300][64], dt[300][64], tk[300][64];
-    const int n = metric_strings(mtx, "energy_j", e, 300);
-    assert_int_equal(n, 300);
-    assert_int_equal(metric_strings(mtx, "step_s", dt, 300), 300);
-    assert_int_equal(metric_strings(mtx, "tokens", tk, 300), 300);
+    char e[500][64], dt[500][64], tk[500][64];
+    const int n = metric_strings(mtx, "energy_j", e, 500);
+    assert_int_equal(n, 500);
+    assert_int_equal(metric_strings(mtx, "step_s", dt, 500), 500);
+    assert_int_equal(metric_strings(mtx, "tokens", tk, 500), 500);
     double steps_s = 0;
     for (int i = 1; i < n; i++) {
         assert_true(atof(e[i]) >= atof(e[i - 1]));
@@ -591,8 +591,8 @@ static void test_train_reports_energy(void **state) {
     if (fabs(watts - 250) > 5) fail_msg("closing line: %.1f W, the library draws 250", watts);
     const double tokens = atof(tk[n - 1]);
     if (fabs(tpj - tokens / joules) > 0.05 * tpj + 0.1) fail_msg("%.2f tokens a joule; %.0f tokens over %.1f J", tpj, tokens, joules);
-    // the log lines: one at step 1 and every 50 steps; the power is given once an interval spans a second
-    if (secs > 1.5) {
+    // the log lines: one at step 1 and every 50 steps; the power is given once an interval spans 2 s
+    if (secs > 3) {
         const char *w = strstr(err_s, " W, ");
         assert_non_null(w);
         const char *bar = w;
@@ -600,7 +600,7 @@ static void test_train_reports_energy(void **state) {
         double lw = atof(bar);
         if (fabs(lw - 250) > 10) fail_msg("log line: %.1f W, the library draws 250", lw);
     } else {
-        printf("    (the run took %.2f s: no log interval of a second to check)\n", secs);
+        printf("    (the run took %.2f s: no log interval of 2 s to check)\n", secs);
     }
     free(mtx);
 }
