@@ -276,15 +276,19 @@ int cmd_train(int argc, char **argv) {
     double best_val = INFINITY, t_start = pm_now();
     // The GPU's energy (NVML's counter; a CUDA run on one GPU, or any run where PM_NVML_LIB names the library to
     // load): the joules since training began in this process with each step's metrics, the mean power and tokens
-    // a joule over each log line's interval once it spans 2 s (the H200's driver moves the counter every 100 ms, so
-    // an interval's joules are uncertain by ~0.1 s of power at each end: ~5% over 2 s; over 1 s, 370m's read up to
-    // 720 W against a 700 W limit, call316), and over the whole run when it is done. At the board's power limit these, not the clock, say what
-    // a run costs.
+    // a joule over each log line's interval once it spans 2 s (the H200's driver moves the counter every 100 ms,
+    // so an interval's joules are uncertain by ~0.1 s of power at each end: ~5% over 2 s; over 1 s, 370m's read up
+    // to 720 W against a 700 W limit, call316), and over the whole run when it is done. At the board's power limit
+    // these, not the clock, say what a run costs.
     NvmlProbe *nv = NULL;
     if (lead && world == 1 && (!strcmp(bk->name, "cuda") || getenv("PM_NVML_LIB"))) {
-        char why[512];
+        char why[512] = "";
         nv = nvml_open_cuda_device(why, sizeof why);
-        if (nv && isnan(nvml_energy_j(nv))) nvml_close(nv), nv = NULL;
+        if (nv && isnan(nvml_energy_j(nv))) {
+            snprintf(why, sizeof why, "%s does not report its energy", nvml_device_name(nv));
+            nvml_close(nv), nv = NULL;
+        }
+        if (!nv) fprintf(stderr, "packmamba: note: no energy report: %s\n", why);
     }
     const double e_start = nv ? nvml_energy_j(nv) : NAN;
     double e_log = e_start, t_log = t_start;
