@@ -846,6 +846,14 @@ static int ranges_overlap(const void *a, size_t na, const void *b, size_t nb) {
     return x < y + nb && y < x + na;
 }
 
+// A cuBLASLt algorithm's tile id and split-K count (-1 where it does not say): which kernel it is, for the logs.
+static void algo_tile_split(const cublasLtMatmulAlgo_t *algo, int *tile, int *split) {
+    size_t got;
+    *tile = *split = -1;
+    cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, tile, sizeof *tile, &got);
+    cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, split, sizeof *split, &got);
+}
+
 // The heuristic's candidates for plan p that run within our workspace, best first, into cand (GEMM_CANDS room);
 // returns how many.
 static int plan_candidates(GemmPlan *p, cublasLtMatmulAlgo_t *cand) {
@@ -928,14 +936,9 @@ static void gemm_tune(GemmPlan *p, const bf16 *A, const bf16 *B, void *D) {
     if (best > 0 && first_ms > 0.0f && best_ms < 0.98f * first_ms) p->algo_fast = cand[best];
     if (getenv("PM_CUDA_VERBOSE")) {
         // (the first and the fastest candidate's tile and split-K count: what a slow shape's kernel is)
-        int tile[2] = {-1, -1}, split[2] = {-1, -1};
-        const cublasLtMatmulAlgo_t *pick[2] = {&cand[0], best >= 0 ? &cand[best] : &cand[0]};
-        for (int w = 0; w < 2; w++) {
-            size_t got;
-            cublasLtMatmulAlgoConfigGetAttribute(pick[w], CUBLASLT_ALGO_CONFIG_TILE_ID, &tile[w], sizeof tile[w], &got);
-            cublasLtMatmulAlgoConfigGetAttribute(pick[w], CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split[w], sizeof split[w],
-                                                 &got);
-        }
+        int tile[2], split[2];
+        algo_tile_split(&cand[0], &tile[0], &split[0]);
+        algo_tile_split(best >= 0 ? &cand[best] : &cand[0], &tile[1], &split[1]);
         fprintf(stderr, "packmamba: GEMM m=%d n=%d k=%d ta=%d tb=%d %s batch %d: %d candidates, first %.4f ms "
                 "(tile %d split %d), best #%d %.4f ms (tile %d split %d)\n", p->m, p->n, p->k, p->ta, p->tb,
                 p->dtype == CUDA_R_32F ? "f32-out" : "bf16-out", p->batch > 1 ? p->batch : 1, ncand, first_ms,
@@ -957,8 +960,9 @@ static int gemm_tune_enabled(void) {
 // second, before the card has settled at its power limit (where a long run stays). Tuned at the tenth or twelfth
 // step instead, the median step was 0.6-2.2% shorter in 7 of 7 interleaved pairs (370m, 130m, 1.4b; timed after 14
 // warm-up steps either way; dev/calls/call306.sh, call307.sh); tok/s (the mean step, which the power controller's
-// dips make noisier) +0.5% on average at 370m, 1.4b the same. The picks differ in a few shapes a run, by small margins, so why
-// the later tuning gains is not known; it costs nothing a run of more than a few steps would notice.
+// dips make noisier) +0.5% on average at 370m, 1.4b the same. The picks differ in a few shapes a run, by small
+// margins, so why the later tuning gains is not known; it costs nothing a run of more than a few steps would notice.
+// (They are also the cheapest candidates sustained at the power limit, within 1.3%: energy_lab gemms, call314.)
 #define GEMM_TUNE_AFTER_STEPS 10
 static long gemm_tune_after(void) {
     static long n = -1;
@@ -1001,7 +1005,8 @@ static void gemm_batch(int ta, int tb, int m, int n, int k, const bf16 *A, int l
         if (p->bias_ok)
             cublasCheck(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                        sizeof bias));
-        if (tune && !p->tuned && g_steps >= p->born + gemm_tune_after() && g_plans_made <= GEMM_TUNE_SHAPES && gemm_tune_enabled())
+        if (tune && !p->tuned && g_steps >= p->born + gemm_tune_after() && g_plans_made <= GEMM_TUNE_SHAPES &&
+            gemm_tune_enabled())
             gemm_tune(p, A, B, D);
         const cublasLtMatmulAlgo_t *algo = tune && p->tuned ? &p->algo_fast : &p->algo;
         if (g_gemm_pick >= 0) algo = gemm_picked_algo(p);
@@ -1882,11 +1887,9 @@ static int cuda_init(void) {
 extern "C" int backend_cuda_gemm_tunings(void) { return g_gemm_tunings; }
 extern "C" void backend_cuda_gemm_pick(int pick) { g_gemm_pick = pick < 0 ? -1 : pick; }
 extern "C" int backend_cuda_gemm_picked(int *ran, int *tile, int *split) {
-    size_t got;
     *ran = g_pick_ran, *tile = -1, *split = -1;
     if (g_pick_found == 0) return 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&g_pick_algo, CUBLASLT_ALGO_CONFIG_TILE_ID, tile, sizeof *tile, &got);
-    cublasLtMatmulAlgoConfigGetAttribute(&g_pick_algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, split, sizeof *split, &got);
+    algo_tile_split(&g_pick_algo, tile, split);
     return g_pick_found;
 }
 extern "C" int backend_cuda_gemm_tune_after(void) { return gemm_tune_enabled() ? (int)gemm_tune_after() : 0; }

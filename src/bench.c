@@ -1026,9 +1026,8 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
         // least twice during the timed steps, the mean power between those moves times the mean step time is the
         // energy a step; else the difference of the readings before and after.
         if (energy_j > 0 && bn->steps > 0) {
-            const double step_s = sum_t / bn->steps;
-            const int by_rate = s.energy_updates >= 2 && s.energy_window_s >= 0.25;
-            const double jps = by_rate ? s.energy_rate_w * step_s : energy_j / bn->steps;
+            int by_rate;
+            const double jps = nvml_interval_energy_j(&s, sum_t, energy_j, &by_rate) / bn->steps;
             json_object_set_new(r, "energy",
                                 json_pack("{s:f, s:f, s:f, s:s, s:f, s:f, s:i, s:f}", "j_per_step", jps, "tokens_per_j",
                                           (double)sum_real / bn->steps / jps, "joules", jps * bn->steps, "method",

@@ -993,7 +993,8 @@ double model_optimizer_step(Model *m, const OptimConfig *o, float lr) {
         // now: the embedding and layer 0 (the next forward's first use), and what follows the layers (the final norm)
         AdamWArgs head = a, tail = a;
         head.part_first = 0, head.part_count = model_tensor_index(&m->cfg, 1, 0);
-        tail.part_first = model_tensor_index(&m->cfg, m->cfg.n_layer, 0), tail.part_count = m->n_tensors - tail.part_first;
+        tail.part_first = model_tensor_index(&m->cfg, m->cfg.n_layer, 0);
+        tail.part_count = m->n_tensors - tail.part_first;
         REGION(m, "opt.adamw", { adamw_parts(m, &head), adamw_parts(m, &tail); });
         m->upd_args = a, m->upd_lo = 1;
     } else {

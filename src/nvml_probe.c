@@ -190,6 +190,12 @@ static void stat_finish(NvmlStat *st) {
     else st->mean = st->min = st->max = NAN;
 }
 
+double nvml_interval_energy_j(const NvmlSummary *s, double secs, double difference_j, int *by_rate) {
+    const int rate = s->energy_updates >= 2 && s->energy_window_s >= 0.25;
+    if (by_rate) *by_rate = rate;
+    return rate ? s->energy_rate_w * secs : difference_j;
+}
+
 void nvml_summary(NvmlProbe *p, int tag, NvmlSummary *s) {
     memset(s, 0, sizeof *s);
     s->energy_rate_w = s->energy_window_s = NAN;

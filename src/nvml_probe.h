@@ -67,6 +67,12 @@ typedef struct {
     int energy_updates;
 } NvmlSummary;
 
+// The energy over an interval of `secs` whose samples s summarizes, `difference_j` being the counter's difference
+// across it: the summary's rate between the counter's moves times secs where it saw two moves at least 0.25 s apart
+// (*by_rate = 1), else difference_j (*by_rate = 0; off by up to one of the counter's steps at each end). by_rate
+// may be NULL.
+double nvml_interval_energy_j(const NvmlSummary *s, double secs, double difference_j, int *by_rate);
+
 typedef struct NvmlProbe NvmlProbe;
 
 // Loads `libname` (NULL: "libnvidia-ml.so.1") and opens device `index`. NULL with the reason in `why` when the

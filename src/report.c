@@ -627,7 +627,7 @@ int report_write_html(const char *dir, json_t *root, int gnuplot) {
     if (gp == 0) {
         static const char *const names[] = {"throughput", "breakdown", "memory", "memory_breakdown", "roofline",
                                             "roofline_all", "clocks"};
-        for (int k = 0; k < 7; k++) {
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
             char *svg = read_svg(dir, names[k]);
             if (!svg) continue;
             bprintf(&h, "<div class='plot' id='plot-%s'>%s<p><a href='%s.png'>%s.png</a> &middot; <a href='%s.svg'>%s.svg</a>"

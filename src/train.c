@@ -385,7 +385,8 @@ int cmd_train(int argc, char **argv) {
     if (nv) {
         const double e = nvml_energy_j(nv) - e_start, t = pm_now() - t_start;
         if (e > 0)
-            fprintf(stderr, "packmamba: the GPU (%s) used %.0f J over %.1f s of training here: %.0f W, %.1f tokens a joule\n",
+            fprintf(stderr,
+                    "packmamba: the GPU (%s) used %.0f J over %.1f s of training here: %.0f W, %.1f tokens a joule\n",
                     nvml_device_name(nv), e, t, e / t, (double)(tokens_seen - tokens_start) / e);
         nvml_close(nv);
     }

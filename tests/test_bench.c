@@ -874,6 +874,12 @@ static void test_nvml_energy_with_fake_counters(void **state) {
     assert_true(s.energy_updates >= 5 && s.energy_updates <= 9);
     assert_true(s.energy_window_s > 0.35 && s.energy_window_s < 0.85);
     if (fabs(s.energy_rate_w - 700.0) > 35.0) fail_msg("energy rate %.1f W, not ~700", s.energy_rate_w);
+    // an interval's energy: by that rate where it is known, else the counter's difference given
+    int by_rate = -1;
+    assert_true(fabs(nvml_interval_energy_j(&s, 2.0, 1.0, &by_rate) - 2.0 * s.energy_rate_w) < 1e-9 && by_rate == 1);
+    NvmlSummary none = s;
+    none.energy_updates = 1;
+    assert_true(nvml_interval_energy_j(&none, 2.0, 1234.5, &by_rate) == 1234.5 && by_rate == 0);
     nvml_close(p);
 }
 

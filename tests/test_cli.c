@@ -586,11 +586,12 @@ static void test_train_reports_energy(void **state) {
     const char *done = strstr(err_s, "the GPU (fake GPU) used ");
     assert_non_null(done);
     double joules, secs, watts, tpj;
-    assert_int_equal(sscanf(done, "the GPU (fake GPU) used %lf J over %lf s of training here: %lf W, %lf tokens a joule",
-                            &joules, &secs, &watts, &tpj), 4);
+    assert_int_equal(sscanf(done, "the GPU (fake GPU) used %lf J over %lf s of training here: %lf W, %lf tokens a "
+                            "joule", &joules, &secs, &watts, &tpj), 4);
     if (fabs(watts - 250) > 5) fail_msg("closing line: %.1f W, the library draws 250", watts);
     const double tokens = atof(tk[n - 1]);
-    if (fabs(tpj - tokens / joules) > 0.05 * tpj + 0.1) fail_msg("%.2f tokens a joule; %.0f tokens over %.1f J", tpj, tokens, joules);
+    if (fabs(tpj - tokens / joules) > 0.05 * tpj + 0.1)
+        fail_msg("%.2f tokens a joule; %.0f tokens over %.1f J", tpj, tokens, joules);
     // the log lines: one at step 1 and every 50 steps; the power is given once an interval spans 2 s
     if (secs > 3) {
         const char *w = strstr(err_s, " W, ");

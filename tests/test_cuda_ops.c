@@ -597,10 +597,10 @@ static void test_matmul(void **state) {
 
 // The fast backend times a shape's cuBLASLt candidates when it meets the shape again backend_cuda_gemm_tune_after()
 // optimizer steps (adamw calls) after planning it, and keeps the fastest (gemm_tune). The timing runs must not leak
-// into results: an accumulating dW (beta = 1) and dinp, called 4 times (2 before those tiny adamw calls, 2 after), must equal 4 accumulations on the
-// CPU, a forward repeated 4 times must still give the product and leave the columns outside its slice alone,
-// and the deterministic backend, which never runs a timed choice, must give the same bits before and after the
-// fast one tuned the shape. (With PM_CUDA_VERBOSE=1 the tuning reports itself in the log.)
+// into results: an accumulating dW (beta = 1) and dinp, called 4 times (2 before those tiny adamw calls, 2 after),
+// must equal 4 accumulations on the CPU, a forward repeated 4 times must still give the product and leave the
+// columns outside its slice alone, and the deterministic backend, which never runs a timed choice, must give the
+// same bits before and after the fast one tuned the shape. (With PM_CUDA_VERBOSE=1 the tuning reports itself in the log.)
 static void test_matmul_tuned(void **state) {
     (void)state;
     NEED_GPU();

@@ -4,7 +4,8 @@
 // the whole 370m parameter set) alone, in a loop, for a fixed time after a warm-up, and reads NVML's energy counter
 // and clocks through the sampler (nvml_probe; the energy as the counter's rate between its moves): ms a call, J a
 // call, mean W and SM clock, the share of samples the power cap held the clock. Inputs are random (zeros would
-// flatter the power). call310's numbers (docs/bench/energy_lab_370m.txt) came from the difference of two readings.
+// flatter the power). docs/bench/energy_lab_370m.txt holds call313's run; call310's, from the difference of two
+// readings, are in docs/perf.md (thirty-eighth session).
 //
 // `gemms` runs instead the main GEMMs of a 370m step (in_proj's and out_proj's forward, input and weight
 // gradients, the latter in the step's layer pairs) once with each of cuBLASLt's candidates
@@ -95,6 +96,12 @@ static void op_adamw(void) {
 static void op_idle(void) { usleep(20000); }
 
 typedef struct {
+    const char *name;
+    void (*run)(void);
+    const char *region;  // the training step's region whose counted work (bench_cost.c) one call does, or NULL
+} Op;
+
+typedef struct {
     double ms, j, w, mhz, capped;  // a call's time and energy, the mean power, SM clock and power-capped share
 } Reading;
 
@@ -119,26 +126,22 @@ static void measure(NvmlProbe *nv, int tag, void (*run)(void), double warm, doub
         G->synchronize();
     }
     const double dt = pm_now() - t0;
-    double ej = nvml_energy_j(nv) - e0;
+    const double diff = nvml_energy_j(nv) - e0;
     nvml_set_tag(nv, -1);
     NvmlSummary s;
     nvml_summary(nv, tag, &s);
-    // the counter moves in steps (every 100 ms on the H200, call313): where the sampler saw it move at least twice,
-    // its mean power between those moves over the loop's time is the loop's energy (the difference of the two
-    // readings is off by up to a step at each end; bench.c does the same)
-    if (s.energy_updates >= 2 && s.energy_window_s >= 0.25) ej = s.energy_rate_w * dt;
+    // (the counter moves in steps, every 100 ms on the H200, call313: its rate between moves, as bench.c takes it)
+    const double ej = nvml_interval_energy_j(&s, dt, diff, NULL);
     r->ms = 1e3 * dt / calls, r->j = ej / calls, r->w = ej / dt, r->mhz = s.sm_mhz.mean;
     r->capped = s.reasons_n ? 100.0 * s.power_cap_n / s.reasons_n : NAN;
 }
 
 // The gemms mode: each GEMM with each of its candidates
 static int run_gemms(NvmlProbe *nv, double secs) {
-    const struct {
-        const char *name;
-        void (*run)(void);
-    } ops[] = {
-        {"in_proj fwd", op_in_proj},         {"in_proj dX", op_in_proj_dx},   {"in_proj dW", op_in_proj_dw},
-        {"out_proj fwd", op_out_proj},       {"out_proj dX", op_out_proj_dx}, {"out_proj dW (2 layers)", op_out_proj_dw2},
+    const Op ops[] = {
+        {"in_proj fwd", op_in_proj, NULL},   {"in_proj dX", op_in_proj_dx, NULL},   {"in_proj dW", op_in_proj_dw, NULL},
+        {"out_proj fwd", op_out_proj, NULL}, {"out_proj dX", op_out_proj_dx, NULL},
+        {"out_proj dW (2 layers)", op_out_proj_dw2, NULL},
     };
     printf("energy_lab gemms: %s, power limit %.0f W; each candidate alone for %.1f s after 0.5 s\n",
            nvml_device_name(nv), nvml_power_limit_w(nv), secs);
@@ -164,12 +167,6 @@ static int run_gemms(NvmlProbe *nv, double secs) {
     backend_cuda_gemm_pick(-1);
     return 0;
 }
-
-typedef struct {
-    const char *name;
-    void (*run)(void);
-    const char *region;  // the training step's region whose counted work (bench_cost.c) one call does, or NULL
-} Op;
 
 int main(int argc, char **argv) {
     const int gemms = argc > 1 && strcmp(argv[1], "gemms") == 0;
