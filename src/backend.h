@@ -239,5 +239,9 @@ int backend_cuda_scan_ws_launches(int which);
 // The CUDA device's compute capability as major * 10 + minor, and its SM count in *sms, as the kernels' plans see
 // them (0 and 0 in a build without CUDA). For tests.
 int backend_cuda_device_info(int *sms);
+// The UUID of the CUDA device this process computes on (the current device), in NVML's text form
+// ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"), so NVML opens the same card whatever CUDA_VISIBLE_DEVICES says or
+// whichever GPU a rank was given. 0, or -1 without CUDA or a device.
+int backend_cuda_device_uuid(char *buf, size_t n);
 // By name: "cpu" or "cuda"; dies with a clear message when unavailable.
 const Backend *backend_get(const char *name, int deterministic);

@@ -166,6 +166,20 @@ extern "C" int backend_cuda_device_info(int *sms) {  // what the kernels' plans 
     return d->cc_major * 10 + d->cc_minor;
 }
 
+extern "C" int backend_cuda_device_uuid(char *buf, size_t n) {
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (n) buf[0] = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        cudaGetLastError();  // (not sticky: clear it so the next CUDA call does not report it)
+        return -1;
+    }
+    const unsigned char *u = (const unsigned char *)prop.uuid.bytes;
+    snprintf(buf, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+             u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    return 0;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // memory
 

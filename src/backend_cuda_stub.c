@@ -24,3 +24,7 @@ int backend_cuda_device_info(int *sms) {
     *sms = 0;
     return 0;
 }
+int backend_cuda_device_uuid(char *buf, size_t n) {
+    if (n) buf[0] = 0;
+    return -1;
+}

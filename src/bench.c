@@ -1292,11 +1292,11 @@ int cmd_bench(int argc, char **argv) {
     json_object_set_new(root, "created", json_string(when));
     json_object_set_new(root, "command", json_string(cmd));
 
-    // NVML: GPUs only (nvml_open_cuda_device: the CUDA device's NVML index)
+    // NVML: GPUs only (nvml_open_cuda_device: the CUDA device this process computes on, by its UUID)
     json_t *nv = json_object();
     char why[512] = "";
     if (g_is_cuda) {
-        bn.nvml = nvml_open_cuda_device(why, sizeof why);
+        bn.nvml = nvml_open_cuda_device(1, why, sizeof why);
     } else {
         snprintf(why, sizeof why, "not used with --device cpu");
     }

@@ -9,13 +9,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"  // backend_cuda_device_uuid
 #include "util.h"
 
 struct NvmlProbe {
     NvmlApi api;
     void *lib;  // dlopen handle, NULL for a given table
     void *dev;
-    char name[96];
+    char name[96], uuid[96];
     unsigned max_sm, max_mem, power_limit_mw;
     pthread_t thread;
     pthread_mutex_t lock;
@@ -29,15 +30,21 @@ static const char *err_str(const NvmlApi *a, int code) {
     return s ? s : "error";
 }
 
-NvmlProbe *nvml_open_api(const NvmlApi *api, unsigned index, char *why, size_t why_n) {
+NvmlProbe *nvml_open_api(const NvmlApi *api, unsigned index, const char *uuid, char *why, size_t why_n) {
     int r = api->init();
     if (r != 0) {
         snprintf(why, why_n, "nvmlInit failed: %s (code %d)", err_str(api, r), r);
         return NULL;
     }
     void *dev = NULL;
-    r = api->get_handle(index, &dev);
-    if (r != 0) {
+    if (uuid && api->get_handle_by_uuid) {
+        r = api->get_handle_by_uuid(uuid, &dev);
+        if (r != 0) {
+            snprintf(why, why_n, "NVML has no device %s: %s (code %d)", uuid, err_str(api, r), r);
+            api->shutdown();
+            return NULL;
+        }
+    } else if ((r = api->get_handle(index, &dev)) != 0) {
         snprintf(why, why_n, "NVML has no device %u: %s (code %d)", index, err_str(api, r), r);
         api->shutdown();
         return NULL;
@@ -48,6 +55,8 @@ NvmlProbe *nvml_open_api(const NvmlApi *api, unsigned index, char *why, size_t w
     p->tag = -1;
     pthread_mutex_init(&p->lock, NULL);
     if (!api->name || api->name(dev, p->name, sizeof p->name) != 0) snprintf(p->name, sizeof p->name, "GPU %u", index);
+    if (!api->uuid || api->uuid(dev, p->uuid, sizeof p->uuid) != 0) p->uuid[0] = 0;
+    p->uuid[sizeof p->uuid - 1] = 0;
     if (api->max_clock) {
         if (api->max_clock(dev, NVML_SM_CLOCK, &p->max_sm) != 0) p->max_sm = 0;
         if (api->max_clock(dev, NVML_MEM_CLOCK, &p->max_mem) != 0) p->max_mem = 0;
@@ -56,15 +65,17 @@ NvmlProbe *nvml_open_api(const NvmlApi *api, unsigned index, char *why, size_t w
     return p;
 }
 
-NvmlProbe *nvml_open_cuda_device(char *why, size_t why_n) {
+NvmlProbe *nvml_open_cuda_device(int cuda, char *why, size_t why_n) {
     unsigned idx = 0;
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
     if (vis && *vis >= '0' && *vis <= '9') idx = (unsigned)atoi(vis);
     const char *lib = getenv("PM_NVML_LIB");
-    return nvml_open(lib && *lib ? lib : NULL, idx, why, why_n);
+    char uuid[64];
+    const int by_uuid = cuda && backend_cuda_device_uuid(uuid, sizeof uuid) == 0;
+    return nvml_open(lib && *lib ? lib : NULL, idx, by_uuid ? uuid : NULL, why, why_n);
 }
 
-NvmlProbe *nvml_open(const char *libname, unsigned index, char *why, size_t why_n) {
+NvmlProbe *nvml_open(const char *libname, unsigned index, const char *uuid, char *why, size_t why_n) {
     if (!libname) libname = "libnvidia-ml.so.1";
     void *lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
@@ -86,6 +97,8 @@ NvmlProbe *nvml_open(const char *libname, unsigned index, char *why, size_t why_
     SYM(init, "nvmlInit_v2", 1);
     SYM(shutdown, "nvmlShutdown", 1);
     SYM(get_handle, "nvmlDeviceGetHandleByIndex_v2", 1);
+    SYM(get_handle_by_uuid, "nvmlDeviceGetHandleByUUID", 0);
+    SYM(uuid, "nvmlDeviceGetUUID", 0);
     SYM(clock, "nvmlDeviceGetClockInfo", 0);
     SYM(max_clock, "nvmlDeviceGetMaxClockInfo", 0);
     SYM(power, "nvmlDeviceGetPowerUsage", 0);
@@ -99,7 +112,7 @@ NvmlProbe *nvml_open(const char *libname, unsigned index, char *why, size_t why_
     if (!a.clock_reasons) SYM(clock_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons", 0);  // (drivers < 535)
     SYM(energy, "nvmlDeviceGetTotalEnergyConsumption", 0);
 #undef SYM
-    NvmlProbe *p = nvml_open_api(&a, index, why, why_n);
+    NvmlProbe *p = nvml_open_api(&a, index, uuid, why, why_n);
     if (!p) {
         dlclose(lib);
         return NULL;
@@ -109,6 +122,7 @@ NvmlProbe *nvml_open(const char *libname, unsigned index, char *why, size_t why_
 }
 
 const char *nvml_device_name(const NvmlProbe *p) { return p->name; }
+const char *nvml_device_uuid(const NvmlProbe *p) { return p->uuid; }
 unsigned nvml_max_sm_mhz(const NvmlProbe *p) { return p->max_sm; }
 unsigned nvml_max_mem_mhz(const NvmlProbe *p) { return p->max_mem; }
 double nvml_power_limit_w(const NvmlProbe *p) { return 1e-3 * p->power_limit_mw; }

@@ -11,6 +11,8 @@ typedef struct {
     int (*init)(void);                                          // nvmlInit_v2
     int (*shutdown)(void);                                      // nvmlShutdown
     int (*get_handle)(unsigned index, void **dev);              // nvmlDeviceGetHandleByIndex_v2
+    int (*get_handle_by_uuid)(const char *uuid, void **dev);    // nvmlDeviceGetHandleByUUID (may be NULL)
+    int (*uuid)(void *dev, char *buf, unsigned len);            // nvmlDeviceGetUUID (may be NULL)
     int (*clock)(void *dev, int type, unsigned *mhz);           // nvmlDeviceGetClockInfo (1 = SM, 2 = memory)
     int (*max_clock)(void *dev, int type, unsigned *mhz);       // nvmlDeviceGetMaxClockInfo
     int (*power)(void *dev, unsigned *milliwatts);              // nvmlDeviceGetPowerUsage
@@ -75,17 +77,23 @@ double nvml_interval_energy_j(const NvmlSummary *s, double secs, double differen
 
 typedef struct NvmlProbe NvmlProbe;
 
-// Loads `libname` (NULL: "libnvidia-ml.so.1") and opens device `index`. NULL with the reason in `why` when the
-// library, a symbol, initialization or the device is unavailable.
-NvmlProbe *nvml_open(const char *libname, unsigned index, char *why, size_t why_n);
-// The CUDA device's NVML handle, as bench and train open it: the library PM_NVML_LIB names (default
-// libnvidia-ml.so.1), and NVML index the first entry of CUDA_VISIBLE_DEVICES when that is a number (else 0).
-NvmlProbe *nvml_open_cuda_device(char *why, size_t why_n);
+// Loads `libname` (NULL: "libnvidia-ml.so.1") and opens the device whose UUID is `uuid` ("GPU-..."), or where
+// uuid is NULL or the library cannot look devices up by UUID, device `index`. NULL with the reason in `why` when
+// the library, a symbol, initialization or the device is unavailable.
+NvmlProbe *nvml_open(const char *libname, unsigned index, const char *uuid, char *why, size_t why_n);
+// The NVML handle of the device this process computes on, as bench and train open it: the library PM_NVML_LIB
+// names (default libnvidia-ml.so.1); with cuda set, the CUDA backend's current device by its UUID (so a rank of a
+// data-parallel run, or CUDA_VISIBLE_DEVICES in any form, gets its own card), else NVML index the first entry of
+// CUDA_VISIBLE_DEVICES when that is a number (else 0).
+NvmlProbe *nvml_open_cuda_device(int cuda, char *why, size_t why_n);
 // The same over a given function table (tests).
-NvmlProbe *nvml_open_api(const NvmlApi *api, unsigned index, char *why, size_t why_n);
+NvmlProbe *nvml_open_api(const NvmlApi *api, unsigned index, const char *uuid, char *why, size_t why_n);
 void nvml_close(NvmlProbe *p);  // stops the sampler if running
 
 const char *nvml_device_name(const NvmlProbe *p);
+// The device's UUID as NVML gives it ("GPU-..."), "" where the library does not report it: what tells two ranks'
+// cards apart (train sums the energy of distinct cards).
+const char *nvml_device_uuid(const NvmlProbe *p);
 unsigned nvml_max_sm_mhz(const NvmlProbe *p);   // 0 if unknown
 unsigned nvml_max_mem_mhz(const NvmlProbe *p);
 double nvml_power_limit_w(const NvmlProbe *p);  // the enforced board power limit; 0 if unknown

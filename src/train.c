@@ -124,6 +124,71 @@ static void progress_bar(int step, int total, double loss, double tok_s, double 
     fflush(stderr);
 }
 
+// The run's energy for train's report: this rank's card through NVML and, with several ranks, the sum over the
+// distinct cards. Every function here is a collective when world > 1 (every rank calls it at the same points).
+typedef struct {
+    NvmlProbe *nv;  // this rank's card (NULL when off)
+    int on;         // the report is on: every rank has a card with an energy counter
+    int counted;    // this rank's card counts (no lower rank has the same card)
+    int cards;      // distinct cards over all ranks
+} EnergyMeter;
+
+static int64_t card_id(const NvmlProbe *nv) {  // FNV-1a of the card's UUID (or host and name without one); != 0
+    char host[256] = "", key[512];
+    if (nvml_device_uuid(nv)[0]) snprintf(key, sizeof key, "%s", nvml_device_uuid(nv));
+    else gethostname(host, sizeof host - 1), snprintf(key, sizeof key, "%s/%s", host, nvml_device_name(nv));
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = key; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return h ? (int64_t)h : 1;
+}
+
+// try: this process computes on a GPU (cuda) or PM_NVML_LIB names a library; a rank that cannot report says why.
+static EnergyMeter energy_open(int cuda, int try_nvml) {
+    EnergyMeter em = {0};
+    const int world = dist_world(), rank = dist_rank();
+    if (!dist_any(try_nvml)) return em;
+    char why[512] = "";
+    em.nv = nvml_open_cuda_device(cuda, why, sizeof why);
+    if (em.nv && isnan(nvml_energy_j(em.nv))) {
+        snprintf(why, sizeof why, "%s does not report its energy", nvml_device_name(em.nv));
+        nvml_close(em.nv), em.nv = NULL;
+    }
+    int64_t *id = pm_calloc((size_t)world, sizeof *id);  // each rank's card (0: none), gathered by a sum
+    id[rank] = em.nv ? card_id(em.nv) : 0;
+    dist_allreduce_i64_sum(id, world);
+    int first_without = -1;
+    for (int r = world - 1; r >= 0; r--)
+        if (!id[r]) first_without = r;
+    if (first_without == rank) {
+        if (world > 1) fprintf(stderr, "packmamba: note: no energy report: rank %d: %s\n", rank, why);
+        else fprintf(stderr, "packmamba: note: no energy report: %s\n", why);
+    }
+    em.on = first_without < 0;
+    em.counted = 1;
+    for (int r = 0; r < world; r++) {
+        int seen = 0;
+        for (int q = 0; q < r; q++) seen |= id[q] == id[r];
+        em.cards += !seen;
+        if (r == rank) em.counted = !seen;
+    }
+    free(id);
+    if (!em.on) nvml_close(em.nv), em.nv = NULL;
+    return em;
+}
+
+// Joules on the counted cards' counters now (NaN when off); the sum over ranks where world > 1.
+static double energy_read(const EnergyMeter *em) {
+    if (!em->on) return NAN;
+    double e = em->counted ? nvml_energy_j(em->nv) : 0.0;
+    if (dist_world() > 1) dist_allreduce_f64_sum(&e, 1);
+    return e;
+}
+
+static void energy_close(EnergyMeter *em) {
+    nvml_close(em->nv);
+    em->nv = NULL, em->on = 0;
+}
+
 int cmd_train(int argc, char **argv) {
     TrainArgs a = {.data = NULL, .preset = "tiny", .out = NULL, .device = "cpu", .packing = "pack", .config = NULL,
                    .seq_len = 256, .batch = 8, .steps = 200, .seed = 1337, .warmup = 20, .grad_accum = 1,
@@ -274,23 +339,16 @@ int cmd_train(int argc, char **argv) {
     Batch vb = batch_alloc(a.batch, a.seq_len);
     char last_ckpt[4352] = "", best_ckpt[4352] = "";
     double best_val = INFINITY, t_start = pm_now();
-    // The GPU's energy (NVML's counter; a CUDA run on one GPU, or any run where PM_NVML_LIB names the library to
-    // load): the joules since training began in this process with each step's metrics, the mean power and tokens
-    // a joule over each log line's interval once it spans 2 s (the H200's driver moves the counter every 100 ms,
-    // so an interval's joules are uncertain by ~0.1 s of power at each end: ~5% over 2 s; over 1 s, 370m's read up
-    // to 720 W against a 700 W limit, call316), and over the whole run when it is done. At the board's power limit
-    // these, not the clock, say what a run costs.
-    NvmlProbe *nv = NULL;
-    if (lead && world == 1 && (!strcmp(bk->name, "cuda") || getenv("PM_NVML_LIB"))) {
-        char why[512] = "";
-        nv = nvml_open_cuda_device(why, sizeof why);
-        if (nv && isnan(nvml_energy_j(nv))) {
-            snprintf(why, sizeof why, "%s does not report its energy", nvml_device_name(nv));
-            nvml_close(nv), nv = NULL;
-        }
-        if (!nv) fprintf(stderr, "packmamba: note: no energy report: %s\n", why);
-    }
-    const double e_start = nv ? nvml_energy_j(nv) : NAN;
+    // The GPUs' energy (NVML's counter; a CUDA run, or any run where PM_NVML_LIB names the library to load): the
+    // joules since training began in this process with each step's metrics, the mean power and tokens a joule over
+    // each log line's interval once it spans 2 s (the H200's driver moves the counter every 100 ms, so an
+    // interval's joules are uncertain by ~0.1 s of power at each end: ~5% over 2 s; over 1 s, 370m's read up to
+    // 720 W against a 700 W limit, call316), and over the whole run when it is done. At the board's power limit
+    // these, not the clock, say what a run costs. With several ranks each reads its own card and the figures are
+    // the sum over the distinct cards (ranks sharing a card, told apart by UUID, count it once); the report is on
+    // only where every rank has a counter.
+    EnergyMeter em = energy_open(!strcmp(bk->name, "cuda"), !strcmp(bk->name, "cuda") || getenv("PM_NVML_LIB"));
+    const double e_start = energy_read(&em);
     double e_log = e_start, t_log = t_start;
     int64_t tokens_log = tokens_seen, tokens_start = tokens_seen;
     int exit_code = 0, start_step = m.step, tty = lead && isatty(STDERR_FILENO);
@@ -334,8 +392,8 @@ int cmd_train(int argc, char **argv) {
                               real / dt, "fill", computed ? (double)real / computed : 0.0, "step_s", dt);
         if (!isnan(val_loss)) json_object_set_new(j, "val_loss", json_real(val_loss));
         if (world > 1) json_object_set_new(j, "comm_s", json_real(dist_comm_seconds() - comm0));
-        const double e_now = nv ? nvml_energy_j(nv) : NAN, t_now = pm_now();
-        if (nv) json_object_set_new(j, "energy_j", json_real(e_now - e_start));
+        const double e_now = energy_read(&em), t_now = pm_now();
+        if (em.on) json_object_set_new(j, "energy_j", json_real(e_now - e_start));
         char *line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
         if (lead) fprintf(metrics, "%s\n", line), fflush(metrics);
         free(line);
@@ -347,7 +405,7 @@ int cmd_train(int argc, char **argv) {
             fprintf(stderr, "step %6d/%d | loss %.4f | lr %.2e | gnorm %.3f | %.0f tok/s | fill %.1f%%", m.step,
                     a.steps, loss, lr, gnorm, real / dt, computed ? 100.0 * real / computed : 0.0);
             if (!isnan(val_loss)) fprintf(stderr, " | val %.4f", val_loss);
-            if (nv && t_now - t_log >= 2.0 && e_now > e_log) {  // (shorter intervals run on into the next line's)
+            if (em.on && t_now - t_log >= 2.0 && e_now > e_log) {  // (shorter intervals run on into the next line's)
                 fprintf(stderr, " | %.0f W, %.1f tok/J", (e_now - e_log) / (t_now - t_log),
                         (double)(tokens_seen - tokens_log) / (e_now - e_log));
                 e_log = e_now, t_log = t_now, tokens_log = tokens_seen;
@@ -382,14 +440,16 @@ int cmd_train(int argc, char **argv) {
             fprintf(stderr, "packmamba: done: %d steps, %.1f s; checkpoint %s\n", m.step, pm_now() - t_start,
                     last_ckpt);
     }
-    if (nv) {
-        const double e = nvml_energy_j(nv) - e_start, t = pm_now() - t_start;
-        if (e > 0)
-            fprintf(stderr,
-                    "packmamba: the GPU (%s) used %.0f J over %.1f s of training here: %.0f W, %.1f tokens a joule\n",
-                    nvml_device_name(nv), e, t, e / t, (double)(tokens_seen - tokens_start) / e);
-        nvml_close(nv);
+    if (em.on) {
+        const double e = energy_read(&em) - e_start, t = pm_now() - t_start;
+        char who[160];
+        if (em.cards == 1) snprintf(who, sizeof who, "the GPU (%s)", nvml_device_name(em.nv));
+        else snprintf(who, sizeof who, "the %d GPUs (rank 0's: %s)", em.cards, nvml_device_name(em.nv));
+        if (lead && e > 0)
+            fprintf(stderr, "packmamba: %s used %.0f J over %.1f s of training here: %.0f W, %.1f tokens a joule\n",
+                    who, e, t, e / t, (double)(tokens_seen - tokens_start) / e);
     }
+    energy_close(&em);
     if (metrics) fclose(metrics);
     for (int i = 0; i < a.grad_accum; i++) batch_free(&mb[i]);
     free(mb);

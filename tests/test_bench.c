@@ -818,9 +818,9 @@ static void sample_tagged(NvmlProbe *p, int period_ms, int tag, unsigned usec, N
 static void test_nvml_sampler_with_fake_library(void **state) {
     NvmlApi a = fake_api();
     char why[256];
-    assert_null(nvml_open_api(&a, 1, why, sizeof why));
+    assert_null(nvml_open_api(&a, 1, NULL, why, sizeof why));
     assert_non_null(strstr(why, "device 1"));
-    NvmlProbe *p = nvml_open_api(&a, 0, why, sizeof why);
+    NvmlProbe *p = nvml_open_api(&a, 0, NULL, why, sizeof why);
     assert_non_null(p);
     assert_string_equal(nvml_device_name(p), "Fake H200");
     assert_int_equal(nvml_max_sm_mhz(p), 1980);
@@ -848,19 +848,58 @@ static void test_nvml_sampler_with_fake_library(void **state) {
     assert_int_equal(s.samples, 0);
     nvml_close(p);
     // a missing library is a reason, not a crash
-    assert_null(nvml_open("libnvidia-ml-not-here.so.1", 0, why, sizeof why));
+    assert_null(nvml_open("libnvidia-ml-not-here.so.1", 0, NULL, why, sizeof why));
     assert_non_null(strstr(why, "libnvidia-ml-not-here.so.1"));
+}
+
+// Two devices told apart by UUID (as ranks of a data-parallel run and CUDA_VISIBLE_DEVICES need): the device a
+// UUID names is the one opened, whatever the index says; an unknown UUID is a reason; a library without the
+// lookup falls back to the index; without nvmlDeviceGetUUID the UUID reads "".
+static int g_dev[2];
+static int fake_handle2(unsigned i, void **d) { return i < 2 ? (*d = &g_dev[i], 0) : 2; }
+static int fake_by_uuid(const char *u, void **d) {
+    if (!strcmp(u, "GPU-aaaa")) return *d = &g_dev[0], 0;
+    if (!strcmp(u, "GPU-bbbb")) return *d = &g_dev[1], 0;
+    return 6;  // NVML_ERROR_NOT_FOUND
+}
+static int fake_uuid2(void *d, char *b, unsigned n) {
+    return snprintf(b, n, "GPU-%s", d == &g_dev[0] ? "aaaa" : "bbbb"), 0;
+}
+static int fake_name2(void *d, char *b, unsigned n) { return snprintf(b, n, "card %d", d == &g_dev[0] ? 0 : 1), 0; }
+
+static void test_nvml_device_by_uuid(void **state) {
+    NvmlApi a = fake_api();
+    a.get_handle = fake_handle2, a.name = fake_name2, a.uuid = fake_uuid2, a.get_handle_by_uuid = fake_by_uuid;
+    char why[256];
+    NvmlProbe *p = nvml_open_api(&a, 0, "GPU-bbbb", why, sizeof why);
+    assert_non_null(p);
+    assert_string_equal(nvml_device_name(p), "card 1");
+    assert_string_equal(nvml_device_uuid(p), "GPU-bbbb");
+    nvml_close(p);
+    p = nvml_open_api(&a, 1, NULL, why, sizeof why);  // no UUID: the index
+    assert_string_equal(nvml_device_name(p), "card 1");
+    nvml_close(p);
+    assert_null(nvml_open_api(&a, 0, "GPU-cccc", why, sizeof why));
+    assert_non_null(strstr(why, "GPU-cccc"));
+    a.get_handle_by_uuid = NULL;  // an NVML without the lookup: the index
+    p = nvml_open_api(&a, 0, "GPU-bbbb", why, sizeof why);
+    assert_string_equal(nvml_device_name(p), "card 0");
+    nvml_close(p);
+    a.uuid = NULL;
+    p = nvml_open_api(&a, 1, NULL, why, sizeof why);
+    assert_string_equal(nvml_device_uuid(p), "");
+    nvml_close(p);
 }
 
 // The energy counter: absent, read as joules, and (counters move in steps) its rate between moves.
 static void test_nvml_energy_with_fake_counters(void **state) {
     NvmlApi a = fake_api();
     char why[256];
-    NvmlProbe *p = nvml_open_api(&a, 0, why, sizeof why);
+    NvmlProbe *p = nvml_open_api(&a, 0, NULL, why, sizeof why);
     assert_true(isnan(nvml_energy_j(p)));  // not counted by this device
     nvml_close(p);
     a.energy = fake_energy;
-    p = nvml_open_api(&a, 0, why, sizeof why);
+    p = nvml_open_api(&a, 0, NULL, why, sizeof why);
     const double e0 = nvml_energy_j(p), e1 = nvml_energy_j(p);
     assert_true(fabs(e0 - 5000.25) < 1e-9 && fabs(e1 - e0 - 0.25) < 1e-9);
     nvml_close(p);
@@ -868,7 +907,7 @@ static void test_nvml_energy_with_fake_counters(void **state) {
     // arbitrary times gets wrong by up to a step (70 J) at each end
     a.energy = fake_energy_stepped;
     g_stepped_t0 = pm_now() - 0.05;
-    p = nvml_open_api(&a, 0, why, sizeof why);
+    p = nvml_open_api(&a, 0, NULL, why, sizeof why);
     NvmlSummary s;
     sample_tagged(p, 5, 1, 750000, &s);
     assert_true(s.energy_updates >= 5 && s.energy_updates <= 9);
@@ -956,6 +995,7 @@ int main(void) {
         cmocka_unit_test(test_profiler_event_path),
         cmocka_unit_test(test_nvml_sampler_with_fake_library),
         cmocka_unit_test(test_nvml_energy_with_fake_counters),
+        cmocka_unit_test(test_nvml_device_by_uuid),
         cmocka_unit_test(test_policies_on_prepared_data),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

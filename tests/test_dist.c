@@ -7,7 +7,8 @@
 //   Through mpirun ($PM_BIN, skipped when mpirun is absent): 2 ranks x --batch 2 (and 2 ranks x --batch 1 x
 //   --grad-accum 2) give the same per-step losses as 1 process x --batch 4 (1e-6 relative, from metrics.jsonl);
 //   a run checkpointed by 2 ranks continues on 1 rank with the same losses, and one checkpointed by 1 process
-//   continues on 2 ranks; a rank that fails brings the whole job down with a message naming it.
+//   continues on 2 ranks; a rank that fails brings the whole job down with a message naming it; train's energy
+//   report sums the ranks' distinct cards (a stand-in NVML library).
 #define _GNU_SOURCE
 #include <jansson.h>
 #include <math.h>
@@ -423,6 +424,88 @@ static void test_failing_rank_aborts_job(void **state) {
     free(text);
 }
 
+// train's energy report across ranks, against the stand-in NVML library tests/fakes/fake_nvml.c (PM_FAKE_NVML),
+// each rank's card drawing exactly W watts: two ranks on two cards (different FAKE_NVML_CARD, so different UUIDs)
+// report 2 W, in the metrics' energy_j (against the steps' own time) and the closing line; two ranks on one card
+// count it once (W); a rank without a counter turns the report off for the job, saying which rank and why.
+static double energy_run(const char *name, const char *card0, const char *lib0, const char *card1, double W,
+                         double *steps_s, double *rise, char **log_text) {
+    const char *bin = getenv("PM_BIN"), *lib = getenv("PM_FAKE_NVML");
+    char run[512], log[600];
+    snprintf(run, sizeof run, "%s/%s", g_dir, name);
+    snprintf(log, sizeof log, "%s.log", run);
+    assert_int_equal(sh(MPIRUN " -np 1 env PM_NVML_LIB='%s' FAKE_NVML_WATTS=%g FAKE_NVML_CARD=%s '%s' " TRAIN_ARGS
+                               " --steps 40 --batch 2 --out '%s' : -np 1 env PM_NVML_LIB='%s' FAKE_NVML_WATTS=%g "
+                               "FAKE_NVML_CARD=%s '%s' " TRAIN_ARGS " --steps 40 --batch 2 --out '%s' > '%s' 2>&1",
+                        lib0 ? lib0 : lib, W, card0, bin, g_data, run, lib, W, card1, bin, g_data, run, log),
+                     0);
+    size_t n;
+    *log_text = pm_read_file(log, &n);
+    assert_non_null(*log_text);
+    char path[600], line[4096];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    double e_first = NAN, e_last = NAN;
+    int steps = 0, with_energy = 0;
+    *steps_s = 0;
+    while (fgets(line, sizeof line, f)) {
+        json_t *j = json_loads(line, 0, NULL);
+        assert_non_null(j);
+        json_t *e = json_object_get(j, "energy_j");
+        if (e) {
+            with_energy++;
+            if (steps == 0) e_first = json_real_value(e);
+            else *steps_s += json_real_value(json_object_get(j, "step_s"));
+            e_last = json_real_value(e);
+        }
+        steps++;
+        json_decref(j);
+    }
+    fclose(f);
+    assert_int_equal(steps, 40);
+    *rise = e_last - e_first;
+    return with_energy;
+}
+
+static void test_energy_over_ranks(void **state) {
+    if (!have_mpirun()) skip();
+    const char *lib = getenv("PM_FAKE_NVML");
+    if (!lib || access(lib, R_OK) != 0) skip();
+    const double W = 150;
+    double steps_s, rise, watts, joules, secs, tpj;
+    char *text;
+    // two cards: every step's energy, summed over both, rises at 2 W
+    assert_int_equal(energy_run("energy2", "a", NULL, "b", W, &steps_s, &rise, &text), 40);
+    if (!(rise >= 2 * W * steps_s * 0.999 && rise <= 2 * W * steps_s * 1.5 + 2))
+        fail_msg("energy rose %.3f J over steps taking %.4f s (2 cards at %g W: %.3f J)", rise, steps_s, W,
+                 2 * W * steps_s);
+    const char *done = strstr(text, "the 2 GPUs (rank 0's: fake GPU) used ");
+    if (!done) fail_msg("no closing line for 2 GPUs in:\n%s", text);
+    assert_int_equal(sscanf(done, "the 2 GPUs (rank 0's: fake GPU) used %lf J over %lf s of training here: %lf W, %lf",
+                            &joules, &secs, &watts, &tpj),
+                     4);
+    if (fabs(watts - 2 * W) > 0.02 * 2 * W) fail_msg("closing line: %.1f W from 2 cards at %g W", watts, W);
+    free(text);
+    // one card shared by both ranks: counted once
+    assert_int_equal(energy_run("energy1", "a", NULL, "a", W, &steps_s, &rise, &text), 40);
+    if (!(rise >= W * steps_s * 0.999 && rise <= W * steps_s * 1.5 + 2))
+        fail_msg("one shared card: energy rose %.3f J over steps taking %.4f s (at %g W)", rise, steps_s, W);
+    done = strstr(text, "the GPU (fake GPU) used ");
+    if (!done) fail_msg("no closing line for one GPU in:\n%s", text);
+    assert_int_equal(sscanf(done, "the GPU (fake GPU) used %lf J over %lf s of training here: %lf W, %lf", &joules,
+                            &secs, &watts, &tpj),
+                     4);
+    if (fabs(watts - W) > 0.02 * W) fail_msg("closing line: %.1f W from one card at %g W", watts, W);
+    free(text);
+    // rank 0 without a counter: no report from any rank, and one note naming rank 0 and its library
+    assert_int_equal(energy_run("energy0", "a", "/nonexistent/libnvml.so", "b", W, &steps_s, &rise, &text), 0);
+    if (!strstr(text, "no energy report: rank 0: /nonexistent/libnvml.so could not be loaded"))
+        fail_msg("no note naming rank 0 in:\n%s", text);
+    assert_null(strstr(text, " used "));
+    free(text);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shards_partition_parameters),
@@ -433,6 +516,7 @@ int main(void) {
         cmocka_unit_test(test_two_ranks_equal_one),
         cmocka_unit_test(test_resume_two_ranks_on_one),
         cmocka_unit_test(test_failing_rank_aborts_job),
+        cmocka_unit_test(test_energy_over_ranks),
     };
     return cmocka_run_group_tests(tests, setup_corpus, teardown_corpus);
 }

@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     char why[512];
-    NvmlProbe *nv = nvml_open(NULL, 0, why, sizeof why);
+    NvmlProbe *nv = nvml_open_cuda_device(1, why, sizeof why);
     if (!nv) {
         fprintf(stderr, "energy_lab: NVML: %s\n", why);
         return 1;
