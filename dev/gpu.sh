@@ -29,7 +29,10 @@ if [ "$MODE" = pack ]; then
     cmake --build "$GPU/build" -j"${PM_JOBS:-2}"
     rm -rf "${GPU:?}/bin" "${GPU:?}/lib"
     mkdir -p "$GPU/bin" "$GPU/lib"
-    for f in "$GPU/build/packmamba" "$GPU/build/energy_lab" "$GPU/build"/test_cuda_* "$GPU/build"/test_*gpu*; do
+    # (test_dist: its GPU case, more ranks than GPUs refused, runs only where there is a GPU; the stand-in NVML
+    # library is for its energy case)
+    for f in "$GPU/build/packmamba" "$GPU/build/energy_lab" "$GPU/build"/test_cuda_* "$GPU/build"/test_*gpu* \
+        "$GPU/build/test_dist" "$GPU/build/libfake_nvml.so"; do
         [ -x "$f" ] && cp "$f" "$GPU/bin/"
     done
     if [ "${PM_PTX_CHECK:-1}" != 0 ]; then
@@ -83,8 +86,10 @@ run_test() {
     grep -E 'FAIL|ERROR|packmamba:|model loss|all gradients' "$OUTDIR/$name.log" | head -30 >>"$SUMMARY"
 }
 
-# 1. op tests (and the whole-model tests in the same binary)
-for t in "$GPU/bin"/test_*; do run_test "$t"; done
+# 1. op tests (and the whole-model tests in the same binary; test_dist's through mpirun with the packed binary)
+for t in "$GPU/bin"/test_*; do
+    run_test "$t" PM_BIN="$GPU/bin/packmamba" PM_FAKE_NVML="$GPU/bin/libfake_nvml.so"
+done
 # 1b. the op tests from compute_90 PTX alone (the driver compiles it at load): the backend without its sm_90a code,
 #     as on a GPU newer than Hopper; PM_TEST_PTX_ONLY=1 makes test_scan require the staged backward there
 if [ "${PM_PTX_CHECK:-1}" != 0 ] && [ -x "$GPU/bin/ptx_test_cuda_ops" ]; then

@@ -221,8 +221,12 @@ void dist_select_device(const char *device) {
         cudaGetLastError();
         return;  // backend_get reports the missing GPU
     }
-    if (lsize > ngpu && lrank == 0)
-        fprintf(stderr, "packmamba: warning: %d ranks share %d GPUs on this host\n", lsize, ngpu);
+    // NCCL refuses two ranks on one GPU ("invalid usage" at communicator init, after the model is built): say so
+    // at once, naming the counts.
+    if (lsize > ngpu)
+        dist_die("%d ranks on this host but %d GPU%s: each rank needs a GPU of its own (NCCL); start at most %d "
+                 "ranks per host",
+                 lsize, ngpu, ngpu == 1 ? "" : "s", ngpu);
     if (cudaSetDevice(lrank % ngpu) != cudaSuccess) dist_die("cannot select GPU %d", lrank % ngpu);
 #endif
 }

@@ -8,7 +8,8 @@
 //   --grad-accum 2) give the same per-step losses as 1 process x --batch 4 (1e-6 relative, from metrics.jsonl);
 //   a run checkpointed by 2 ranks continues on 1 rank with the same losses, and one checkpointed by 1 process
 //   continues on 2 ranks; a rank that fails brings the whole job down with a message naming it; train's energy
-//   report sums the ranks' distinct cards (a stand-in NVML library).
+//   report sums the ranks' distinct cards (a stand-in NVML library); on a GPU machine, more ranks than GPUs on a
+//   host are refused at once.
 #define _GNU_SOURCE
 #include <jansson.h>
 #include <math.h>
@@ -424,6 +425,30 @@ static void test_failing_rank_aborts_job(void **state) {
     free(text);
 }
 
+// On the GPU (skipped without one): more ranks on a host than it has GPUs is refused before any work, with one
+// line that gives both counts (NCCL would fail later with "invalid usage").
+static void test_more_ranks_than_gpus_refused(void **state) {
+    if (!have_mpirun()) skip();
+    FILE *p = popen("nvidia-smi -L 2>/dev/null | grep -c '^GPU '", "r");
+    int ngpu = 0;
+    if (!p || fscanf(p, "%d", &ngpu) != 1) ngpu = 0;
+    if (p) pclose(p);
+    if (ngpu < 1) skip();
+    const char *bin = getenv("PM_BIN");
+    char run[512], log[600];
+    snprintf(run, sizeof run, "%s/shared_gpu", g_dir);
+    snprintf(log, sizeof log, "%s.log", run);
+    const int rc = sh(MPIRUN " -np %d '%s' " TRAIN_ARGS " --device cuda --steps 2 --batch 1 --out '%s' > '%s' 2>&1",
+                      ngpu + 1, bin, g_data, run, log);
+    size_t n;
+    char *text = pm_read_file(log, &n);
+    assert_non_null(text);
+    char want[128];
+    snprintf(want, sizeof want, "%d ranks on this host but %d GPU", ngpu + 1, ngpu);
+    if (rc == 0 || !strstr(text, want)) fail_msg("rc %d, no \"%s\" in:\n%s", rc, want, text);
+    free(text);
+}
+
 // train's energy report across ranks, against the stand-in NVML library tests/fakes/fake_nvml.c (PM_FAKE_NVML),
 // each rank's card drawing exactly W watts: two ranks on two cards (different FAKE_NVML_CARD, so different UUIDs)
 // report 2 W, in the metrics' energy_j (against the steps' own time) and the closing line; two ranks on one card
@@ -517,6 +542,7 @@ int main(void) {
         cmocka_unit_test(test_resume_two_ranks_on_one),
         cmocka_unit_test(test_failing_rank_aborts_job),
         cmocka_unit_test(test_energy_over_ranks),
+        cmocka_unit_test(test_more_ranks_than_gpus_refused),
     };
     return cmocka_run_group_tests(tests, setup_corpus, teardown_corpus);
 }
