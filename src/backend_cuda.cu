@@ -719,8 +719,7 @@ typedef struct {
     int tuned;                        // 0 not yet, 1 algo_fast valid
     int bias_ok;   // the bias epilogue had a kernel; otherwise bias is added by a separate kernel
     int gemm_ex;   // cuBLASLt offered no kernel at all: classic cublasGemmEx (handles any layout)
-    int pick_n;    // the lab's pick (gemm_picked_algo): 1 + how many candidates pick_cand holds; 0 not asked yet
-    cublasLtMatmulAlgo_t pick_cand[GEMM_CANDS];
+    int pick_n;    // the lab's pick (gemm_picked_algo): 1 + how many candidates g_pick_cands holds; 0 not asked yet
 } GemmPlan;
 
 #define GEMM_CACHE 256
@@ -884,12 +883,18 @@ static int plan_candidates(GemmPlan *p, cublasLtMatmulAlgo_t *cand) {
 // ran is kept for backend_cuda_gemm_picked. -1: off (always, outside the lab).
 static int g_gemm_pick = -1, g_pick_found, g_pick_ran;
 static cublasLtMatmulAlgo_t g_pick_algo;
+// Each plan slot's candidates for the pick, allocated at the first pick (the lab's alone: the training never
+// pays for them); a recycled slot's pick_n is 0 again, so its stale row is asked anew.
+static cublasLtMatmulAlgo_t (*g_pick_cands)[GEMM_CANDS];
 static const cublasLtMatmulAlgo_t *gemm_picked_algo(GemmPlan *p) {
-    if (p->pick_n == 0) p->pick_n = 1 + plan_candidates(p, p->pick_cand);  // (asked once: the query costs ~a GEMM)
+    if (!g_pick_cands)
+        g_pick_cands = (cublasLtMatmulAlgo_t(*)[GEMM_CANDS])pm_calloc(GEMM_CACHE, sizeof *g_pick_cands);
+    cublasLtMatmulAlgo_t *cand = g_pick_cands[p - g_plans];
+    if (p->pick_n == 0) p->pick_n = 1 + plan_candidates(p, cand);  // (asked once: the query costs ~a GEMM)
     g_pick_found = p->pick_n - 1;
     if (g_pick_found == 0) return &p->algo;
     g_pick_ran = g_gemm_pick < g_pick_found ? g_gemm_pick : 0;
-    g_pick_algo = p->pick_cand[g_pick_ran];
+    g_pick_algo = cand[g_pick_ran];
     return &g_pick_algo;
 }
 

@@ -225,8 +225,8 @@ void dist_select_device(const char *device) {
     // at once, naming the counts.
     if (lsize > ngpu)
         dist_die("%d ranks on this host but %d GPU%s: each rank needs a GPU of its own (NCCL); start at most %d "
-                 "ranks per host",
-                 lsize, ngpu, ngpu == 1 ? "" : "s", ngpu);
+                 "rank%s per host",
+                 lsize, ngpu, ngpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s");
     if (cudaSetDevice(lrank % ngpu) != cudaSuccess) dist_die("cannot select GPU %d", lrank % ngpu);
 #endif
 }
