@@ -92,8 +92,9 @@ int dist_adapt_position(uint64_t pos[8], int B, int rank, int world) {
 static void vreport(const char *fmt, va_list ap) {
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    if (g_world > 1) fprintf(stderr, "packmamba: rank %d: %s\n", g_rank, msg);
-    else fprintf(stderr, "packmamba: %s\n", msg);
+    pm_error("%s", msg);  // (one line: control characters escaped)
+    if (g_world > 1) fprintf(stderr, "packmamba: rank %d: %s\n", g_rank, pm_last_error());
+    else fprintf(stderr, "packmamba: %s\n", pm_last_error());
     fflush(stderr);
 }
 

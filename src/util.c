@@ -15,6 +15,18 @@
 
 static char last_error[1024];
 
+// An error is one line, whatever its pieces hold: a control character quoted from bad input (a parser's "near '...'"
+// with a newline in a corrupt file's header, found by fuzzing) is written as an escape (\n, \xHH) into last_error.
+static void set_last_error(const char *msg) {
+    size_t o = 0;
+    for (const unsigned char *c = (const unsigned char *)msg; *c && o + 5 < sizeof last_error; c++) {
+        if (*c == '\n') last_error[o++] = '\\', last_error[o++] = 'n';
+        else if (*c < 0x20 || *c == 0x7f) o += (size_t)snprintf(last_error + o, 5, "\\x%02x", *c);
+        else last_error[o++] = (char)*c;
+    }
+    last_error[o] = 0;
+}
+
 // Both format into a local buffer first: callers re-report with pm_die("%s", pm_last_error()), and formatting
 // last_error into itself would be overlapping copies (undefined; glibc prints an empty or garbled message).
 void pm_die(const char *fmt, ...) {
@@ -23,7 +35,7 @@ void pm_die(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    memcpy(last_error, buf, sizeof buf);
+    set_last_error(buf);
     fprintf(stderr, "packmamba: %s\n", last_error);
     exit(1);
 }
@@ -34,7 +46,7 @@ int pm_error(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    memcpy(last_error, buf, sizeof buf);
+    set_last_error(buf);
     return -1;
 }
 

@@ -30,20 +30,11 @@
 #include "dist.h"
 #include "model.h"
 #include "shard.h"
+#include "shell.h"
 #include "util.h"
 
 static char g_dir[256];  // temp directory holding in/ (text) and data/ (prepared)
 static char g_data[320];
-
-static int sh(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
 
 // A corpus of varied documents (5..160 words; a few long ones are cut into pieces at T = 128), prepared with the
 // byte tokenizer.
