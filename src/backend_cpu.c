@@ -71,10 +71,11 @@ static inline int32_t bits_of_f32(float f) {
 
 // e^x = 2^k e^r with k = round(x / ln2), r = x - k ln2 (ln2 split in a hi part exact in the product and a lo
 // part), e^r by Horner. Below -87.3 the result would be subnormal: return 0 (flush). Above 88 clamp (finite;
-// only SiLU/sigmoid of huge negative inputs get there, where the exact value rounds the same way to ~0).
+// only SiLU/sigmoid of huge negative inputs get there, where the exact value rounds the same way to ~0). NaN in,
+// NaN out (a diverged run must see its NaN), without converting NaN to an integer (undefined; UBSan found it): the
+// clamp works on a copy that fmaxf makes finite.
 static inline float exp_f32(float x) {
-    float xc = x > 88.0f ? 88.0f : x;
-    xc = xc < -87.3f ? -87.3f : xc;
+    float xc = fminf(fmaxf(x, -87.3f), 88.0f);
     float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest integer
     float r = xc - kf * 0.693145751953125f;                             // ln2 hi: 16 significant bits
     r = r - kf * 1.42860682030941723e-6f;                               // ln2 lo
@@ -86,8 +87,8 @@ static inline float exp_f32(float x) {
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    float y = p * f32_of_bits(((int32_t)kf + 127) << 23);
-    return x < -87.3f ? 0.0f : y;
+    float y = p * f32_of_bits((uint32_t)((int32_t)kf + 127) << 23);
+    return x < -87.3f ? 0.0f : x == x ? y : x;
 }
 
 // log1p(y) for y >= 0. w = 1 + y rounded, c = y - (w - 1) its rounding error (exact), log1p(y) = log(w) + c/w.

@@ -1176,16 +1176,16 @@ int cmd_bench(int argc, char **argv) {
 
     BenchConfig *cfgs = NULL;
     int n_cfg = 0;
+    BenchFileOptions fo;  // (a sweep file's options; device and data point into it from here on)
+    memset(&fo, 0, sizeof fo);
     if (sweep) {
-        BenchFileOptions fo;
-        memset(&fo, 0, sizeof fo);
         fo.steps = steps, fo.warmup = warmup, fo.profile_steps = profile_steps, fo.vocab = vocab;
         snprintf(fo.device, sizeof fo.device, "%s", device);
         snprintf(fo.data, sizeof fo.data, "%s", data ? data : "");
         if (bench_parse_sweep_file(sweep, &cfgs, &n_cfg, &fo) != 0) pm_die("%s", pm_last_error());
         steps = fo.steps, warmup = fo.warmup, profile_steps = fo.profile_steps, vocab = fo.vocab;
-        device = pm_strdup(fo.device);
-        data = fo.data[0] ? pm_strdup(fo.data) : NULL;
+        device = fo.device;
+        data = fo.data[0] ? fo.data : NULL;
     } else {
         if (!policy) policy = data ? "pack" : "fixed";
         if (bench_expand(presets, n_layer, d_model, d_state, seq_len, batch, tokens, policy, &cfgs, &n_cfg) < 0)

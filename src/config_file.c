@@ -192,3 +192,9 @@ int train_config_load(const char *path, const ArgSpec *specs, int nspecs, int ar
                       char ***out_argv) {
     return load(path, specs, nspecs, train_check, argc, argv, out_argc, out_argv);
 }
+
+void train_config_free(int out_argc, char **out_argv, int argc) {
+    if (!out_argv) return;
+    for (int i = 1; i <= out_argc - argc; i++) free(out_argv[i]);  // the file's, after argv[0]; then argv's own
+    free(out_argv);
+}

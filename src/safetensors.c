@@ -361,9 +361,10 @@ int st_write_cb(const char *path, const StWrite *t, int n, const char *metadata_
         json_t *v;
         json_object_foreach(md, k, v) {
             if (!json_is_string(v)) {
+                pm_error("%s: metadata value \"%s\" is not a string", path, k);  // (k belongs to md: before freeing it)
                 json_decref(md);
                 json_decref(root);
-                return pm_error("%s: metadata value \"%s\" is not a string", path, k);
+                return -1;
             }
         }
         json_object_set_new(root, "__metadata__", md);

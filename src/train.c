@@ -229,12 +229,12 @@ int cmd_train(int argc, char **argv) {
     const int nspecs = sizeof specs / sizeof specs[0];
     const char *usage = "packmamba train --data DIR --out RUN [--config FILE] [options]";
     args_parse(argc, argv, usage, specs, nspecs, NULL, 0, NULL);
+    int cargc = 0;
+    char **cargv = NULL;  // (a config file's command line: a.* point into it until the end)
     if (a.config) {  // parse again with the file's options first, so that the command line's come later and win
-        int cargc;
-        char **cargv;
         if (train_config_load(a.config, specs, nspecs, argc, argv, &cargc, &cargv) != 0)
             pm_die("%s", pm_last_error());
-        args_parse(cargc, cargv, usage, specs, nspecs, NULL, 0, NULL);  // cargv lives until exit (a.* point into it)
+        args_parse(cargc, cargv, usage, specs, nspecs, NULL, 0, NULL);
     }
     if (!a.data) pm_die("train: --data DIR is required (make one with packmamba prepare)");
     if (!a.out) pm_die("train: --out RUN is required");
@@ -459,6 +459,7 @@ int cmd_train(int argc, char **argv) {
     free(run_json);
     tokenizer_free(tok);
     model_destroy(&m);
+    train_config_free(cargc, cargv, argc);
     dist_finalize();
     return exit_code;
 }

@@ -313,11 +313,12 @@ static void rewrite_st(const char *dir, const char *file, EditFn edit) {
         off += t->nbytes;
     }
     int n = f.n;
+    const int slots = f.n + 4;  // (st_close clears f)
     static char scratch[1 << 16];
     edit(w, &n, scratch);
     st_close(&f);
     assert_int_equal(st_write(path, w, n, NULL), 0);
-    for (int i = 0; i < f.n + 4; i++) {
+    for (int i = 0; i < slots; i++) {
         free((void *)w[i].name);
         free((void *)w[i].dtype);
     }
