@@ -2,6 +2,7 @@
 #include "args.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,8 @@ void args_parse(int argc, char **argv, const char *usage, ArgSpec *specs, int ns
         }
         case ARG_FLOAT: {
             float x = strtof(v, &end);
-            if (*v == 0 || *end || errno) pm_die("%s: option %s expects a number, got '%s'", argv[0], name, v);
+            if (*v == 0 || *end || errno || !isfinite(x))  // (no option takes nan or inf)
+                pm_die("%s: option %s expects a finite number, got '%s'", argv[0], name, v);
             *(float *)s->value = x;
             break;
         }

@@ -152,25 +152,39 @@ static const struct {
     {"--memory-budget", 0, INFINITY, 0, 0},        // 0 (run.json's default): not used
 };
 
-static int train_check(const char *path, const char *key, const char *flag, json_t *v) {
-    if (json_is_number(v)) {
-        double x = json_number_value(v);
-        for (size_t i = 0; i < sizeof train_bounds / sizeof train_bounds[0]; i++) {
-            if (strcmp(train_bounds[i].flag, flag) != 0) continue;
-            double lo = train_bounds[i].lo, hi = train_bounds[i].hi;
-            int bad = train_bounds[i].lo_open ? !(x > lo) : !(x >= lo);
-            bad |= train_bounds[i].hi_open ? !(x < hi) : !(x <= hi);
-            if (!bad) return 0;
-            char range[96];
-            if (isinf(hi))
-                snprintf(range, sizeof range, "%s %.15g", train_bounds[i].lo_open ? ">" : ">=", lo);
-            else
-                snprintf(range, sizeof range, "%s%.15g, %.15g%s", train_bounds[i].lo_open ? "(" : "[", lo, hi,
-                         train_bounds[i].hi_open ? ")" : "]");
-            return pm_error("%s: %s: %g is not a possible value (expected %s)", path, key, x, range);
-        }
-        return 0;
+// 0 where x is in flag's range (or flag has none), else -1 with pm_error "WHERE: NAME: x is not a possible value
+// (expected RANGE)".
+static int bounds_check(const char *where, const char *name, const char *flag, double x) {
+    for (size_t i = 0; i < sizeof train_bounds / sizeof train_bounds[0]; i++) {
+        if (strcmp(train_bounds[i].flag, flag) != 0) continue;
+        double lo = train_bounds[i].lo, hi = train_bounds[i].hi;
+        int bad = train_bounds[i].lo_open ? !(x > lo) : !(x >= lo);
+        bad |= train_bounds[i].hi_open ? !(x < hi) : !(x <= hi);
+        if (!bad) return 0;
+        char range[96];
+        if (isinf(hi))
+            snprintf(range, sizeof range, "%s %.15g", train_bounds[i].lo_open ? ">" : ">=", lo);
+        else
+            snprintf(range, sizeof range, "%s%.15g, %.15g%s", train_bounds[i].lo_open ? "(" : "[", lo, hi,
+                     train_bounds[i].hi_open ? ")" : "]");
+        return pm_error("%s: %s: %g is not a possible value (expected %s)", where, name, x, range);
     }
+    return 0;
+}
+
+int train_flags_check(const ArgSpec *specs, int nspecs) {
+    for (int i = 0; i < nspecs; i++) {
+        double x;
+        if (specs[i].kind == ARG_INT) x = *(const int *)specs[i].value;
+        else if (specs[i].kind == ARG_FLOAT) x = *(const float *)specs[i].value;
+        else continue;
+        if (bounds_check("train", specs[i].name, specs[i].name, x) != 0) return -1;
+    }
+    return 0;
+}
+
+static int train_check(const char *path, const char *key, const char *flag, json_t *v) {
+    if (json_is_number(v)) return bounds_check(path, key, flag, json_number_value(v));
     if (!json_is_string(v)) return 0;
     const char *s = json_string_value(v);
     if (strcmp(flag, "--preset") == 0) {

@@ -21,6 +21,9 @@ int config_file_args(const char *path, const ArgSpec *specs, int nspecs, int arg
 // min_lr_frac in [0, 1]; beta1, beta2 in [0, 1); weight_decay, grad_clip >= 0), a known preset, packing and device.
 int train_config_load(const char *path, const ArgSpec *specs, int nspecs, int argc, char **argv, int *out_argc,
                       char ***out_argv);
+// The numeric options of train (specs after parsing, from a file or the command line) against the ranges a config
+// file's values are checked against: 0, or -1 with pm_error naming the flag, its value and the range.
+int train_flags_check(const ArgSpec *specs, int nspecs);
 // Frees what train_config_load made for a command line of argc arguments (the options it parsed from there point
 // into it: call it when they are no longer read).
 void train_config_free(int out_argc, char **out_argv, int argc);

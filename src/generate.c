@@ -303,6 +303,10 @@ int cmd_generate(int argc, char **argv) {
                sizeof specs / sizeof specs[0], NULL, 0, NULL);
     if (!checkpoint) pm_die("generate: --checkpoint PATH is required");
     if (n_tokens < 0) pm_die("generate: --tokens must be >= 0");
+    if (!(temperature >= 0) || !isfinite(temperature))
+        pm_die("generate: --temperature %g: must be >= 0 (0: greedy)", (double)temperature);
+    if (!(top_p > 0 && top_p <= 1)) pm_die("generate: --top-p %g: must be in (0, 1] (1: off)", (double)top_p);
+    if (top_k < 0) pm_die("generate: --top-k %d: must be >= 0 (0: all tokens)", top_k);
     const int parallel = strcmp(prefill, "parallel") == 0;
     if (!parallel && strcmp(prefill, "recurrent") != 0)
         pm_die("generate: --prefill must be parallel or recurrent, not '%s'", prefill);

@@ -236,6 +236,7 @@ int cmd_train(int argc, char **argv) {
             pm_die("%s", pm_last_error());
         args_parse(cargc, cargv, usage, specs, nspecs, NULL, 0, NULL);
     }
+    if (train_flags_check(specs, nspecs) != 0) pm_die("%s", pm_last_error());  // (the command line's too)
     if (!a.data) pm_die("train: --data DIR is required (make one with packmamba prepare)");
     if (!a.out) pm_die("train: --out RUN is required");
     int policy = policy_parse(a.packing);

@@ -121,14 +121,28 @@ static const Target targets[] = {
     {"data/prepare.json", {"stats W/data"}},
 };
 
-// "W" -> the work tree, in an argument list
+// "W/" (or "P/") at the start of an argument -> the given tree, in an argument list
 static void expand(const char *args, const char *work, char *out, size_t n) {
     size_t o = 0;
     for (const char *c = args; *c && o + 1 < n; c++) {
-        if (*c == 'W' && (c == args || c[-1] == ' ') && c[1] == '/') o += (size_t)snprintf(out + o, n - o, "%s", work);
+        if ((*c == 'W' || *c == 'P') && (c == args || c[-1] == ' ') && c[1] == '/')
+            o += (size_t)snprintf(out + o, n - o, "%s", work);
         else out[o++] = *c;
     }
     out[o < n ? o : n - 1] = 0;
+}
+
+// The last run's stderr (dir/err; free it), and in *last its last non-empty line.
+static char *read_err(const char **last) {
+    char errp[300];
+    snprintf(errp, sizeof errp, "%s/err", dir);
+    size_t ne;
+    char *err = pm_read_file(errp, &ne);
+    assert_non_null(err);
+    *last = err;
+    for (char *p = err; *p; p++)
+        if (*p == '\n' && p[1]) *last = p + 1;
+    return err;
 }
 
 static void test_corrupt_files(void **state) {
@@ -164,16 +178,10 @@ static void test_corrupt_files(void **state) {
             for (int c = 0; c < 2 && targets[t].cmds[c]; c++) {
                 char args[1024];
                 expand(targets[t].cmds[c], work, args, sizeof args);
-                const int rc = sh("cd '%s' && timeout 30 '%s' %s > '%s/out' 2> '%s/err'", dir, bin, args, dir, dir);
+                const int rc = sh("cd '%s' && timeout 30 '%s' %s > out 2> err", dir, bin, args);
                 runs++;
-                char errp[300];
-                snprintf(errp, sizeof errp, "%s/err", dir);
-                size_t ne;
-                char *err = pm_read_file(errp, &ne);
-                assert_non_null(err);
-                char *last = err;  // the last non-empty line
-                for (char *p = err; *p; p++)
-                    if (*p == '\n' && p[1]) last = p + 1;
+                const char *last;
+                char *err = read_err(&last);
                 if (rc != 0 && rc != 1)
                     fail_msg("%s, mutant %d: `packmamba %s` ended with %d (a signal or the timeout): %s", targets[t].file,
                              i, args, rc, last);
@@ -207,6 +215,59 @@ static void test_corrupt_files(void **state) {
     assert_true(refused > runs / 4);  // (the mutants are bad enough to be refused often: the oracle is exercised)
 }
 
+// Every flag of every command (read from its --help, so a new flag is covered when it is added) given values no
+// flag should take as they come: each run works or stops with exit 1 or 2 and a last line "packmamba: ...", within
+// 30 s; never a signal. (`train --lr nan` crashed this way: jansson cannot hold a NaN in run.json.) bench is left
+// out for its time (a configuration that runs takes ~8 s on the CPU); its flags share the parser.
+static void test_flag_values(void **state) {
+    (void)state;
+    if (!bin) skip();
+    static const struct {
+        const char *cmd, *args;  // a run that works with the flag left out ("P": the pristine tree)
+    } cmds[] = {
+        {"train", "--data P/data --out FZ --preset tiny --seq-len 64 --batch 2 --steps 1 --log-every 0"},
+        {"eval", "--checkpoint P/run --data P/data --split val"},
+        {"generate", "--checkpoint P/run --prompt state --tokens 3"},
+        {"stats", "P/data"},
+        {"prepare", "--out FZ P/../in"},
+        {"tokenize", "--tokenizer P/data/tokenizer.json hello"},
+    };
+    static const char *values[] = {"nan", "-1", "x", "0", "-2147483648"};
+    char pristine[300];
+    snprintf(pristine, sizeof pristine, "%s/pristine", dir);
+    int runs = 0;
+    for (size_t c = 0; c < sizeof cmds / sizeof *cmds; c++) {
+        assert_int_equal(sh("'%s' %s --help > '%s/help' 2>&1", bin, cmds[c].cmd, dir), 0);
+        char hp[300];
+        snprintf(hp, sizeof hp, "%s/help", dir);
+        size_t nh;
+        char *help = pm_read_file(hp, &nh);
+        assert_non_null(help);
+        char base[1024];
+        expand(cmds[c].args, pristine, base, sizeof base);  // (expand's "W/" is this table's "P/")
+        int flags = 0;
+        for (char *line = help; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+            char flag[64];
+            if (sscanf(line, "  %63[-a-z0-9]", flag) != 1 || strncmp(flag, "--", 2) != 0 || !strcmp(flag, "--help"))
+                continue;
+            flags++;
+            for (size_t v = 0; v < sizeof values / sizeof *values; v++) {
+                const int rc = sh("cd '%s' && rm -rf FZ && timeout 30 '%s' %s %s %s %s > out 2> err", dir, bin,
+                                  cmds[c].cmd, base, flag, values[v]);
+                runs++;
+                const char *last;
+                char *err = read_err(&last);
+                if (rc > 2 || (rc != 0 && strncmp(last, "packmamba", 9) != 0))
+                    fail_msg("`packmamba %s ... %s %s` ended with %d: %s", cmds[c].cmd, flag, values[v], rc, err);
+                free(err);
+            }
+        }
+        if (flags < 1) fail_msg("no flags in `packmamba %s --help`", cmds[c].cmd);
+        free(help);
+    }
+    printf("%d runs with odd flag values: each worked or stopped with one line\n", runs);
+}
+
 static void test_error_is_one_line(void **state) {
     (void)state;
     pm_error("near '%s' in %s", "a\nb\x01", "x.json");
@@ -218,6 +279,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_is_one_line),
         cmocka_unit_test(test_corrupt_files),
+        cmocka_unit_test(test_flag_values),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

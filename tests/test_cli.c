@@ -412,6 +412,9 @@ static void test_bad_configs(void **state) {
         {"--batch -1", "batch"},   {"--batch x", "batch"},     {"--no-such-flag", "no-such-flag"},
         {"--config missing.json", "missing.json"}, {"--scan-states-layers -3", "scan-states-layers"},
         {"--memory-budget -1", "memory-budget"},
+        {"--lr nan", "--lr"},  // (jansson cannot hold a NaN in run.json: this crashed before it was refused)
+        {"--grad-clip inf", "--grad-clip"}, {"--lr -1", "--lr"}, {"--beta2 1", "--beta2"},
+        {"--min-lr-frac 2", "--min-lr-frac"}, {"--warmup -3", "--warmup"},
         {"--in-proj-layers -2", "in-proj-layers"},
         {"--activations-layers -2", "activations-layers"},
         {"--activations-layers 1 --keep-activations", "activations-layers"},
@@ -536,10 +539,20 @@ static void test_eval_per_doc(void **state) {
     json_decref(j);
 }
 
-// generate with a fixed seed is deterministic (greedy and sampled), and echoes the prompt.
+// generate with a fixed seed is deterministic (greedy and sampled), and echoes the prompt; sampling settings
+// outside their ranges are refused with one line naming the flag.
 static void test_generate_deterministic(void **state) {
     (void)state;
     REQUIRE_READY();
+    static const char *bad[] = {"--temperature -1", "--temperature nan", "--top-p 0", "--top-p 1.5", "--top-k -2",
+                                "--tokens -5"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const int rc = pm("generate --checkpoint base --prompt 'The ' --tokens 3 %s", bad[i]);
+        char flag[32];
+        sscanf(bad[i], "%31s", flag);
+        if (rc != 1 || count_lines(err_s) != 1 || !strstr(err_s, flag))
+            fail_msg("generate %s: exit %d, stderr: %s", bad[i], rc, err_s);
+    }
     const char *variants[] = {"--temperature 0", "--temperature 1 --top-k 20"};
     for (int v = 0; v < 2; v++) {
         assert_int_equal(pm("generate --checkpoint base --prompt 'The ' --tokens 20 --seed 1 %s", variants[v]), 0);
