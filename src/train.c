@@ -349,8 +349,8 @@ int cmd_train(int argc, char **argv) {
     // the sum over the distinct cards (ranks sharing a card, told apart by UUID, count it once); the report is on
     // only where every rank has a counter.
     EnergyMeter em = energy_open(!strcmp(bk->name, "cuda"), !strcmp(bk->name, "cuda") || getenv("PM_NVML_LIB"));
-    const double e_start = energy_read(&em);
-    double e_log = e_start, t_log = t_start;
+    const double e_start = energy_read(&em), t_e0 = pm_now();  // (the joules' own start: energy_open may wait)
+    double e_log = e_start, t_log = t_e0;
     int64_t tokens_log = tokens_seen, tokens_start = tokens_seen;
     int exit_code = 0, start_step = m.step, tty = lead && isatty(STDERR_FILENO);
     while (m.step < a.steps && !dist_any(stop_requested)) {  // every rank stops at the same step
@@ -442,7 +442,7 @@ int cmd_train(int argc, char **argv) {
                     last_ckpt);
     }
     if (em.on) {
-        const double e = energy_read(&em) - e_start, t = pm_now() - t_start;
+        const double e = energy_read(&em) - e_start, t = pm_now() - t_e0;
         char who[160];
         if (em.cards == 1) snprintf(who, sizeof who, "the GPU (%s)", nvml_device_name(em.nv));
         else snprintf(who, sizeof who, "the %d GPUs (rank 0's: %s)", em.cards, nvml_device_name(em.nv));
