@@ -5,8 +5,8 @@
 // file's directory, within 30 s; never a signal (a crash), a hang or a message over several lines. A refused run
 // must leave every other file as it was (a checkpoint that fails to load overwrites nothing). The pristine tree is
 // a tiny model trained for 2 steps on byte-tokenized data (small files, so each mutant gets a fresh copy of the
-// tree), and the same corpus prepared with the GPT-2 BPE fixture (bpe/: a tokenizer.json with a real vocabulary and
-// merges). Also: an error message quoting a control character stays one line (pm_error).
+// tree), the same corpus prepared with the GPT-2 BPE fixture (bpe/: a tokenizer.json with a real vocabulary and
+// merges), a bench sweep file (read by --list) and a tiny bench run's results.json (read by --report). Also: an error message quoting a control character stays one line (pm_error).
 #define _GNU_SOURCE
 #include <libgen.h>
 #include <setjmp.h>
@@ -25,7 +25,7 @@
 #include "util.h"
 
 static const char *bin;  // PM_BIN
-static char dir[256];    // temporary: in/, pristine/{run,data,bpe}, work/ (a copy of pristine/)
+static char dir[256];    // temporary: in/, pristine/{run,data,bpe,bench,sweep.json}, work/ (a copy of pristine/)
 #define CKPT "run/checkpoints/step_00000002"
 
 static int setup(void **state) {
@@ -55,6 +55,21 @@ static int setup(void **state) {
            "--steps 2 --log-every 0 >/dev/null 2>&1",
            bin, dir, dir) != 0)
         return fprintf(stderr, "test_bad_input: train failed\n"), -1;
+    // bench's two files: a sweep (read by --list; its data path as the commands see it from dir) and a run's
+    // results.json (read by --report)
+    char sweep[512];
+    snprintf(sweep, sizeof sweep, "%s/pristine/sweep.json", dir);
+    FILE *f = fopen(sweep, "w");
+    if (!f) return -1;
+    fprintf(f, "{\"device\": \"cpu\", \"steps\": 1, \"warmup\": 0, \"profile_steps\": 1, \"vocab\": 257,\n"
+               " \"sweeps\": [{\"preset\": [\"tiny\"], \"seq_len\": [64, 128], \"batch\": 1, \"policy\": \"fixed\"},\n"
+               "  {\"preset\": \"tiny\", \"n_layer\": [2, 3], \"seq_len\": 64, \"tokens\": 128,\n"
+               "   \"policy\": [\"single\", \"pack\"], \"data\": \"work/data\"}]}\n");
+    fclose(f);
+    if (sh("'%s' bench --out '%s/pristine/bench' --preset tiny --seq-len 64 --batch 1 --steps 1 --warmup 0 "
+           "--warmup-s 0 --profile-steps 1 --no-plots >/dev/null 2>&1",
+           bin, dir) != 0)
+        return fprintf(stderr, "test_bad_input: bench failed\n"), -1;
     return 0;
 }
 
@@ -119,6 +134,8 @@ static const Target targets[] = {
     {"bpe/data.pms", {"stats W/bpe"}},
     {"data/data.pms", {"stats W/data", "eval --checkpoint W/run --data W/data --split val"}},
     {"data/prepare.json", {"stats W/data"}},
+    {"sweep.json", {"bench --sweep W/sweep.json --out W/sweepout --list"}},
+    {"bench/results.json", {"bench --report W/bench --no-plots"}},
 };
 
 // "W/" (or "P/") at the start of an argument -> the given tree, in an argument list
