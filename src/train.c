@@ -3,12 +3,14 @@
 // per-document loss) over prepared data.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -298,6 +300,14 @@ int cmd_train(int argc, char **argv) {
 
     if (pm_mkdir_p(a.out) != 0) pm_die("%s", pm_last_error());
     char path[4352], metrics_path[4352];
+    // One trainer a run directory: two at once would interleave their metrics and overwrite each other's
+    // checkpoints. The lock belongs to the process (flock), so a run that crashed leaves nothing to clear; it is
+    // taken before anything here is read for a resume or written.
+    snprintf(path, sizeof path, "%s/.lock", a.out);
+    const int lock_fd = lead ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
+    if (lead && lock_fd < 0) pm_die("%s: cannot create: %s", path, strerror(errno));
+    if (lead && flock(lock_fd, LOCK_EX | LOCK_NB) != 0)
+        pm_die("%s: another packmamba train is using this run directory (it holds %s)", a.out, path);
     snprintf(metrics_path, sizeof metrics_path, "%s/metrics.jsonl", a.out);
     char *run_json = train_args_json(&a);
     int64_t tokens_seen = 0;
@@ -461,6 +471,7 @@ int cmd_train(int argc, char **argv) {
     tokenizer_free(tok);
     model_destroy(&m);
     train_config_free(cargc, cargv, argc);
+    if (lock_fd >= 0) close(lock_fd);  // (the lock goes with it)
     dist_finalize();
     return exit_code;
 }

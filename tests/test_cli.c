@@ -622,6 +622,43 @@ static void test_train_reports_energy(void **state) {
     free(mtx);
 }
 
+// Two trainers on one run directory: the second stops at once with one line, writing nothing; the first goes on
+// (and resumes normally afterwards: the lock went with its process).
+static void test_run_directory_locked(void **state) {
+    (void)state;
+    REQUIRE_READY();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (chdir(dir) != 0 || !freopen("/dev/null", "w", stderr)) _exit(126);
+        execl(bin, bin, "train", "--data", "data", "--out", "locked", "--preset", "tiny", "--seq-len", "64", "--batch",
+              "2", "--steps", "1000000", "--log-every", "0", (char *)NULL);
+        _exit(127);
+    }
+    char *m = NULL;  // the first is training once it has logged a step
+    for (int i = 0; i < 600 && count_lines(m) < 1; i++) {
+        free(m);
+        usleep(50000);
+        m = read_rel("locked/metrics.jsonl");
+    }
+    const int first_lines = count_lines(m);
+    free(m);
+    const int rc = pm("train --data data --out locked " TINY " --steps 5");
+    kill(pid, SIGTERM);  // (it saves a checkpoint and exits 0)
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(first_lines >= 1);
+    if (rc != 1 || count_lines(err_s) != 1 || !strstr(err_s, "another packmamba train is using this run directory"))
+        fail_msg("second trainer: exit %d, stderr: %s", rc, err_s);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    // the lock is gone with its process: resuming works (one step past the checkpoint SIGTERM left)
+    char ck[256];
+    assert_int_equal(latest_checkpoint("locked", ck, sizeof ck), 0);
+    const int step = atoi(strrchr(ck, '_') + 1);
+    assert_int_equal(pm("train --data data --out locked " TINY " --steps %d --resume", step + 1), 0);
+    assert_non_null(strstr(err_s, "resuming from"));
+}
+
 // On a terminal the run draws a progress bar with an ETA (carriage returns); redirected to a file it writes plain
 // lines only.
 static void test_progress_bar_on_tty(void **state) {
@@ -673,6 +710,7 @@ int main(void) {
         cmocka_unit_test(test_generate_deterministic),
         cmocka_unit_test(test_train_reports_energy),
         cmocka_unit_test(test_progress_bar_on_tty),
+        cmocka_unit_test(test_run_directory_locked),
     };
     return cmocka_run_group_tests_name("packmamba command line", tests, group_setup, group_teardown);
 }
