@@ -37,15 +37,13 @@ NvmlProbe *nvml_open_api(const NvmlApi *api, unsigned index, const char *uuid, c
         return NULL;
     }
     void *dev = NULL;
-    if (uuid && api->get_handle_by_uuid) {
-        r = api->get_handle_by_uuid(uuid, &dev);
-        if (r != 0) {
-            snprintf(why, why_n, "NVML has no device %s: %s (code %d)", uuid, err_str(api, r), r);
-            api->shutdown();
-            return NULL;
-        }
-    } else if ((r = api->get_handle(index, &dev)) != 0) {
-        snprintf(why, why_n, "NVML has no device %u: %s (code %d)", index, err_str(api, r), r);
+    const int by_uuid = uuid && api->get_handle_by_uuid;
+    r = by_uuid ? api->get_handle_by_uuid(uuid, &dev) : api->get_handle(index, &dev);
+    if (r != 0) {
+        char which[96];
+        if (by_uuid) snprintf(which, sizeof which, "%s", uuid);
+        else snprintf(which, sizeof which, "%u", index);
+        snprintf(why, why_n, "NVML has no device %s: %s (code %d)", which, err_str(api, r), r);
         api->shutdown();
         return NULL;
     }

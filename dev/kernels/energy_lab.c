@@ -32,11 +32,8 @@ static int D, DI, N, R, NX, KC;  // the 370m preset's (config_preset): d_model, 
 static size_t NPARAMS;           // its parameter count (model_num_params)
 
 static const Backend *G;
-static uint64_t g_rng = 88172645463325252ull;
-static float urand(float lo, float hi) {  // xorshift64
-    g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
-    return lo + (hi - lo) * (float)((g_rng >> 40) * (1.0 / 16777216.0));
-}
+static PmRng g_rng;  // (seeded in main)
+static float urand(float lo, float hi) { return lo + (hi - lo) * pm_rng_uniform(&g_rng); }
 
 // n random F32 values in [lo, hi) on the device
 static void *dev_f32(size_t n, float lo, float hi) {
@@ -175,6 +172,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "energy_lab: seconds must be a positive number; usage: energy_lab [gemms] [seconds]\n");
         return 2;
     }
+    pm_rng_seed(&g_rng, 88172645463325252ull);
     G = backend_cuda(0);
     if (!G) {
         fprintf(stderr, "energy_lab: no CUDA device: %s\n", pm_last_error());
