@@ -28,3 +28,23 @@ int backend_cuda_device_uuid(char *buf, size_t n) {
     if (n) buf[0] = 0;
     return -1;
 }
+
+// GPU decoding (cuda_decode.cu): never created here, so the rest is never reached.
+#include "cuda_decode.h"
+CudaDecoder *cuda_decoder_create(const DecodeWeights *w) {
+    (void)w;
+    pm_error("this packmamba was built without CUDA: no GPU decoding");
+    return NULL;
+}
+void cuda_decoder_reset(CudaDecoder *d) { (void)d; }
+const float *cuda_decoder_step(CudaDecoder *d, int token) {
+    (void)d, (void)token;
+    return NULL;
+}
+const float *cuda_decoder_prefill(CudaDecoder *d, const void *const *xz, const void *const *xdbl, const void *xf_last,
+                                  int n) {
+    (void)d, (void)xz, (void)xdbl, (void)xf_last, (void)n;
+    return NULL;
+}
+void cuda_decoder_states(const CudaDecoder *d, float *conv, float *ssm) { (void)d, (void)conv, (void)ssm; }
+void cuda_decoder_free(CudaDecoder *d) { (void)d; }

@@ -1,4 +1,4 @@
-// generate.h — decoding of a model on the host for `packmamba generate`: prompt prefill through the parallel
+// generate.h — decoding of a model on the host (or the GPU) for `packmamba generate`: prompt prefill through the parallel
 // forward, then recurrent (one token at a time) decoding from each layer's conv and SSM state.
 #pragma once
 #include "model.h"
@@ -6,6 +6,9 @@
 
 typedef struct Decoder Decoder;
 Decoder *decoder_create(const Model *m);  // copies the model's parameters; states zeroed
+// Decoding on the GPU (cuda_decode.h) from the fp32 weights of m, a model on the CUDA backend, which must outlive
+// the decoder unchanged; the functions below then run there. NULL with pm_error where it cannot.
+Decoder *decoder_create_cuda(const Model *m);
 void decoder_reset(Decoder *d);           // zero the states (a new document)
 // Feed one token; returns the logits (vocab_pad) for the next one (valid until the next call).
 const float *decoder_step(Decoder *d, int token);

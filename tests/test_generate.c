@@ -10,9 +10,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "generate.h"
+#include "logits.h"
 #include "model.h"
 #include "util.h"
 
@@ -111,15 +113,6 @@ static void test_greedy_generation_matches_full_forward(void **state) {
     model_destroy(&m);
 }
 
-static double rel_diff(const float *a, const float *b, int n) {
-    double num = 0, den = 0;
-    for (int v = 0; v < n; v++) {
-        double e = (double)a[v] - b[v];
-        num += e * e, den += (double)b[v] * b[v];
-    }
-    return sqrt(num / den);
-}
-
 static void test_parallel_prefill_matches_recurrent(void **state) {
     (void)state;
     const int T = 48, steps = 24;  // T: the model's row length; the longest prompt is over twice that
@@ -191,8 +184,88 @@ static void test_prefill_on_recompute_in_proj_model(void **state) {
     model_destroy(&a), model_destroy(&b);
 }
 
+// Sampling against its definition: draws follow softmax(logits / T) restricted to the k most likely tokens (ties
+// in id order) and to the shortest such prefix holding top_p of the mass, sampled in that order.
+static int ref_cmp(const void *a, const void *b) {  // descending p, then ascending id
+    const double *x = a, *y = b;
+    return x[0] < y[0] ? 1 : x[0] > y[0] ? -1 : (x[1] > y[1]) - (x[1] < y[1]);
+}
+static int ref_sample(const float *logits, int V, float temp, int top_k, float top_p, PmRng *rng) {
+    double *c = pm_malloc(sizeof(double) * 2 * V), mx = -INFINITY, sum = 0;
+    for (int i = 0; i < V; i++) mx = logits[i] > mx ? logits[i] : mx;
+    for (int i = 0; i < V; i++) c[2 * i] = expf((logits[i] - (float)mx) / temp), c[2 * i + 1] = i, sum += c[2 * i];
+    qsort(c, V, 2 * sizeof(double), ref_cmp);
+    int n = top_k > 0 && top_k < V ? top_k : V;
+    double acc = 0, total = 0;
+    for (int i = 0; top_p < 1 && i < n; i++)
+        if ((acc += c[2 * i] / sum) >= top_p) n = i + 1;
+    for (int i = 0; i < n; i++) total += c[2 * i];
+    double r = pm_rng_uniform(rng) * total;
+    int id = (int)c[2 * (n - 1) + 1];
+    for (int i = 0; i < n; i++)
+        if ((r -= c[2 * i]) <= 0) {
+            id = (int)c[2 * i + 1];
+            break;
+        }
+    free(c);
+    return id;
+}
+
+static void test_sampling(void **state) {
+    (void)state;
+    // frequencies: p = (0.5, 0.3, 0.15, 0.05) at temperature 1
+    const float logits[4] = {logf(0.5f), logf(0.3f), logf(0.15f), logf(0.05f)};
+    const double p[4] = {0.5, 0.3, 0.15, 0.05};
+    struct {
+        int top_k;
+        float top_p;
+        int kept;
+    } cases[] = {{0, 1.0f, 4}, {2, 1.0f, 2}, {0, 0.7f, 2}, {0, 0.9f, 3}, {1, 1.0f, 1}, {3, 0.6f, 2}};
+    PmRng rng;
+    pm_rng_seed(&rng, 5);
+    const int draws = 200000;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int count[4] = {0};
+        for (int i = 0; i < draws; i++) count[sample_token(logits, 4, 1.0f, cases[k].top_k, cases[k].top_p, &rng)]++;
+        double mass = 0;
+        for (int v = 0; v < cases[k].kept; v++) mass += p[v];
+        for (int v = 0; v < 4; v++) {
+            double want = v < cases[k].kept ? p[v] / mass : 0.0, got = (double)count[v] / draws;
+            double sd = sqrt(want * (1 - want) / draws) + 1e-12;
+            if (fabs(got - want) > 5 * sd) {
+                fprintf(stderr, "top_k %d top_p %.2f: token %d drawn %.4f of the time, expected %.4f\n",
+                        cases[k].top_k, (double)cases[k].top_p, v, got, want);
+                fail();
+            }
+        }
+    }
+    // a 50K vocabulary with many ties (logits on a coarse grid): the same draws as the definition, from the same
+    // random numbers, at several temperatures and filters
+    const int V = 50257;
+    float *big = pm_malloc(sizeof(float) * V);
+    for (int i = 0; i < V; i++) big[i] = (float)(pm_rng_u64(&rng) % 64) * 0.25f - 8.0f;
+    big[777] = 9.0f, big[778] = 9.0f;  // two tied leaders: top_k 1 takes the lower id
+    PmRng a, b;
+    pm_rng_seed(&a, 9), pm_rng_seed(&b, 9);
+    assert_int_equal(sample_token(big, V, 1.0f, 1, 1.0f, &a), 777);
+    assert_int_equal(ref_sample(big, V, 1.0f, 1, 1.0f, &b), 777);
+    const float temps[] = {0.1f, 0.3f, 1.0f, 2.5f}, tops[] = {1.0f, 0.99f, 0.95f, 0.5f};
+    const int ks[] = {0, 40, 3000};
+    int differ = 0, drawn = 0;
+    for (int t = 0; t < 4; t++)
+        for (int q = 0; q < 4; q++)
+            for (int kk = 0; kk < 3; kk++)
+                for (int i = 0; i < 20; i++, drawn++)
+                    differ += sample_token(big, V, temps[t], ks[kk], tops[q], &a) !=
+                              ref_sample(big, V, temps[t], ks[kk], tops[q], &b);
+    assert_int_equal(differ, 0);
+    assert_int_equal(drawn, 960);
+    free(big);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sampling),
         cmocka_unit_test(test_prefill_on_recompute_in_proj_model),
         cmocka_unit_test(test_recurrent_logits_match_parallel),
         cmocka_unit_test(test_greedy_generation_matches_full_forward),

@@ -1,0 +1,56 @@
+// cuda_decode.h — recurrent decoding on the GPU for `packmamba generate` (cuda_decode.cu): one token at a time
+// through every layer, with each layer's conv and SSM states kept on the device. The math is generate.c's host
+// decoder (DESIGN §1 specialised to one token), in fp32 from the model's fp32 master weights, which the decoder
+// reads where the CUDA backend keeps them (no copy). After the parallel prefill it rebuilds the states on the
+// device from the forward's stored activations. C interface; without CUDA (backend_cuda_stub.c) create fails.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// One layer's fp32 weights, device pointers (the reference layout: in_proj (2 d_inner, d_model) row-major, ...).
+typedef struct {
+    const float *norm;      // (d_model)
+    const float *A_log;     // (d_inner, N)
+    const float *D;         // (d_inner)
+    const float *in_proj;   // (2 d_inner, d_model)
+    const float *conv_w;    // (d_inner, K)
+    const float *conv_b;    // (d_inner)
+    const float *x_proj;    // (dt_rank + 2N, d_inner)
+    const float *dt_w;      // (d_inner, dt_rank)
+    const float *dt_b;      // (d_inner)
+    const float *out_proj;  // (d_model, d_inner)
+} DecodeLayerWeights;
+
+typedef struct {
+    int n_layer, d_model, d_inner, d_state, d_conv, dt_rank, vocab_pad;
+    float norm_eps;
+    const float *embedding;            // (vocab_pad, d_model), tied with the classifier
+    const float *norm_f;               // (d_model)
+    const DecodeLayerWeights *layers;  // (n_layer), host array of device pointers (copied by create)
+} DecodeWeights;
+
+typedef struct CudaDecoder CudaDecoder;
+
+// NULL with pm_error where there is no CUDA (a CPU-only build) or the shapes are outside the kernels' (d_state
+// <= 16, d_conv <= 4). The weights must stay alive and unchanged while the decoder is used.
+CudaDecoder *cuda_decoder_create(const DecodeWeights *w);
+void cuda_decoder_reset(CudaDecoder *d);  // zero every state (a new document)
+// Feed one token; returns the logits for the next one (vocab_pad floats, host memory, valid until the next call).
+const float *cuda_decoder_step(CudaDecoder *d, int token);
+// The states after a prompt of n tokens (one document from position 0) that the parallel forward has just run
+// over, from what it stored for each layer on the device: xz[l] (n, 2 d_inner) and xdbl[l] (n, dt_rank + 2N),
+// bf16; replaces every state. Then the logits of the token after the prompt from xf_last, the final normed
+// hidden state of its last token (d_model, bf16, device). Returns them as cuda_decoder_step does.
+const float *cuda_decoder_prefill(CudaDecoder *d, const void *const *xz, const void *const *xdbl,
+                                  const void *xf_last, int n);
+// Every state, downloaded (tests): conv (n_layer, d_inner, K-1) oldest first, ssm (n_layer, d_inner, N).
+void cuda_decoder_states(const CudaDecoder *d, float *conv, float *ssm);
+void cuda_decoder_free(CudaDecoder *d);
+
+#ifdef __cplusplus
+}
+#endif
