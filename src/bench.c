@@ -1193,6 +1193,7 @@ int cmd_bench(int argc, char **argv) {
     }
     if (steps < 1 || warmup < 0 || profile_steps < 1) pm_die("bench: --steps and --profile-steps must be >= 1, --warmup >= 0");
     if (!(warmup_s >= 0) && warmup_s != -1) pm_die("bench: --warmup-s must be >= 0 (or -1: the device's default)");
+    if (warmup_s > 3600) pm_die("bench: --warmup-s %g: at most 3600 (a card settles within seconds)", (double)warmup_s);
     g_default_data = data;
     for (int i = 0; i < n_cfg; i++) {
         if (config_data(&cfgs[i]) && cfgs[i].policy == BENCH_POLICY_FIXED)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -537,6 +538,26 @@ static void test_timed_warmup(void **state) {
     }
 }
 
+// A warm-up past an hour is refused at once with one line (it ran for as long as it was told).
+static void test_warmup_bound(void **state) {
+    char log[700];
+    snprintf(log, sizeof log, "%s/warmup_bound.log", g_tmp);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(log, "w", stderr)) _exit(99);
+        const char *argv[] = {"bench", "--device", "cpu", "--preset", "tiny", "--warmup-s", "1e30", "--no-plots",
+                              "--out", g_tmp};
+        _exit(run_bench(sizeof argv / sizeof argv[0], argv) == 0 ? 0 : 98);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 1);
+    char *text = read_text(g_tmp, "warmup_bound.log");
+    assert_non_null(strstr(text, "--warmup-s 1e+30: at most 3600"));
+    free(text);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 
 static void test_sweep_lists(void **state) {
@@ -990,6 +1011,7 @@ int main(void) {
         cmocka_unit_test(test_report_plots_the_clocks),
         cmocka_unit_test(test_timed_warmup),
         cmocka_unit_test(test_sweep_lists),
+        cmocka_unit_test(test_warmup_bound),
         cmocka_unit_test(test_sweep_file),
         cmocka_unit_test(test_synthetic_batches),
         cmocka_unit_test(test_profiler_event_path),
