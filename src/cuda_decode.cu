@@ -343,7 +343,7 @@ static void dec_enqueue_step(CudaDecoder *d) {
 extern "C" CudaDecoder *cuda_decoder_create(const DecodeWeights *w) {
     if (w->d_state < 1 || w->d_state > DEC_MAX_N || w->d_conv < 1 || w->d_conv > DEC_MAX_K || w->d_model % 4) {
         pm_error("GPU decoding supports d_state <= %d, d_conv <= %d and d_model a multiple of 4 (the model has %d, "
-                 "%d and %d; --decode host decodes it)", DEC_MAX_N, DEC_MAX_K, w->d_state, w->d_conv, w->d_model);
+                 "%d and %d)", DEC_MAX_N, DEC_MAX_K, w->d_state, w->d_conv, w->d_model);
         return NULL;
     }
     const void *mats[] = {w->embedding};  // the 16-byte loads need aligned rows (the flat layout gives them)
@@ -352,7 +352,7 @@ extern "C" CudaDecoder *cuda_decoder_create(const DecodeWeights *w) {
         aligned = aligned && pm_is_aligned(w->layers[l].in_proj, 16) && pm_is_aligned(w->layers[l].x_proj, 16) &&
                   pm_is_aligned(w->layers[l].out_proj, 16);
     if (!aligned) {
-        pm_error("GPU decoding: a weight matrix is not 16-byte aligned (--decode host decodes it)");
+        pm_error("GPU decoding: a weight matrix is not 16-byte aligned");
         return NULL;
     }
     CudaDecoder *d = (CudaDecoder *)pm_calloc(1, sizeof *d);

@@ -36,7 +36,8 @@ typedef struct {
 typedef struct CudaDecoder CudaDecoder;
 
 // NULL with pm_error where there is no CUDA (a CPU-only build) or the shapes are outside the kernels' (d_state
-// <= 16, d_conv <= 4). The weights must stay alive and unchanged while the decoder is used.
+// <= 16, d_conv <= 4, d_model a multiple of 4; generate then decodes on the host). The weights must stay alive and
+// unchanged while the decoder is used.
 CudaDecoder *cuda_decoder_create(const DecodeWeights *w);
 void cuda_decoder_reset(CudaDecoder *d);  // zero every state (a new document)
 // Feed one token; returns the logits for the next one (vocab_pad floats, host memory, valid until the next call).

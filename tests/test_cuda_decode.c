@@ -7,6 +7,7 @@
 //   activations and those the host rebuilds from the same tensors give the same logits after the prompt and along
 //   a continuation; a decoder that had already decoded other tokens is reused, so the prefill must replace them.
 // - Reset: a reset decoder decodes as a new one.
+// - Refusals: a model on the CPU backend, and a width the kernels do not take, each with its reason.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -200,11 +201,29 @@ static void test_decode_speed(void **state) {
     }
 }
 
+// A width the kernels do not take (d_model not a multiple of 4: their 16-byte loads) is refused with a reason,
+// which generate prints before decoding on the host.
+static void test_odd_width_refused(void **state) {
+    (void)state;
+    if (!G) {
+        skip();
+        return;
+    }
+    ModelConfig c = {.n_layer = 1, .d_model = 30, .vocab_size = 61};
+    config_derive(&c);
+    Model m;
+    model_create(&m, &c, G, 4);
+    assert_null(decoder_create_cuda(&m));
+    assert_non_null(strstr(pm_last_error(), "d_model a multiple of 4"));
+    model_destroy(&m);
+}
+
 int main(void) {
     G = backend_cuda(0);
     if (!G) printf("no GPU (%s): GPU decoding tests skipped\n", pm_last_error());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpu_model_refused),
+        cmocka_unit_test(test_odd_width_refused),
         cmocka_unit_test(test_steps_match_host),
         cmocka_unit_test(test_prefill_matches_host_rebuild),
         cmocka_unit_test(test_decode_speed),
