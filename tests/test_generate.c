@@ -263,35 +263,8 @@ static void test_sampling(void **state) {
     free(big);
 }
 
-// Timing (PM_BENCH=1; asserts nothing): one draw from a 50K vocabulary at temperature 0.8, for logits from nearly
-// flat (a fresh model) to peaked, with top-p 0.95 alone and with top-k 40.
-static void test_sampling_speed(void **state) {
-    (void)state;
-    if (!getenv("PM_BENCH")) {
-        skip();
-        return;
-    }
-    const int V = 50280, n = 300;
-    float *l = pm_malloc(sizeof(float) * V);
-    PmRng rng;
-    pm_rng_seed(&rng, 1);
-    const float sds[] = {0.05f, 1.0f, 6.0f};
-    for (int t = 0; t < 3; t++) {
-        for (int i = 0; i < V; i++) l[i] = sds[t] * pm_rng_normal(&rng);
-        int sink = 0;
-        double t0 = pm_now();
-        for (int i = 0; i < n; i++) sink += sample_token(l, V, 0.8f, 0, 0.95f, &rng);
-        double t1 = pm_now();
-        for (int i = 0; i < n; i++) sink += sample_token(l, V, 0.8f, 40, 0.95f, &rng);
-        printf("    sample: logits sd %.2f: top-p 0.95 %.3f ms, with top-k 40 %.3f ms a draw (%d)\n", (double)sds[t],
-               (t1 - t0) / n * 1e3, (pm_now() - t1) / n * 1e3, sink & 1);
-    }
-    free(l);
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sampling_speed),
         cmocka_unit_test(test_sampling),
         cmocka_unit_test(test_prefill_on_recompute_in_proj_model),
         cmocka_unit_test(test_recurrent_logits_match_parallel),
