@@ -7,8 +7,9 @@
 // then the final norm with the tied classifier (kernel 1's form). Every product reads the fp32 weights once with
 // 16-byte loads: a token is bound by the weights' bytes over the memory bandwidth (~1.5 GB at 370m) plus its ~200
 // launches, which a CUDA graph of the whole step (captured at the second token; PM_DECODE_GRAPH=0 launches each
-// kernel instead) replays as one. Version 1 (eight kernels a layer, cuBLAS's sgemv for the products) measured
-// 1.39 ms a 370m token with the graph (docs/perf.md, forty-first session).
+// kernel instead) replays as one, each kernel launched as a dependent of the one before (dec_launch). A 370m
+// token with the graph (docs/perf.md, forty-first session): v1, eight kernels a layer with cuBLAS's sgemv for the
+// products, 1.39 ms; v2, these four, 1.11; v3, their weights loaded before each waits for the kernel before, 0.99.
 // The host decoder (generate.c) is the reference: tests/test_cuda_decode.c compares the two.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
