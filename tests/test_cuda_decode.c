@@ -8,6 +8,7 @@
 //   a continuation; a decoder that had already decoded other tokens is reused, so the prefill must replace them.
 // - Reset: a reset decoder decodes as a new one.
 // - Refusals: a model on the CPU backend, and a width the kernels do not take, each with its reason.
+// - The command: greedy `generate --device cuda` writes the host decoder's text through every prefill path.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 
 #include "generate.h"
 #include "logits.h"
+#include "shell.h"
 #include "model.h"
 #include "util.h"
 
@@ -218,6 +220,71 @@ static void test_odd_width_refused(void **state) {
     model_destroy(&m);
 }
 
+// The command as a user runs it (PM_BIN): a tiny model trained for a few steps on the CPU, then `generate
+// --device cuda` greedy. Decoded on the GPU it writes the host decoder's text (--decode host), through every
+// prefill path: parallel, recurrent, parallel for one token then recurrent, and an empty prompt.
+static char *read_all(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = pm_calloc(1, 1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void test_cli_greedy_matches_host(void **state) {
+    (void)state;
+    const char *bin = getenv("PM_BIN");
+    if (!G || !bin) {
+        skip();
+        return;
+    }
+    char dir[] = "/tmp/pm_decode_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    FILE *f;
+    char path[256];
+    snprintf(path, sizeof path, "%s/corpus.txt", dir);
+    assert_non_null(f = fopen(path, "w"));
+    for (int i = 0; i < 400; i++) fprintf(f, "line %d: the kernel schedules task %d on cpu %d.\n", i, i * 7 % 13, i % 4);
+    fclose(f);
+    assert_int_equal(sh("%s prepare --out %s/data %s >/dev/null 2>&1", bin, dir, path), 0);
+    assert_int_equal(sh("%s train --data %s/data --out %s/run --preset tiny --seq-len 64 --batch 2 --steps 30 "
+                        "--log-every 0 >/dev/null 2>&1", bin, dir, dir), 0);
+    const char *prompts[] = {"line 12: the", ""};
+    const char *paths[] = {"", "--prefill recurrent", "--prefill-max 1"};
+    for (int p = 0; p < 2; p++)
+        for (int q = 0; q < 3; q++) {
+            char *text[2];
+            for (int host = 0; host < 2; host++) {
+                char out[300];
+                snprintf(out, sizeof out, "%s/out_%d_%d_%d.txt", dir, p, q, host);
+                assert_int_equal(sh("%s generate --checkpoint %s/run --device cuda --decode %s --prompt '%s' --tokens 120 "
+                                    "--temperature 0 --no-stop %s >%s 2>%s.log", bin, dir, host ? "host" : "device",
+                                    prompts[p], paths[q], out, out), 0);
+                text[host] = read_all(out);
+                assert_non_null(text[host]);
+            }
+            if (strcmp(text[0], text[1]) != 0) {
+                fprintf(stderr, "prompt '%s' %s: GPU and host decoding wrote different text:\n%s\n---\n%s\n",
+                        prompts[p], paths[q], text[0], text[1]);
+                fail();
+            }
+            assert_true(strlen(text[0]) > strlen(prompts[p]) + 20);  // it generated something
+            free(text[0]), free(text[1]);
+        }
+    char log[300];
+    snprintf(log, sizeof log, "%s/out_0_0_0.txt.log", dir);
+    char *l = read_all(log);
+    assert_non_null(strstr(l, "decoded on the GPU"));
+    free(l);
+    snprintf(log, sizeof log, "%s/out_0_0_1.txt.log", dir);
+    l = read_all(log);
+    assert_non_null(strstr(l, "decoded on the host"));
+    free(l);
+    sh("rm -rf %s", dir);
+}
+
 int main(void) {
     G = backend_cuda(0);
     if (!G) printf("no GPU (%s): GPU decoding tests skipped\n", pm_last_error());
@@ -226,6 +293,7 @@ int main(void) {
         cmocka_unit_test(test_odd_width_refused),
         cmocka_unit_test(test_steps_match_host),
         cmocka_unit_test(test_prefill_matches_host_rebuild),
+        cmocka_unit_test(test_cli_greedy_matches_host),
         cmocka_unit_test(test_decode_speed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
