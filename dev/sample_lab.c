@@ -1,6 +1,6 @@
 // sample_lab.c — one draw of generate's sampling (src/generate.c, sample_token) from a 50K vocabulary, timed
 // against two earlier forms on the same host: qsort over every candidate (before the forty-first session) and the
-// radix sort with its buffers allocated at every draw (call325's build). Logits are normal with the standard
+// radix sort over every candidate with its buffers allocated at every draw (the build of calls 322-324). Logits are normal with the standard
 // deviation named (0.05: a fresh model's nearly flat ones). `make build` builds it: build/sample_lab.
 #include <math.h>
 #include <stdint.h>
@@ -54,8 +54,8 @@ static int sample_qsort(const float *l, int V, float temp, int top_k, float top_
 static int sample_radix_malloc(const float *l, int V, float temp, int top_k, float top_p, PmRng *rng) {
     LabCand *c = pm_malloc(sizeof(LabCand) * V), *tmp = pm_malloc(sizeof(LabCand) * V), *a = c, *b = tmp;
     double sum = lab_fill(c, l, V, temp);
-    for (int shift = 0; shift < 32; shift += 8) {  // (every candidate: the bucket prefix mostly keeps all of a
-        int start[257] = {0};                      // fresh model's, so this times what call325 ran there)
+    for (int shift = 0; shift < 32; shift += 8) {
+        int start[257] = {0};
         for (int i = 0; i < V; i++) {
             uint32_t k;
             memcpy(&k, &a[i].p, sizeof k);
