@@ -41,10 +41,8 @@ const float *cuda_decoder_step(CudaDecoder *d, int token) {
     (void)d, (void)token;
     return NULL;
 }
-const float *cuda_decoder_prefill(CudaDecoder *d, const void *const *xz, const void *const *xdbl, const void *xf_last,
-                                  int n) {
-    (void)d, (void)xz, (void)xdbl, (void)xf_last, (void)n;
+const float *cuda_decoder_prefill(CudaDecoder *d, const void *const *acts, const float *xf_last, int n) {
+    (void)d, (void)acts, (void)xf_last, (void)n;
     return NULL;
 }
-void cuda_decoder_states(const CudaDecoder *d, float *conv, float *ssm) { (void)d, (void)conv, (void)ssm; }
 void cuda_decoder_free(CudaDecoder *d) { (void)d; }

@@ -29,6 +29,7 @@ static constexpr int DEC_MAX_N = 16, DEC_MAX_K = 4;
 struct CudaDecoder {
     DecodeWeights w;
     DecodeLayerWeights *layers;  // (n_layer) host copy of the caller's table
+    DecodeLayerWeights *layers_dev;  // (n_layer) the same on the device, for the prefill's kernel
     cudaStream_t stream;
     // device buffers, one allocation: the states, then one token's activations
     float *arena;
@@ -36,7 +37,7 @@ struct CudaDecoder {
     float *ssm_state;   // (n_layer, d_inner, N)
     float *a_neg;       // (n_layer, d_inner, N) exp(A_log) = -A, formed once
     float *res;                // (2, d_model) the residual stream, in two buffers (see dec_enqueue_step)
-    float *h, *xn;             // (d_model) a layer's output, the prefill's last normed state
+    float *h;                  // (d_model) a layer's output
     float *xz;                 // (2 d_inner) xi | z
     float *u, *y;              // (d_inner)
     float *xdbl;               // (dt_rank + 2N) dt_low | B | C
@@ -239,11 +240,6 @@ __global__ void dec_exp_kernel(float *out, const float *in, size_t n) {
     if (i < n) out[i] = expf(in[i]);
 }
 
-__global__ void dec_bf16_to_f32_kernel(float *out, const __nv_bfloat16 *in, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = bf2f(in[i]);
-}
-
 // The states after a prompt of n tokens, from the parallel forward's xz and xdbl of every layer: a thread per
 // (channel, layer) walks the tokens, forming u (the conv, taps before the start read 0) and delta (dt_proj's dot
 // product, bias, softplus) as it goes, then the recurrence from s = 0. generate.c's host rebuild, on the device.
@@ -364,17 +360,19 @@ extern "C" CudaDecoder *cuda_decoder_create(const DecodeWeights *w) {
     const size_t L = w->n_layer, di = w->d_inner, N = w->d_state, K = w->d_conv, dm = w->d_model;
     const size_t nx = w->dt_rank + 2 * N;
     // (each piece rounded up to 4 floats, so every one starts 16-byte aligned)
-    const size_t sizes[] = {L * di * (K - 1), L * di * N, L * di * N, 2 * dm, dm, dm, 2 * di, di, di, nx,
+    const size_t sizes[] = {L * di * (K - 1), L * di * N, L * di * N, 2 * dm, dm, 2 * di, di, di, nx,
                             (size_t)w->vocab_pad};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += (sizes[i] + 3) / 4 * 4;
     cudaCheck(cudaMalloc(&d->arena, total * sizeof(float)));
     cudaCheck(cudaMemset(d->arena, 0, total * sizeof(float)));
-    float **dst[] = {&d->conv_state, &d->ssm_state, &d->a_neg, &d->res, &d->h, &d->xn, &d->xz, &d->u, &d->y, &d->xdbl, &d->logits_dev};
+    float **dst[] = {&d->conv_state, &d->ssm_state, &d->a_neg, &d->res, &d->h, &d->xz, &d->u, &d->y, &d->xdbl, &d->logits_dev};
     float *p = d->arena;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) *dst[i] = p, p += (sizes[i] + 3) / 4 * 4;
     cudaCheck(cudaMalloc(&d->token_dev, sizeof(int)));
     cudaCheck(cudaMalloc(&d->ptrs_dev, sizeof(void *) * 2 * (L ? L : 1)));
+    cudaCheck(cudaMalloc(&d->layers_dev, sizeof(DecodeLayerWeights) * (L ? L : 1)));
+    cudaCheck(cudaMemcpy(d->layers_dev, d->layers, sizeof(DecodeLayerWeights) * L, cudaMemcpyHostToDevice));
     cudaCheck(cudaMallocHost(&d->token_host, sizeof(int)));
     cudaCheck(cudaMallocHost(&d->logits, sizeof(float) * w->vocab_pad));
     cudaCheck(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
@@ -415,40 +413,23 @@ extern "C" const float *cuda_decoder_step(CudaDecoder *d, int token) {
     return d->logits;
 }
 
-extern "C" const float *cuda_decoder_prefill(CudaDecoder *d, const void *const *xz, const void *const *xdbl,
-                                             const void *xf_last, int n) {
+extern "C" const float *cuda_decoder_prefill(CudaDecoder *d, const void *const *acts, const float *xf_last, int n) {
     const DecodeWeights *w = &d->w;
     const int L = w->n_layer, dm = w->d_model;
     if (n < 1) pm_die("cuda_decoder_prefill: empty prompt");
-    const void **ptrs = (const void **)pm_malloc(sizeof(void *) * 2 * (L ? L : 1));
-    for (int l = 0; l < L; l++) ptrs[l] = xz[l], ptrs[L + l] = xdbl[l];
-    cudaCheck(cudaMemcpyAsync(d->ptrs_dev, ptrs, sizeof(void *) * 2 * L, cudaMemcpyHostToDevice, d->stream));
-    DecodeLayerWeights *layers_dev;
-    cudaCheck(cudaMalloc(&layers_dev, sizeof(DecodeLayerWeights) * (L ? L : 1)));
-    cudaCheck(cudaMemcpyAsync(layers_dev, d->layers, sizeof(DecodeLayerWeights) * L, cudaMemcpyHostToDevice,
-                              d->stream));
     if (L > 0) {
+        cudaCheck(cudaMemcpyAsync(d->ptrs_dev, acts, sizeof(void *) * 2 * L, cudaMemcpyHostToDevice, d->stream));
         dec_prefill_kernel<<<dim3(pm_ceil_div(w->d_inner, 64), L), 64, 0, d->stream>>>(
-            d->conv_state, d->ssm_state, d->ptrs_dev, *w, layers_dev, d->a_neg, n);
+            d->conv_state, d->ssm_state, d->ptrs_dev, *w, d->layers_dev, d->a_neg, n);
         cudaLaunchCheck();
     }
-    dec_bf16_to_f32_kernel<<<pm_ceil_div(dm, 256), 256, 0, d->stream>>>(d->xn, (const __nv_bfloat16 *)xf_last, dm);
-    cudaLaunchCheck();
-    dec_rows_kernel<<<pm_ceil_div(w->vocab_pad, DEC_ROWS), DEC_ROWS * 32, 0, d->stream>>>(w->embedding, d->xn,
+    dec_rows_kernel<<<pm_ceil_div(w->vocab_pad, DEC_ROWS), DEC_ROWS * 32, 0, d->stream>>>(w->embedding, xf_last,
                                                                                       d->logits_dev, w->vocab_pad, dm);
     cudaLaunchCheck();
     cudaCheck(cudaMemcpyAsync(d->logits, d->logits_dev, sizeof(float) * w->vocab_pad, cudaMemcpyDeviceToHost,
                               d->stream));
-    cudaCheck(cudaStreamSynchronize(d->stream));
-    cudaCheck(cudaFree(layers_dev));
-    free(ptrs);
+    cudaCheck(cudaStreamSynchronize(d->stream));  // (acts is read by the copy before the caller may free it)
     return d->logits;
-}
-
-extern "C" void cuda_decoder_states(const CudaDecoder *d, float *conv, float *ssm) {
-    const size_t L = d->w.n_layer, di = d->w.d_inner;
-    cudaCheck(cudaMemcpy(conv, d->conv_state, sizeof(float) * L * di * (d->w.d_conv - 1), cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(ssm, d->ssm_state, sizeof(float) * L * di * d->w.d_state, cudaMemcpyDeviceToHost));
 }
 
 extern "C" void cuda_decoder_free(CudaDecoder *d) {
@@ -457,7 +438,7 @@ extern "C" void cuda_decoder_free(CudaDecoder *d) {
     if (d->exec) cudaGraphExecDestroy(d->exec);
     if (d->graph) cudaGraphDestroy(d->graph);
     cudaStreamDestroy(d->stream);
-    cudaFree(d->arena), cudaFree(d->token_dev), cudaFree(d->ptrs_dev);
+    cudaFree(d->arena), cudaFree(d->token_dev), cudaFree(d->ptrs_dev), cudaFree(d->layers_dev);
     cudaFreeHost(d->token_host), cudaFreeHost(d->logits);
     free(d->layers);
     free(d);

@@ -43,13 +43,11 @@ void cuda_decoder_reset(CudaDecoder *d);  // zero every state (a new document)
 // Feed one token; returns the logits for the next one (vocab_pad floats, host memory, valid until the next call).
 const float *cuda_decoder_step(CudaDecoder *d, int token);
 // The states after a prompt of n tokens (one document from position 0) that the parallel forward has just run
-// over, from what it stored for each layer on the device: xz[l] (n, 2 d_inner) and xdbl[l] (n, dt_rank + 2N),
-// bf16; replaces every state. Then the logits of the token after the prompt from xf_last, the final normed
-// hidden state of its last token (d_model, bf16, device). Returns them as cuda_decoder_step does.
-const float *cuda_decoder_prefill(CudaDecoder *d, const void *const *xz, const void *const *xdbl,
-                                  const void *xf_last, int n);
-// Every state, downloaded (tests): conv (n_layer, d_inner, K-1) oldest first, ssm (n_layer, d_inner, N).
-void cuda_decoder_states(const CudaDecoder *d, float *conv, float *ssm);
+// over, from what it stored for each layer on the device: acts[l] its xz (n, 2 d_inner) and acts[n_layer + l] its
+// xdbl (n, dt_rank + 2N), bf16; replaces every state. Then the logits of the token after the prompt from xf_last,
+// the final normed hidden state of its last token (d_model fp32, device, 16-byte aligned). Returns them as
+// cuda_decoder_step does.
+const float *cuda_decoder_prefill(CudaDecoder *d, const void *const *acts, const float *xf_last, int n);
 void cuda_decoder_free(CudaDecoder *d);
 
 #ifdef __cplusplus

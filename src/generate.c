@@ -192,12 +192,14 @@ const float *decoder_prefill(Decoder *d, Model *m, const int32_t *tokens, int n)
     model_forward_hidden(m, &b);
     batch_free(&b);
     if (d->gpu) {  // the same rebuild on the device, from the same stored tensors
-        bk->synchronize();
-        const void **xz = pm_malloc(sizeof(void *) * 2 * (c->n_layer ? c->n_layer : 1)), **xdbl = xz + c->n_layer;
-        for (int l = 0; l < c->n_layer; l++) xz[l] = m->layers[l].xz, xdbl[l] = m->layers[l].xdbl;
-        const float *logits =
-            cuda_decoder_prefill(d->gpu, xz, xdbl, (const char *)m->xf + (size_t)(n - 1) * dm * bk->act_bytes, n);
-        free(xz);
+        const void **acts = pm_malloc(sizeof(void *) * 2 * (c->n_layer ? c->n_layer : 1));  // xz, then xdbl
+        for (int l = 0; l < c->n_layer; l++) acts[l] = m->layers[l].xz, acts[c->n_layer + l] = m->layers[l].xdbl;
+        float *xf_last = bk->alloc((size_t)dm * bk->f32_bytes);  // (d_model) the last token's, in fp32
+        bk->act_to_f32(xf_last, (const char *)m->xf + (size_t)(n - 1) * dm * bk->act_bytes, dm);
+        bk->synchronize();  // (the decoder has its own stream)
+        const float *logits = cuda_decoder_prefill(d->gpu, acts, xf_last, n);
+        bk->free(xf_last);
+        free(acts);
         return logits;
     }
 
@@ -323,7 +325,10 @@ int sample_token(const float *logits, int vocab, float temperature, int top_k, f
         if (attempt == 0 && (k_on || p_on)) {
             int count[256] = {0}, cut = 255, seen = 0;
             double mass[256] = {0}, acc = 0;
-            for (int i = 0; i < vocab; i++) count[cand_bucket(&c[i])]++, mass[cand_bucket(&c[i])] += c[i].p;
+            for (int i = 0; i < vocab; i++) {
+                const int k = cand_bucket(&c[i]);
+                count[k]++, mass[k] += c[i].p;
+            }
             for (int k = 0; k < 256; k++) {
                 seen += count[k], acc += mass[k];
                 if ((k_on && seen >= top_k) || (p_on && acc / sum >= top_p)) {
@@ -409,7 +414,7 @@ int cmd_generate(int argc, char **argv) {
                sizeof specs / sizeof specs[0], NULL, 0, NULL);
     if (!checkpoint) pm_die("generate: --checkpoint PATH is required");
     if (n_tokens < 0) pm_die("generate: --tokens must be >= 0");
-    if (!(temperature >= 0) || !isfinite(temperature))
+    if (!(temperature >= 0))  // (the parser has refused nan and inf)
         pm_die("generate: --temperature %g: must be >= 0 (0: greedy)", (double)temperature);
     if (!(top_p > 0 && top_p <= 1)) pm_die("generate: --top-p %g: must be in (0, 1] (1: off)", (double)top_p);
     if (top_k < 0) pm_die("generate: --top-k %d: must be >= 0 (0: all tokens)", top_k);

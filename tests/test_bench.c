@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -28,6 +27,7 @@
 #include "model.h"
 #include "nvml_probe.h"
 #include "profiler.h"
+#include "shell.h"
 #include "util.h"
 
 static char g_tmp[256];  // scratch directory of this test run
@@ -546,13 +546,8 @@ static void test_warmup_bound(void **state) {
         skip();
         return;
     }
-    char cmd[2000];
-    snprintf(cmd, sizeof cmd,
-             "timeout 60 %s bench --device cpu --preset tiny --warmup-s 1e30 --no-plots --out %s/wb "
-             "2>%s/warmup_bound.log", bin, g_tmp, g_tmp);
-    const int st = system(cmd);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 1);
+    assert_int_equal(sh("timeout 60 %s bench --device cpu --preset tiny --warmup-s 1e30 --no-plots --out %s/wb "
+                        "2>%s/warmup_bound.log", bin, g_tmp, g_tmp), 1);
     char *text = read_text(g_tmp, "warmup_bound.log");
     const int found = strstr(text, "--warmup-s 1e+30: at most 3600") != NULL;
     if (!found) fprintf(stderr, "bench's stderr: %s\n", text);

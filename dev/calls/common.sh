@@ -6,6 +6,9 @@
 #   bench_line RESULTS [i]   one line of a bench's results.json (configuration i, default 0): its label, tok/s,
 #                            median and mean step, mean SM clock and power, power-capped share, J a step, tokens/J
 #   pack_out                 everything under $OUT into $OUT/all.tgz (the device tool returns at most 8 files)
+#   generate_370m            a 370m checkpoint after two training steps (.gpu/data), then `generate --device cuda`
+#                            after an 800-token prompt, 1024 tokens at top-k 0 and 40: its closing line each
+#                            (calls 325 and 326, which ran these lines in place)
 pm_gpu_env() {
     export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 }
@@ -24,4 +27,16 @@ PY
 
 pack_out() {
     (cd "$OUT" && tar czf all.tgz --remove-files $(ls | grep -v '^all.tgz$'))
+}
+
+generate_370m() {
+    PROMPT=$(python3 -c "print(' '.join(['The kernel schedules tasks on every CPU.'] * 100))")
+    rm -rf /tmp/r
+    timeout 240 .gpu/bin/packmamba train --device cuda --data .gpu/data --out /tmp/r --preset 370m --seq-len 256 \
+        --batch 1 --steps 2 --log-every 0 >"$OUT/train_370m.log" 2>&1 || echo "370m: train failed"
+    for k in 0 40; do
+        timeout 200 .gpu/bin/packmamba generate --checkpoint /tmp/r --device cuda --prompt "$PROMPT" --tokens 1024 \
+            --no-stop --temperature 0.8 --top-k $k >"$OUT/gen_k$k.txt" 2>"$OUT/gen_k$k.log"
+        echo "370m top-k $k rc $?: $(grep 'packmamba: prefill' "$OUT/gen_k$k.log")"
+    done
 }
