@@ -29,16 +29,17 @@ void trainer_state_free(TrainerState *ts) {
     ts->run_config_json = NULL;
 }
 
+// The name a parameter has in a checkpoint's layout: transformers calls the embedding "embeddings".
+static const char *layout_name(const char *name, int hf) {
+    return hf && strcmp(name, "backbone.embedding.weight") == 0 ? "backbone.embeddings.weight" : name;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // config.json
 
-int config_write_json(const char *path, const ModelConfig *c) {
-    json_t *ssm = json_pack("{s:i, s:i, s:i}", "d_state", c->d_state, "d_conv", c->d_conv, "expand", c->expand);
-    json_t *root = json_pack("{s:i, s:i, s:i, s:o, s:b, s:b, s:b, s:i, s:b}", "d_model", c->d_model, "n_layer",
-                             c->n_layer, "vocab_size", c->vocab_size, "ssm_cfg", ssm, "rms_norm", 1,
-                             "residual_in_fp32", 1, "fused_add_norm", 1, "pad_vocab_size_multiple",
-                             c->pad_vocab_multiple, "tie_embeddings", 1);
-    char *text = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
+// root (NULL: its json_pack failed) as text with a final newline at path, atomically; root is released.
+static int write_config(const char *path, json_t *root, size_t flags) {
+    char *text = root ? json_dumps(root, flags) : NULL;
     json_decref(root);
     if (!text) return pm_error("%s: cannot serialize config", path);
     size_t len = strlen(text);
@@ -47,6 +48,28 @@ int config_write_json(const char *path, const ModelConfig *c) {
     int rc = pm_write_file_atomic(path, text, len + 1);
     free(text);
     return rc;
+}
+
+int config_write_json(const char *path, const ModelConfig *c) {
+    json_t *ssm = json_pack("{s:i, s:i, s:i}", "d_state", c->d_state, "d_conv", c->d_conv, "expand", c->expand);
+    json_t *root = json_pack("{s:i, s:i, s:i, s:o, s:b, s:b, s:b, s:i, s:b}", "d_model", c->d_model, "n_layer",
+                             c->n_layer, "vocab_size", c->vocab_size, "ssm_cfg", ssm, "rms_norm", 1,
+                             "residual_in_fp32", 1, "fused_add_norm", 1, "pad_vocab_size_multiple",
+                             c->pad_vocab_multiple, "tie_embeddings", 1);
+    return write_config(path, root, JSON_INDENT(2));
+}
+
+// config.json for transformers' MambaConfig (MambaForCausalLM.from_pretrained reads it). Its embedding has
+// exactly vocab_size rows, so vocab_size is our padded vocabulary.
+static int config_write_hf(const char *path, const ModelConfig *c, int bf16) {
+    json_t *root = json_pack("{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:b, s:s, s:f, s:b, s:b, s:s}",
+                             "architectures", "MambaForCausalLM", "model_type", "mamba", "vocab_size", c->vocab_pad,
+                             "hidden_size", c->d_model, "intermediate_size", c->d_inner, "num_hidden_layers",
+                             c->n_layer, "state_size", c->d_state, "conv_kernel", c->d_conv, "expand", c->expand,
+                             "time_step_rank", c->dt_rank, "use_bias", 0, "use_conv_bias", 1, "hidden_act", "silu",
+                             "layer_norm_epsilon", 1e-5, "residual_in_fp32", 1, "tie_word_embeddings", 1,
+                             "dtype", bf16 ? "bfloat16" : "float32");
+    return write_config(path, root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 }
 
 // Integer field `key` of obj into *out: required or defaulted, within [lo, hi].
@@ -85,19 +108,86 @@ static int key_in(const char *key, const char *const *list) {
     return 0;
 }
 
-int config_read_json(const char *path, ModelConfig *c) {
+// The vocabulary padding of a Hugging Face checkpoint: its embedding has exactly vocab_size rows (the *-hf
+// repositories store the padded size, 50280, as vocab_size), so the multiple is one that adds no rows.
+static int hf_pad_multiple(int v) {
+    int m = 8;
+    while (v % m) m /= 2;
+    return m;
+}
+
+// config.json as transformers' MambaConfig writes it (model_type "mamba"). Keys that change the math are checked
+// against what this engine computes; the rest of a PretrainedConfig (token ids, init ranges, use_cache,
+// architectures, dtype, versions, ...) does not, and is ignored.
+static int config_from_hf(const char *path, json_t *root, ModelConfig *c) {
+    json_t *mt = json_object_get(root, "model_type");
+    if (mt && !(json_is_string(mt) && strcmp(json_string_value(mt), "mamba") == 0))
+        return pm_error("%s: \"model_type\" is %s; only \"mamba\" (Mamba-1) is supported", path,
+                        json_is_string(mt) ? json_string_value(mt) : "not a string");
+    ModelConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if (cfg_int(path, root, "hidden_size", 1, 0, 1, 65536, &cfg.d_model) ||
+        cfg_int(path, root, "num_hidden_layers", 1, 0, 1, 4096, &cfg.n_layer) ||
+        cfg_int(path, root, "vocab_size", 1, 0, 1, 1 << 24, &cfg.vocab_size) ||
+        cfg_int(path, root, "state_size", 0, 16, 1, 256, &cfg.d_state) ||
+        cfg_int(path, root, "conv_kernel", 0, 4, 1, 64, &cfg.d_conv) ||
+        cfg_int(path, root, "expand", 0, 2, 1, 64, &cfg.expand))
+        return -1;
+    int inter = 0;
+    if (cfg_int(path, root, "intermediate_size", 0, cfg.expand * cfg.d_model, 1, INT_MAX, &inter)) return -1;
+    if (inter != cfg.expand * cfg.d_model)
+        return pm_error("%s: \"intermediate_size\" is %d; must be expand * hidden_size = %d", path, inter,
+                        cfg.expand * cfg.d_model);
+    json_t *dtr = json_object_get(root, "time_step_rank");
+    int want_dtr = (cfg.d_model + 15) / 16;
+    if (dtr && !(json_is_string(dtr) && strcmp(json_string_value(dtr), "auto") == 0) &&
+        !(json_is_integer(dtr) && json_integer_value(dtr) == want_dtr))
+        return pm_error("%s: \"time_step_rank\" must be \"auto\" or ceil(hidden_size/16) = %d", path, want_dtr);
+    json_t *act = json_object_get(root, "hidden_act");
+    if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
+        return pm_error("%s: \"hidden_act\" must be \"silu\"", path);
+    json_t *eps = json_object_get(root, "layer_norm_epsilon");
+    if (eps && !(json_is_number(eps) && fabs(json_number_value(eps) - 1e-5) <= 1e-12))
+        return pm_error("%s: \"layer_norm_epsilon\" must be 1e-05 (the epsilon this engine's checkpoints keep)",
+                        path);
+    if (cfg_bool(path, root, "use_bias", 0, 0, "the projections have no bias") ||
+        cfg_bool(path, root, "use_conv_bias", 1, 1, "the conv1d always has a bias") ||
+        cfg_bool(path, root, "rms_norm", 1, 1, "only RMSNorm is implemented, not LayerNorm") ||
+        cfg_bool(path, root, "residual_in_fp32", 1, -1, NULL) ||    // always fp32 here; either is fine
+        cfg_bool(path, root, "tie_word_embeddings", 1, -1, NULL))  // the loader checks an lm_head it finds
+        return -1;
+    cfg.pad_vocab_multiple = hf_pad_multiple(cfg.vocab_size);
+    cfg.norm_eps = 1e-5f;
+    config_derive(&cfg);
+    *c = cfg;
+    return 0;
+}
+
+// A JSON file (duplicate keys refused), or NULL with pm_error naming the file.
+static json_t *read_json(const char *path) {
     size_t bytes;
     char *text = pm_read_file(path, &bytes);
-    if (!text) return -1;
+    if (!text) return NULL;
     json_error_t jerr;
     json_t *root = json_loadb(text, bytes, JSON_REJECT_DUPLICATES, &jerr);
     free(text);
-    if (!root) return pm_error("%s: malformed JSON at line %d: %s", path, jerr.line, jerr.text);
+    if (!root) pm_error("%s: malformed JSON at line %d: %s", path, jerr.line, jerr.text);
+    return root;
+}
+
+static int config_read_layout(const char *path, ModelConfig *c, int *hf) {
+    json_t *root = read_json(path);
+    if (!root) return -1;
     int rc = -1;
     ModelConfig cfg;
     memset(&cfg, 0, sizeof cfg);
     if (!json_is_object(root)) {
         pm_error("%s: not a JSON object", path);
+        goto done;
+    }
+    *hf = json_object_get(root, "model_type") != NULL || json_object_get(root, "hidden_size") != NULL;
+    if (*hf) {
+        rc = config_from_hf(path, root, c);
         goto done;
     }
     static const char *const top_keys[] = {"d_model", "n_layer", "vocab_size", "ssm_cfg", "rms_norm",
@@ -182,6 +272,11 @@ done:
     return rc;
 }
 
+int config_read_json(const char *path, ModelConfig *c) {
+    int hf;
+    return config_read_layout(path, c, &hf);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // helpers: paths, directories
 
@@ -229,7 +324,18 @@ static int fill_moment(void *ctx, int i, void *buf, size_t nbytes) {
     return 0;
 }
 
-int checkpoint_save(const char *dir_in, const Model *m, const TrainerState *ts) {
+// fp32 -> bf16, rounding to nearest even (NaN stays NaN; the loader has refused non-finite weights anyway).
+static uint16_t f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// A checkpoint directory: ours (hf = 0: model, config and, with ts, the trainer state) or transformers' (hf = 1:
+// model and config; bf16: the weights rounded to bf16; tokenizer: a tokenizer.json to copy in, or NULL).
+static int save_dir(const char *dir_in, const Model *m, const TrainerState *ts, int hf, int bf16,
+                    const char *tokenizer) {
     model_settle_updates((Model *)m);  // (the moments below are read directly)
     char dir[PATH_BUF], tmp[PATH_BUF + 64], file[PATH_BUF];
     size_t len = strlen(dir_in);
@@ -256,19 +362,29 @@ int checkpoint_save(const char *dir_in, const Model *m, const TrainerState *ts) 
     float *host = pm_malloc(m->n_params * sizeof(float));  // (n_params)
     model_get_params(m, host);
     StWrite *w = pm_calloc(2 * (size_t)nt + 1, sizeof(StWrite));
+    uint16_t *half = bf16 ? pm_malloc(m->n_params * sizeof(uint16_t)) : NULL;  // (n_params)
+    for (size_t k = 0; half && k < m->n_params; k++) half[k] = f32_to_bf16(host[k]);
     for (int i = 0; i < nt; i++) {
-        w[i].name = pi[i].name;
-        w[i].dtype = "F32";
+        w[i].name = layout_name(pi[i].name, hf);
+        w[i].dtype = bf16 ? "BF16" : "F32";
         w[i].ndim = pi[i].ndim;
         for (int d = 0; d < pi[i].ndim; d++) w[i].shape[d] = pi[i].shape[d];
-        w[i].data = host + pi[i].offset;
-        w[i].nbytes = pi[i].size * sizeof(float);
+        w[i].data = bf16 ? (const void *)(half + pi[i].offset) : (const void *)(host + pi[i].offset);
+        w[i].nbytes = pi[i].size * (bf16 ? sizeof(uint16_t) : sizeof(float));
     }
     int rc = join(file, tmp, "model.safetensors");
     if (rc == 0) rc = st_write(file, w, nt, "{\"format\": \"pt\"}");
     free(host);
+    free(half);
     if (rc == 0) rc = join(file, tmp, "config.json");
-    if (rc == 0) rc = config_write_json(file, &m->cfg);
+    if (rc == 0) rc = hf ? config_write_hf(file, &m->cfg, bf16) : config_write_json(file, &m->cfg);
+    if (rc == 0 && tokenizer) {
+        size_t tb;
+        char *text = pm_read_file(tokenizer, &tb);
+        rc = text ? join(file, tmp, "tokenizer.json") : -1;
+        if (rc == 0) rc = pm_write_file_atomic(file, text, tb);
+        free(text);
+    }
 
     if (rc == 0 && ts) {
         // m.<name> (nt), v.<name> (nt), state (10): moments streamed from the backend by fill_moment.
@@ -344,6 +460,14 @@ int checkpoint_save(const char *dir_in, const Model *m, const TrainerState *ts) 
     return 0;
 }
 
+int checkpoint_save(const char *dir, const Model *m, const TrainerState *ts) {
+    return save_dir(dir, m, ts, 0, 0, NULL);
+}
+
+int checkpoint_export_hf(const char *dir, const Model *m, int bf16, const char *tokenizer) {
+    return save_dir(dir, m, NULL, 1, bf16, tokenizer);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // load
 
@@ -381,12 +505,113 @@ static long first_nonfinite(const float *x, size_t n) {
     return -1;
 }
 
+// A model's weights: model.safetensors, or the shards that model.safetensors.index.json names (its "weight_map":
+// tensor name -> file in the same directory), as transformers writes larger models.
+typedef struct {
+    int n;
+    StFile *files;  // (n)
+    char where[PATH_BUF];  // the file named in errors about the set as a whole
+} WeightSet;
+
+static void weights_close(WeightSet *w) {
+    for (int i = 0; i < w->n; i++) st_close(&w->files[i]);
+    free(w->files);
+    w->files = NULL;
+    w->n = 0;
+}
+
+static const StTensor *weights_find(const WeightSet *w, const char *name, const StFile **in) {
+    for (int i = 0; i < w->n; i++) {
+        const StTensor *t = st_find(&w->files[i], name);
+        if (t) {
+            *in = &w->files[i];
+            return t;
+        }
+    }
+    return NULL;
+}
+
+static int weights_open(const char *dir, WeightSet *w) {
+    memset(w, 0, sizeof *w);
+    char path[PATH_BUF];
+    struct stat st;
+    if (join(path, dir, "model.safetensors") != 0) return -1;
+    if (stat(path, &st) == 0 || join(w->where, dir, "model.safetensors.index.json") != 0 || stat(w->where, &st) != 0) {
+        snprintf(w->where, sizeof w->where, "%s", path);
+        w->files = pm_calloc(1, sizeof(StFile));
+        if (st_open(path, &w->files[0]) != 0) {
+            free(w->files);
+            w->files = NULL;
+            return -1;
+        }
+        w->n = 1;
+        return 0;
+    }
+    const char *ipath = w->where;
+    json_t *root = read_json(ipath);
+    if (!root) return -1;
+    int rc = 0;
+    json_t *map = json_object_get(root, "weight_map");
+    if (!json_is_object(map) || json_object_size(map) == 0)
+        rc = pm_error("%s: no \"weight_map\" object naming the weight files", ipath);
+    const char *name;
+    json_t *v;
+    // The distinct files, in order of first mention; each a plain name in this directory.
+    size_t cap = rc ? 0 : json_object_size(map);
+    const char **fnames = pm_calloc(cap ? cap : 1, sizeof *fnames);
+    int nf = 0;
+    json_object_foreach(map, name, v) {
+        if (rc) break;
+        const char *f = json_is_string(v) ? json_string_value(v) : NULL;
+        if (!f || !*f || strchr(f, '/') || strcmp(f, ".") == 0 || strcmp(f, "..") == 0) {
+            rc = pm_error("%s: \"weight_map\" entry \"%s\" is not a file name in this directory", ipath, name);
+            break;
+        }
+        int seen = 0;
+        for (int i = 0; i < nf && !seen; i++) seen = strcmp(fnames[i], f) == 0;
+        if (!seen) fnames[nf++] = f;
+    }
+    if (rc == 0) w->files = pm_calloc((size_t)nf, sizeof(StFile));
+    for (int i = 0; i < nf && rc == 0; i++) {
+        if (join(path, dir, fnames[i]) != 0 || st_open(path, &w->files[i]) != 0)
+            rc = -1;
+        else
+            w->n++;
+    }
+    // The index and the files must agree: every mapped tensor where the index says, and no tensor twice.
+    json_object_foreach(map, name, v) {
+        if (rc) break;
+        const StFile *in = NULL;
+        const StTensor *t = weights_find(w, name, &in);
+        const char *slash = t ? strrchr(in->path, '/') : NULL;
+        if (!t || strcmp(slash ? slash + 1 : in->path, json_string_value(v)) != 0)
+            rc = pm_error("%s: tensor \"%s\" is not in %s, where \"weight_map\" puts it", ipath, name,
+                          json_string_value(v));
+    }
+    for (int i = 0; i < w->n && rc == 0; i++)
+        for (int k = 0; k < w->files[i].n && rc == 0; k++) {
+            const char *tn = w->files[i].tensors[k].name;
+            for (int j = i + 1; j < w->n && rc == 0; j++)
+                if (st_find(&w->files[j], tn))
+                    rc = pm_error("%s: tensor \"%s\" is in both %s and %s", ipath, tn, w->files[i].path,
+                                  w->files[j].path);
+            if (rc == 0 && !json_object_get(map, tn))
+                rc = pm_error("%s: %s holds tensor \"%s\", which \"weight_map\" does not name", ipath,
+                              w->files[i].path, tn);
+        }
+    free(fnames);
+    json_decref(root);
+    if (rc) weights_close(w);
+    return rc;
+}
+
 int checkpoint_load_model(const char *dir, Model *m) {
     model_settle_updates(m);  // (nothing pending may land on what is loaded)
-    char cpath[PATH_BUF], path[PATH_BUF];
-    if (join(cpath, dir, "config.json") != 0 || join(path, dir, "model.safetensors") != 0) return -1;
+    char cpath[PATH_BUF];
+    if (join(cpath, dir, "config.json") != 0) return -1;
     ModelConfig c;
-    if (config_read_json(cpath, &c) != 0) return -1;
+    int hf = 0;
+    if (config_read_layout(cpath, &c, &hf) != 0) return -1;
     const ModelConfig *mc = &m->cfg;
 #define CFG_SAME(field, key)                                                                              \
     if (c.field != mc->field)                                                                             \
@@ -400,54 +625,59 @@ int checkpoint_load_model(const char *dir, Model *m) {
     CFG_SAME(expand, "ssm_cfg.expand");
 #undef CFG_SAME
 
-    StFile f;
-    if (st_open(path, &f) != 0) return -1;
+    WeightSet w;
+    if (weights_open(dir, &w) != 0) return -1;
     int nt = m->n_tensors;
     const ParamInfo *pi = m->tensors;
     float *host = pm_malloc(m->n_params * sizeof(float));  // (n_params)
     int rc = 0;
     for (int i = 0; i < nt && rc == 0; i++) {
-        const StTensor *t = st_find(&f, pi[i].name);
+        const StFile *f = NULL;
+        const char *name = layout_name(pi[i].name, hf);
+        const StTensor *t = weights_find(&w, name, &f);
         if (!t) {
-            rc = pm_error("%s: missing tensor \"%s\"", path, pi[i].name);
+            rc = pm_error("%s: missing tensor \"%s\"", w.where, name);
         } else if (strcmp(t->dtype, "F32") && strcmp(t->dtype, "BF16") && strcmp(t->dtype, "F16") &&
                    strcmp(t->dtype, "F64")) {
-            rc = pm_error("%s: tensor \"%s\" has dtype %s; expected F32 (or BF16, F16, F64)", path, t->name,
+            rc = pm_error("%s: tensor \"%s\" has dtype %s; expected F32 (or BF16, F16, F64)", f->path, t->name,
                           t->dtype);
         } else if (!same_shape(t, &pi[i])) {
-            rc = shape_error(path, t, &pi[i]);
-        } else if ((rc = st_read_f32(&f, t, host + pi[i].offset, pi[i].size)) == 0) {
+            rc = shape_error(f->path, t, &pi[i]);
+        } else if ((rc = st_read_f32(f, t, host + pi[i].offset, pi[i].size)) == 0) {
             long bad = first_nonfinite(host + pi[i].offset, pi[i].size);
             if (bad >= 0)
-                rc = pm_error("%s: tensor \"%s\" element %ld is %s", path, t->name, bad,
+                rc = pm_error("%s: tensor \"%s\" element %ld is %s", f->path, t->name, bad,
                               isnan(host[pi[i].offset + bad]) ? "NaN" : "infinite");
         }
     }
-    // Nothing else may be in the file, except a tied LM head equal to the embedding.
-    for (int k = 0; k < f.n && rc == 0; k++) {
-        const StTensor *t = &f.tensors[k];
-        int known = 0;
-        for (int i = 0; i < nt && !known; i++) known = strcmp(t->name, pi[i].name) == 0;
-        if (known) continue;
-        if (strcmp(t->name, "lm_head.weight") != 0) {
-            rc = pm_error("%s: unexpected tensor \"%s\" (not a parameter of this model)", path, t->name);
-            break;
+    // Nothing else may be in the files, except a tied LM head equal to the embedding.
+    for (int fi = 0; fi < w.n && rc == 0; fi++) {
+        const StFile *f = &w.files[fi];
+        for (int k = 0; k < f->n && rc == 0; k++) {
+            const StTensor *t = &f->tensors[k];
+            int known = 0;
+            for (int i = 0; i < nt && !known; i++) known = strcmp(t->name, layout_name(pi[i].name, hf)) == 0;
+            if (known) continue;
+            if (strcmp(t->name, "lm_head.weight") != 0) {
+                rc = pm_error("%s: unexpected tensor \"%s\" (not a parameter of this model)", f->path, t->name);
+                break;
+            }
+            const ParamInfo *emb = &pi[model_tensor_index(&m->cfg, -1, 0)];
+            if (!same_shape(t, emb)) {
+                rc = shape_error(f->path, t, emb);
+                break;
+            }
+            size_t n = emb->size;
+            float *head = pm_malloc(n * sizeof(float));
+            if (st_read_f32(f, t, head, n) != 0)
+                rc = -1;
+            else if (memcmp(head, host + emb->offset, n * sizeof(float)) != 0)
+                rc = pm_error("%s: lm_head.weight differs from %s; untied LM heads are not supported", f->path,
+                              layout_name(emb->name, hf));
+            free(head);
         }
-        const ParamInfo *emb = &pi[model_tensor_index(&m->cfg, -1, 0)];
-        if (!same_shape(t, emb)) {
-            rc = shape_error(path, t, emb);
-            break;
-        }
-        size_t n = emb->size;
-        float *head = pm_malloc(n * sizeof(float));
-        if (st_read_f32(&f, t, head, n) != 0)
-            rc = -1;
-        else if (memcmp(head, host + emb->offset, n * sizeof(float)) != 0)
-            rc = pm_error("%s: lm_head.weight differs from %s; untied LM heads are not supported", path,
-                          emb->name);
-        free(head);
     }
-    st_close(&f);
+    weights_close(&w);
     if (rc == 0) model_set_params(m, host);
     free(host);
     return rc;
@@ -611,7 +841,8 @@ int checkpoint_prune(const char *run_dir, int keep) {
 int checkpoint_resolve(const char *path, char *out, size_t n) {
     char probe[PATH_BUF];
     struct stat st;
-    if (join(probe, path, "model.safetensors") == 0 && stat(probe, &st) == 0 && S_ISREG(st.st_mode)) {
+    if ((join(probe, path, "model.safetensors") == 0 && stat(probe, &st) == 0 && S_ISREG(st.st_mode)) ||
+        (join(probe, path, "model.safetensors.index.json") == 0 && stat(probe, &st) == 0 && S_ISREG(st.st_mode))) {
         if ((size_t)snprintf(out, n, "%s", path) >= n) return pm_error("%s: path too long", path);
         return 0;
     }

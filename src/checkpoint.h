@@ -32,8 +32,20 @@ int config_read_json(const char *path, ModelConfig *c);
 // model-only checkpoint. If ts is given and the model has no optimizer state yet, zero moments are written.
 int checkpoint_save(const char *dir, const Model *m, const TrainerState *ts);
 
+// The model in the layout of Hugging Face transformers' MambaForCausalLM (what the state-spaces/mamba-*-hf
+// repositories hold, from_pretrained reads): config.json with MambaConfig's keys (vocab_size = our padded
+// vocabulary, which is the embedding's row count there) and model.safetensors with backbone.embeddings.weight in
+// place of backbone.embedding.weight, lm_head left out as tied; bf16 rounds the weights to bf16 (nearest even),
+// otherwise F32; tokenizer (or NULL): a tokenizer.json copied in beside them. Written like checkpoint_save (a temp
+// directory renamed into place).
+int checkpoint_export_hf(const char *dir, const Model *m, int bf16, const char *tokenizer);
+
+// config.json in our (mamba_ssm's) layout, or in transformers' (recognized by model_type or hidden_size; its keys
+// that change the math are checked, the rest ignored; pad_vocab_size_multiple becomes one that adds no rows).
 int checkpoint_load_config(const char *dir, ModelConfig *c);
-// Load parameters into an already created model with the same config. Everything is validated (config.json
+// Load parameters into an already created model with the same config, from model.safetensors or from the shards
+// model.safetensors.index.json names (its weight_map and the files must agree), under our names or transformers'
+// (the config's layout decides). Everything is validated (config.json
 // matches m->cfg; every tensor present with its exact shape; dtype F32, BF16, F16 or F64, converted to F32; all
 // values finite; no unknown tensors; lm_head.weight only if equal to the embedding) before the model is touched.
 int checkpoint_load_model(const char *dir, Model *m);
@@ -49,6 +61,6 @@ int checkpoint_find_latest(const char *run_dir, char *out, size_t n);
 // Remove all but the newest `keep` complete-or-not "<run_dir>/checkpoints/step_<digits>" directories (keep <= 0:
 // remove nothing). "best" and other names are never touched. 0 or -1 with pm_error.
 int checkpoint_prune(const char *run_dir, int keep);
-// A checkpoint directory (holding model.safetensors), or a run directory whose newest checkpoint is meant: the
+// A checkpoint directory (holding model.safetensors or model.safetensors.index.json), or a run directory whose newest checkpoint is meant: the
 // checkpoint's path in out. 0 or -1 with pm_error.
 int checkpoint_resolve(const char *path, char *out, size_t n);

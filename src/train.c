@@ -62,7 +62,7 @@ static int64_t truncate_metrics(const char *path, int64_t last_step) {
 
 
 typedef struct {
-    const char *data, *preset, *out, *device, *packing, *config;
+    const char *data, *preset, *out, *device, *packing, *config, *init_from;
     int seq_len, batch, steps, seed, resume, warmup, grad_accum, save_every, keep, log_every, window,
         deterministic, val_every, val_batches, fp32_logits;
     float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
@@ -72,7 +72,7 @@ typedef struct {
 static char *train_args_json(const TrainArgs *a) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:f, s:f, s:f, s:f, "
                           "s:f, s:f, s:i, s:i, s:b, s:i, s:b, s:i, s:b, s:i, s:b, s:f, s:b}",
-                          "data", a->data, "preset", a->preset, "device", a->device, "packing", a->packing,
+                          "data", a->data, "preset", a->preset ? a->preset : "", "device", a->device, "packing", a->packing,
                           "seq_len", a->seq_len, "batch", a->batch, "steps", a->steps, "seed", a->seed, "warmup",
                           a->warmup, "grad_accum", a->grad_accum, "save_every", a->save_every, "window", a->window,
                           "deterministic", a->deterministic, "lr", (double)a->lr, "min_lr_frac",
@@ -84,6 +84,10 @@ static char *train_args_json(const TrainArgs *a) {
                           "recompute_in_proj", a->mem.recompute_in_proj, "in_proj_layers", a->mem.in_proj_layers,
                           "cast_weights", a->mem.cast_weights,
                           "memory_budget", (double)a->mem.memory_budget, "fp32_logits", a->fp32_logits);
+    if (a->init_from) {  // the checkpoint fixes the model: no preset (a --config of this file must not name both)
+        json_object_del(j, "preset");
+        json_object_set_new(j, "init_from", json_string(a->init_from));
+    }
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);
     return s;
@@ -192,14 +196,17 @@ static void energy_close(EnergyMeter *em) {
 }
 
 int cmd_train(int argc, char **argv) {
-    TrainArgs a = {.data = NULL, .preset = "tiny", .out = NULL, .device = "cpu", .packing = "pack", .config = NULL,
+    TrainArgs a = {.data = NULL, .preset = NULL, .init_from = NULL, .out = NULL, .device = "cpu", .packing = "pack", .config = NULL,
                    .seq_len = 256, .batch = 8, .steps = 200, .seed = 1337, .warmup = 20, .grad_accum = 1,
                    .save_every = 0, .keep = 3, .log_every = 10, .window = 0, .val_every = 0, .val_batches = 16,
                    .lr = 3e-3f, .min_lr_frac = 0.1f, .weight_decay = 0.1f, .grad_clip = 1.0f, .beta1 = 0.9f,
                    .beta2 = 0.95f, .mem = MEMORY_FLAGS_DEFAULT};
     ArgSpec specs[] = {
         {"--data", ARG_STR, &a.data, "prepared data directory (packmamba prepare)"},
-        {"--preset", ARG_STR, &a.preset, "model size: tiny, 130m, 370m, 790m, 1.4b, 2.8b"},
+        {"--preset", ARG_STR, &a.preset, "model size: tiny (default), 130m, 370m, 790m, 1.4b, 2.8b"},
+        {"--init-from", ARG_STR, &a.init_from,
+         "start from this checkpoint's weights and config (ours, mamba_ssm's or transformers' layout; a run "
+         "directory means its newest checkpoint) with fresh optimizer state, in place of --preset"},
         {"--out", ARG_STR, &a.out, "run directory (metrics.jsonl, checkpoints/)"},
         {"--device", ARG_STR, &a.device, "cpu or cuda"},
         {"--packing", ARG_STR, &a.packing, "batching policy: single, pad, pack"},
@@ -241,6 +248,10 @@ int cmd_train(int argc, char **argv) {
     if (train_flags_check(specs, nspecs) != 0) pm_die("%s", pm_last_error());  // (the command line's too)
     if (!a.data) pm_die("train: --data DIR is required (make one with packmamba prepare)");
     if (!a.out) pm_die("train: --out RUN is required");
+    if (a.init_from && a.preset)
+        pm_die("train: --preset %s and --init-from %s exclude each other (the checkpoint fixes the model)", a.preset,
+               a.init_from);
+    if (!a.init_from && !a.preset) a.preset = "tiny";
     int policy = policy_parse(a.packing);
     if (policy < 0) pm_die("train: --packing %s: expected single, pad or pack", a.packing);
     if (a.seq_len < 1 || a.batch < 1 || a.grad_accum < 1 || a.steps < 0)
@@ -258,15 +269,19 @@ int cmd_train(int argc, char **argv) {
     char ckpt[4096] = "";
     int resuming = a.resume && checkpoint_find_latest(a.out, ckpt, sizeof ckpt) == 0;
     if (a.resume && !resuming && lead) fprintf(stderr, "packmamba: --resume: no checkpoint in %s yet, starting fresh\n", a.out);
+    // (--init-from only starts a run: a resumed one continues from its own checkpoint, as its run.json may name it)
+    char init_ckpt[4096] = "";
+    if (!resuming && a.init_from && checkpoint_resolve(a.init_from, init_ckpt, sizeof init_ckpt) != 0)
+        pm_die("train: --init-from: %s", pm_last_error());
     ModelConfig cfg;
-    if (resuming) {
-        if (checkpoint_load_config(ckpt, &cfg) != 0) pm_die("%s", pm_last_error());
+    if (resuming || init_ckpt[0]) {
+        if (checkpoint_load_config(resuming ? ckpt : init_ckpt, &cfg) != 0) pm_die("%s", pm_last_error());
     } else if (config_preset(a.preset, tokenizer_vocab_size(tok), &cfg) != 0) {
         pm_die("train: --preset: %s", pm_last_error());
     }
     if (cfg.vocab_size < tokenizer_vocab_size(tok))
-        pm_die("%s: model vocab_size %d is smaller than the data's tokenizer (%d)", ckpt, cfg.vocab_size,
-               tokenizer_vocab_size(tok));
+        pm_die("%s: model vocab_size %d is smaller than the data's tokenizer (%d)", resuming ? ckpt : init_ckpt,
+               cfg.vocab_size, tokenizer_vocab_size(tok));
 
     Model m;
     model_create(&m, &cfg, bk, (uint64_t)a.seed);
@@ -320,7 +335,11 @@ int cmd_train(int argc, char **argv) {
         trainer_state_free(&ts);
         if (lead) tokens_seen = truncate_metrics(metrics_path, m.step);
         if (lead) fprintf(stderr, "packmamba: resuming from %s at step %d\n", ckpt, m.step);
-    } else if (lead) {
+    } else {
+        if (init_ckpt[0] && checkpoint_load_model(init_ckpt, &m) != 0) pm_die("%s", pm_last_error());
+        if (init_ckpt[0] && lead) fprintf(stderr, "packmamba: starting from the weights of %s\n", init_ckpt);
+    }
+    if (!resuming && lead) {
         FILE *f = fopen(metrics_path, "w");
         if (!f) pm_die("%s: cannot create: %s", metrics_path, strerror(errno));
         fclose(f);
@@ -339,7 +358,7 @@ int cmd_train(int argc, char **argv) {
 
     if (lead)
         fprintf(stderr, "packmamba: training %s (%zu parameters, %d layers x %d) on %s, %s B=%d T=%d, %d steps%s\n",
-                resuming ? "(resumed)" : a.preset, m.n_params, cfg.n_layer, cfg.d_model, bk->name, a.packing, a.batch,
+                resuming ? "(resumed)" : init_ckpt[0] ? "(from --init-from)" : a.preset, m.n_params, cfg.n_layer, cfg.d_model, bk->name, a.packing, a.batch,
                 a.seq_len, a.steps, world > 1 ? " (per rank)" : "");
     if (lead && world > 1)
         fprintf(stderr, "packmamba: data parallel over %d ranks: global batch %d rows, sharded AdamW\n", world,
@@ -576,6 +595,48 @@ int cmd_eval(int argc, char **argv) {
     free(doc_tokens);
     batch_free(&b);
     batcher_close(bt);
+    model_destroy(&m);
+    return 0;
+}
+
+// export: a checkpoint (ours, mamba_ssm's or transformers') -> transformers' layout, for
+// MambaForCausalLM.from_pretrained and the tools built on it. A file conversion: the model lives on the CPU.
+int cmd_export(int argc, char **argv) {
+    const char *checkpoint = NULL, *out = NULL, *dtype = "f32", *tokpath = NULL;
+    ArgSpec specs[] = {
+        {"--checkpoint", ARG_STR, &checkpoint, "checkpoint directory, or a run directory (newest checkpoint)"},
+        {"--out", ARG_STR, &out, "directory to write (must not exist)"},
+        {"--dtype", ARG_STR, &dtype, "f32 or bf16 (rounded to nearest even)"},
+        {"--tokenizer", ARG_STR, &tokpath,
+         "tokenizer.json to copy in (default: the one beside the checkpoint or in its run directory, if any)"},
+    };
+    args_parse(argc, argv, "packmamba export --checkpoint PATH --out DIR [--dtype f32|bf16]", specs,
+               sizeof specs / sizeof specs[0], NULL, 0, NULL);
+    if (!checkpoint || !out) pm_die("export: --checkpoint PATH and --out DIR are required");
+    const int bf16 = strcmp(dtype, "bf16") == 0;
+    if (!bf16 && strcmp(dtype, "f32") != 0) pm_die("export: --dtype %s: expected f32 or bf16", dtype);
+    struct stat st;
+    if (lstat(out, &st) == 0) pm_die("%s: exists; not overwriting it (remove it or choose another --out)", out);
+    char ckpt[4096], tk[4300] = "";
+    if (checkpoint_resolve(checkpoint, ckpt, sizeof ckpt) != 0) pm_die("%s", pm_last_error());
+    if (tokpath) {
+        if (stat(tokpath, &st) != 0 || !S_ISREG(st.st_mode)) pm_die("%s: no such tokenizer file", tokpath);
+        snprintf(tk, sizeof tk, "%s", tokpath);
+    } else {
+        const char *cands[] = {"%s/tokenizer.json", "%s/../../tokenizer.json"};
+        for (int i = 0; i < 2 && !tk[0]; i++) {
+            snprintf(tk, sizeof tk, cands[i], ckpt);
+            if (stat(tk, &st) != 0 || !S_ISREG(st.st_mode)) tk[0] = 0;
+        }
+    }
+    ModelConfig cfg;
+    if (checkpoint_load_config(ckpt, &cfg) != 0) pm_die("%s", pm_last_error());
+    Model m;
+    model_create(&m, &cfg, backend_get("cpu", 0), 0);
+    if (checkpoint_load_model(ckpt, &m) != 0) pm_die("%s", pm_last_error());
+    if (checkpoint_export_hf(out, &m, bf16, tk[0] ? tk : NULL) != 0) pm_die("%s", pm_last_error());
+    fprintf(stderr, "packmamba: wrote %s (transformers' MambaForCausalLM layout, %s weights%s%s)\n", out,
+            bf16 ? "bf16" : "f32", tk[0] ? ", tokenizer from " : ", no tokenizer", tk[0] ? tk : "");
     model_destroy(&m);
     return 0;
 }

@@ -124,7 +124,7 @@ typedef struct {
 static const Target targets[] = {
     {CKPT "/model.safetensors",
      {"generate --checkpoint W/run --prompt state --tokens 3", "eval --checkpoint W/run --data W/data --split val"}},
-    {CKPT "/config.json", {"generate --checkpoint W/run --prompt state --tokens 3"}},
+    {CKPT "/config.json", {"generate --checkpoint W/run --prompt state --tokens 3", "export --checkpoint W/run --out W/ex"}},
     {CKPT "/trainer.safetensors", {"train --data W/data --out W/run --resume --steps 3 --log-every 0"}},
     {"run/run.json", {"train --data W/data --out W/run --resume --steps 3 --log-every 0"}},
     {"run/metrics.jsonl", {"train --data W/data --out W/run --resume --steps 3 --log-every 0"}},
@@ -245,6 +245,7 @@ static void test_flag_values(void **state) {
         {"train", "--data P/data --out FZ --preset tiny --seq-len 64 --batch 2 --steps 1 --log-every 0"},
         {"eval", "--checkpoint P/run --data P/data --split val"},
         {"generate", "--checkpoint P/run --prompt state --tokens 3"},
+        {"export", "--checkpoint P/run --out FZ"},
         {"stats", "P/data"},
         {"prepare", "--out FZ P/../in"},
         {"tokenize", "--tokenizer P/data/tokenizer.json hello"},

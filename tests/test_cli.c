@@ -490,7 +490,7 @@ static void test_config_file_and_override(void **state) {
 static void test_help_everywhere(void **state) {
     (void)state;
     REQUIRE_READY();
-    static const char *cmds[] = {"train", "eval", "generate", "plot", "prepare", "stats", "tokenize"};
+    static const char *cmds[] = {"train", "eval", "generate", "export", "plot", "prepare", "stats", "tokenize"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         int rc = pm("%s --help", cmds[i]);
         if (rc != 0) fail_msg("%s --help: exit %d: %s", cmds[i], rc, err_s);

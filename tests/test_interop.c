@@ -36,6 +36,7 @@
 #include "backend.h"
 #include "batch.h"
 #include "checkpoint.h"
+#include "doc_losses.h"
 #include "model.h"
 #include "safetensors.h"
 #include "util.h"
@@ -94,59 +95,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-// ---- packing and per-document losses ----
-
-// Lay the documents first-fit into rows of ROW_T tokens (never cut: each must be whole to match the reference,
-// which runs it alone); the rest of each row is padding. Returns the batch; b.doc holds the document index.
-static Batch pack_docs(const Docs *d) {
-    int *used = pm_calloc(d->n_docs, sizeof(int));  // tokens used per row; at most one row per document
-    int *row = pm_malloc(d->n_docs * sizeof(int)), *at = pm_malloc(d->n_docs * sizeof(int));
-    int B = 0;
-    for (int i = 0; i < d->n_docs; i++) {
-        int r = 0;
-        while (r < B && used[r] + d->len[i] > ROW_T) r++;
-        if (r == B) B++;
-        row[i] = r, at[i] = used[r];
-        used[r] += d->len[i];
-    }
-    Batch b = batch_alloc(B, ROW_T);
-    for (int i = 0; i < d->n_docs; i++)
-        for (int k = 0; k < d->len[i]; k++) {
-            size_t j = (size_t)row[i] * ROW_T + at[i] + k;
-            b.tokens[j] = d->docs[i][k];
-            b.pos[j] = k;
-            b.targets[j] = k + 1 < d->len[i] ? d->docs[i][k + 1] : PM_IGNORE;
-            b.doc[j] = i;
-        }
-    batch_count_valid(&b);
-    free(used), free(row), free(at);
-    return b;
-}
-
-// Forward the packed batch; out[i] = mean loss of document i's targets (NaN if none).
-static void doc_losses(Model *m, const Batch *b, int n_docs, double *out) {
-    double *sum = pm_calloc(n_docs, sizeof(double));
-    int *cnt = pm_calloc(n_docs, sizeof(int));
-    model_forward(m, b, NULL);
-    for (int j = 0; j < b->B * b->T; j++)
-        if (b->doc[j] >= 0 && b->targets[j] != PM_IGNORE) sum[b->doc[j]] += m->host_losses[j], cnt[b->doc[j]]++;
-    for (int i = 0; i < n_docs; i++) out[i] = cnt[i] ? sum[i] / cnt[i] : NAN;
-    free(sum), free(cnt);
-}
-
-// Largest relative difference over documents with targets; prints each when label is set.
-static double max_rel(const char *label, const double *ours, const double *ref, int n) {
-    double worst = 0;
-    for (int i = 0; i < n; i++) {
-        if (isnan(ref[i]) && isnan(ours[i])) continue;
-        double e = fabs(ours[i] - ref[i]) / fabs(ref[i]);
-        if (isnan(e)) e = INFINITY;
-        if (label) printf("  %s doc %d: ours %.9f  reference %.9f  rel err %.2e\n", label, i, ours[i], ref[i], e);
-        if (e > worst) worst = e;
-    }
-    return worst;
-}
-
 static ModelConfig tiny_config(void) {
     ModelConfig c;
     memset(&c, 0, sizeof c);
@@ -188,7 +136,7 @@ static void test_load_mamba_ssm_checkpoint(void **state) {
     model_create(&m, &c, backend_cpu(), 7);  // the init is overwritten by the load
     if (checkpoint_load_model(FIXTURE_CKPT, &m) != 0) fail_msg("%s", pm_last_error());
 
-    Batch b = pack_docs(&D);
+    Batch b = pack_docs(D.n_docs, D.docs, D.len, ROW_T);
     printf("%d documents packed into %d rows of %d tokens, %lld targets\n", D.n_docs, b.B, b.T,
            (long long)b.n_valid);
     model_alloc_activations(&m, b.B, b.T);
@@ -302,7 +250,7 @@ static void test_ours_into_reference(void **state) {
         skip();
     }
     ModelConfig c = tiny_config();
-    Batch eb = pack_docs(&D);  // the evaluation batch; training batches use the same (B, T)
+    Batch eb = pack_docs(D.n_docs, D.docs, D.len, ROW_T);  // the evaluation batch; training batches use the same (B, T)
     Model m;
     model_create(&m, &c, backend_cpu(), 20261130);
     model_alloc_activations(&m, eb.B, eb.T);
