@@ -17,10 +17,12 @@ typedef struct {
 } Piece;
 
 struct Batcher {
-    Shard shard;
+    Shard *shards;       // (n_shards) the data directories' shards, in the order named
+    uint64_t *doc_base;  // (n_shards + 1) global index of each shard's first document; the last: all documents
+    int n_shards;
     int split, policy, B, T, rank, world, window;
     uint64_t seed;
-    int64_t *docs;  // (n_docs) documents of the split with at least one token, in shard order
+    int64_t *docs;  // (n_docs) global indices of the split's documents with at least one token, in shard order
     int64_t n_docs, n_tokens;
     // Plan of the current epoch.
     int64_t plan_epoch;  // epoch the plan below belongs to (-1: none)
@@ -145,6 +147,20 @@ static int cmp_i64_pair_desc(const void *a, const void *b) {  // (weight, index)
     return x[0] != y[0] ? (x[0] < y[0] ? 1 : -1) : (x[1] > y[1]) - (x[1] < y[1]);
 }
 
+// The shard holding global document g, and g's index in it.
+static const Shard *shard_of(const Batcher *bt, int64_t g, uint64_t *local) {
+    int i = 0;
+    while ((uint64_t)g >= bt->doc_base[i + 1]) i++;
+    *local = (uint64_t)g - bt->doc_base[i];
+    return &bt->shards[i];
+}
+
+static int64_t doc_len(const Batcher *bt, int64_t g) {
+    uint64_t d;
+    const Shard *s = shard_of(bt, g, &d);
+    return (int64_t)shard_doc_len(s, d);
+}
+
 static void plan_epoch(Batcher *bt, int64_t epoch) {
     // Document order: Fisher-Yates with an RNG seeded from (seed, epoch).
     int64_t *order = pm_malloc((bt->n_docs ? bt->n_docs : 1) * sizeof(int64_t));
@@ -158,11 +174,11 @@ static void plan_epoch(Batcher *bt, int64_t epoch) {
     }
     // Pieces of at most T tokens, in that order.
     int64_t n = 0;
-    for (int64_t k = 0; k < bt->n_docs; k++) n += ((int64_t)shard_doc_len(&bt->shard, order[k]) + bt->T - 1) / bt->T;
+    for (int64_t k = 0; k < bt->n_docs; k++) n += (doc_len(bt, order[k]) + bt->T - 1) / bt->T;
     bt->pieces = pm_realloc(bt->pieces, (n ? n : 1) * sizeof(Piece));
     n = 0;
     for (int64_t k = 0; k < bt->n_docs; k++) {
-        int64_t len = (int64_t)shard_doc_len(&bt->shard, order[k]);
+        int64_t len = doc_len(bt, order[k]);
         for (int64_t s = 0; s < len; s += bt->T) {
             int64_t l = len - s < bt->T ? len - s : bt->T;
             bt->pieces[n++] = (Piece){order[k], s, (int32_t)l, s + l == len};
@@ -231,25 +247,47 @@ Batcher *batcher_open(const char *data_dir, int split, int policy, int B, int T,
     if (split < 0 || split > 2) return pm_error("batcher: unknown split %d", split), NULL;
     if (B < 1 || T < 1) return pm_error("batcher: batch size %d x %d must be positive", B, T), NULL;
     if (world < 1 || rank < 0 || rank >= world) return pm_error("batcher: bad rank %d of world %d", rank, world), NULL;
+    int nd;
+    char **dirs = data_dirs(data_dir, &nd);
+    if (!dirs) return NULL;
     Batcher *bt = pm_calloc(1, sizeof *bt);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", data_dir, PM_SHARD_FILE);
-    if (shard_open(&bt->shard, path) != 0) {
-        free(bt);
+    bt->shards = pm_calloc((size_t)nd, sizeof(Shard));
+    bt->doc_base = pm_calloc((size_t)nd + 1, sizeof(uint64_t));
+    char path[4096], first[4096] = "";
+    int rc = 0;
+    for (int i = 0; i < nd && rc == 0; i++) {
+        snprintf(path, sizeof path, "%s/%s", dirs[i], PM_SHARD_FILE);
+        if ((rc = shard_open(&bt->shards[i], path)) != 0) break;
+        bt->n_shards++;
+        bt->doc_base[i + 1] = bt->doc_base[i] + bt->shards[i].n_docs;
+        const Shard *s0 = &bt->shards[0], *s = &bt->shards[i];
+        if (i == 0) snprintf(first, sizeof first, "%s", path);
+        else if (s->vocab_size != s0->vocab_size || s->eod_id != s0->eod_id)
+            rc = pm_error("%s: vocabulary %u, end-of-document id %u; %s has %u, %u (prepared with different "
+                          "tokenizers)", path, s->vocab_size, s->eod_id, first, s0->vocab_size, s0->eod_id);
+    }
+    data_dirs_free(dirs, nd);
+    if (rc != 0 || bt->doc_base[nd] > INT32_MAX) {  // (a batch's doc field holds global indices as int32)
+        if (rc == 0) pm_error("%s: more than %d documents in all", data_dir, INT32_MAX);
+        batcher_close(bt);
         return NULL;
     }
     bt->split = split, bt->policy = policy, bt->B = B, bt->T = T, bt->seed = seed;
     bt->rank = rank, bt->world = world;
     bt->window = window <= 0 ? PM_PACK_WINDOW_DEFAULT : window;
-    bt->docs = pm_malloc((bt->shard.n_docs ? bt->shard.n_docs : 1) * sizeof(int64_t));
-    for (uint64_t d = 0; d < bt->shard.n_docs; d++) {
-        if (shard_doc_len(&bt->shard, d) == 0) continue;
-        if (split != PM_SPLIT_ALL && bt->shard.split[d] != split) continue;
-        bt->docs[bt->n_docs++] = (int64_t)d;
-        bt->n_tokens += (int64_t)shard_doc_len(&bt->shard, d);
+    bt->docs = pm_malloc((bt->doc_base[nd] ? bt->doc_base[nd] : 1) * sizeof(int64_t));
+    for (int i = 0; i < nd; i++) {
+        const Shard *s = &bt->shards[i];
+        for (uint64_t d = 0; d < s->n_docs; d++) {
+            if (shard_doc_len(s, d) == 0) continue;
+            if (split != PM_SPLIT_ALL && s->split[d] != split) continue;
+            bt->docs[bt->n_docs++] = (int64_t)(bt->doc_base[i] + d);
+            bt->n_tokens += (int64_t)shard_doc_len(s, d);
+        }
     }
     if (bt->n_docs == 0) {
-        pm_error("%s: no documents in split %s", path, split == 0 ? "all" : split == 1 ? "train" : "val");
+        pm_error("%s: no documents in split %s", nd == 1 ? path : data_dir,
+                 split == 0 ? "all" : split == 1 ? "train" : "val");
         batcher_close(bt);
         return NULL;
     }
@@ -260,7 +298,8 @@ Batcher *batcher_open(const char *data_dir, int split, int policy, int B, int T,
 
 void batcher_close(Batcher *bt) {
     if (!bt) return;
-    shard_close(&bt->shard);
+    for (int i = 0; i < bt->n_shards; i++) shard_close(&bt->shards[i]);
+    free(bt->shards), free(bt->doc_base);
     free(bt->docs), free(bt->pieces), free(bt->row_start), free(bt->row_piece), free(bt->piece_rank),
         free(bt->row_rank);
     free(bt);
@@ -268,8 +307,9 @@ void batcher_close(Batcher *bt) {
 
 // Writes piece p at row r (of width bt_T) starting at column c.
 static void put_piece(const Batcher *bt, Batch *b, int r, int c, const Piece *p) {
-    const Shard *s = &bt->shard;
-    uint64_t base = s->offsets[p->doc] + (uint64_t)p->start;
+    uint64_t d;
+    const Shard *s = shard_of(bt, p->doc, &d);
+    uint64_t base = s->offsets[d] + (uint64_t)p->start;
     int32_t *tok = b->tokens + (size_t)r * b->T + c, *pos = b->pos + (size_t)r * b->T + c;
     int32_t *tgt = b->targets + (size_t)r * b->T + c, *doc = b->doc + (size_t)r * b->T + c;
     for (int i = 0; i < p->len; i++) {
@@ -350,7 +390,10 @@ void batcher_get_position(const Batcher *bt, uint64_t pos[8]) {
     pos[1] = (uint64_t)bt->epoch;
     pos[2] = (uint64_t)bt->batch;
     pos[3] = bt->seed;
-    pos[4] = bt->shard.checksum ^ ((uint64_t)bt->split << 62);
+    // the data's fingerprint: one shard's checksum, or the checksums of several in their order
+    uint64_t fp = bt->shards[0].checksum;
+    for (int i = 1; i < bt->n_shards; i++) fp = splitmix(fp ^ splitmix(bt->shards[i].checksum + (uint64_t)i));
+    pos[4] = fp ^ ((uint64_t)bt->split << 62);
     pos[5] = (uint64_t)bt->policy << 56 | (uint64_t)bt->B << 32 | (uint64_t)(uint32_t)bt->T;
     pos[6] = (uint64_t)bt->rank << 32 | (uint32_t)bt->world;
     pos[7] = (uint64_t)bt->window;

@@ -10,7 +10,8 @@
 //     non-final piece has target PM_IGNORE: a target never crosses a piece or document boundary.
 //   - EOD itself is never an input token.
 //   - Padding: token 0, pos 0, target PM_IGNORE, doc -1.
-//   - b->doc holds the document's global index in the data directory (0 .. documents-1).
+//   - b->doc holds the document's global index in the data (0 .. documents-1; over several directories, counted
+//     on from the documents of those before).
 // A document of L tokens therefore yields L - (number of pieces - 1) targets.
 //
 // Policies and the shape of each batch (the Batch must come from batch_alloc(B, T); b->B and b->T are set to the
@@ -46,8 +47,10 @@ enum { PM_SPLIT_ALL = 0, PM_SPLIT_TRAIN = 1, PM_SPLIT_VAL = 2 };
 
 typedef struct Batcher Batcher;
 
-// Opens DIR/data.pms (see shard.h). split: PM_SPLIT_*; policy: PM_POLICY_*; B, T: the allocated batch size;
-// rank in [0, world); window: pack's best-fit window (<= 0: PM_PACK_WINDOW_DEFAULT; 1: greedy in order).
+// Opens DIR/data.pms (see shard.h), or the shards of several directories named "a,b" as one data set (their
+// documents in that order; vocabulary and end-of-document id must agree). split: PM_SPLIT_*; policy: PM_POLICY_*;
+// B, T: the allocated batch size; rank in [0, world); window: pack's best-fit window (<= 0:
+// PM_PACK_WINDOW_DEFAULT; 1: greedy in order).
 // Returns NULL with pm_error set on failure (missing/corrupt data, empty split, bad arguments).
 Batcher *batcher_open(const char *data_dir, int split, int policy, int B, int T, uint64_t seed, int rank, int world,
                       int window);

@@ -1139,7 +1139,7 @@ int cmd_bench(int argc, char **argv) {
         {"--profile-steps", ARG_INT, &profile_steps,
          "per-op profiled steps after the timed ones on a GPU (GPU events, or synchronize per op without them)"},
         {"--sweep", ARG_STR, &sweep, "JSON sweep file (see docs/bench): replaces the sweep flags"},
-        {"--data", ARG_STR, &data, "prepared data directory: real documents (default: synthetic lognormal lengths)"},
+        {"--data", ARG_STR, &data, "prepared data directory (or several, a,b): real documents (default: synthetic lognormal lengths)"},
         {"--vocab", ARG_INT, &vocab, "vocabulary size without --data (default 50277, GPT-NeoX)"},
         {"--window", ARG_INT, &window, "pack's best-fit window with --data (0: the batcher's default)"},
         {"--seed", ARG_INT, &seed, "seed of weights and synthetic data"},

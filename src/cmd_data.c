@@ -271,7 +271,7 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 static void stats_usage(void) {
-    printf("usage: packmamba stats DIR [options]\n"
+    printf("usage: packmamba stats DIR[,DIR...] [options]\n"
            "Documents, tokens, length percentiles and histogram, and the fill (real tokens / tokens computed) of\n"
            "each batching policy over one epoch.\n"
            "  --seq-len T     row length (default 2048)\n"
@@ -330,30 +330,47 @@ int cmd_stats(int argc, char **argv) {
         fprintf(stderr, "packmamba stats: DIR is required (see --help)\n");
         return 2;
     }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, PM_SHARD_FILE);
-    Shard s;
-    if (shard_open(&s, path) != 0) {
+    // Several directories ("a,b") count as one data set, as train reads them.
+    int nd;
+    char **dirs = data_dirs(dir, &nd);
+    if (!dirs) {
         fprintf(stderr, "packmamba: %s\n", pm_last_error());
         return 1;
     }
-    int64_t *len = pm_malloc((s.n_docs ? s.n_docs : 1) * sizeof(int64_t));
+    char path[4096];
+    int64_t *len = NULL, cap = 0;
     int64_t n = 0, tokens = 0, n_train = 0, n_val = 0, empty = 0;
-    for (uint64_t d = 0; d < s.n_docs; d++) {
-        if (split && s.split[d] != split) continue;
-        int64_t l = (int64_t)shard_doc_len(&s, d);
-        if (l == 0) {
-            empty++;
-            continue;
+    uint32_t vocab = 0;
+    for (int i = 0; i < nd; i++) {
+        snprintf(path, sizeof path, "%s/%s", dirs[i], PM_SHARD_FILE);
+        Shard s;
+        if (shard_open(&s, path) != 0) {
+            fprintf(stderr, "packmamba: %s\n", pm_last_error());
+            data_dirs_free(dirs, nd);
+            free(len);
+            return 1;
         }
-        len[n++] = l;
-        tokens += l;
-        n_train += s.split[d] == 1, n_val += s.split[d] == 2;
+        if (n + (int64_t)s.n_docs > cap) {
+            cap = n + (int64_t)s.n_docs;
+            len = pm_realloc(len, (cap ? cap : 1) * sizeof(int64_t));
+        }
+        for (uint64_t d = 0; d < s.n_docs; d++) {
+            if (split && s.split[d] != split) continue;
+            int64_t l = (int64_t)shard_doc_len(&s, d);
+            if (l == 0) {
+                empty++;
+                continue;
+            }
+            len[n++] = l;
+            tokens += l;
+            n_train += s.split[d] == 1, n_val += s.split[d] == 2;
+        }
+        vocab = s.vocab_size;
+        shard_close(&s);
     }
-    uint32_t vocab = s.vocab_size;
-    shard_close(&s);
+    data_dirs_free(dirs, nd);
     if (n == 0) {
-        fprintf(stderr, "packmamba: %s: no documents in this split\n", path);
+        fprintf(stderr, "packmamba: %s: no documents in this split\n", nd == 1 ? path : dir);
         free(len);
         return 1;
     }

@@ -53,6 +53,33 @@ static uint32_t get_u32(const uint8_t *p) {
     return v;
 }
 
+char **data_dirs(const char *list, int *n) {
+    int cnt = 1;
+    for (const char *c = list; *c; c++) cnt += *c == ',';
+    char **dirs = pm_calloc((size_t)cnt, sizeof *dirs);
+    const char *at = list;
+    for (int i = 0; i < cnt; i++) {
+        const char *end = strchr(at, ',');
+        size_t len = end ? (size_t)(end - at) : strlen(at);
+        if (len == 0) {
+            data_dirs_free(dirs, i);
+            pm_error("\"%s\": an empty data directory name (several are joined by commas)", list);
+            return NULL;
+        }
+        dirs[i] = pm_malloc(len + 1);
+        memcpy(dirs[i], at, len);
+        dirs[i][len] = 0;
+        at = end ? end + 1 : at + len;
+    }
+    *n = cnt;
+    return dirs;
+}
+
+void data_dirs_free(char **dirs, int n) {
+    for (int i = 0; dirs && i < n; i++) free(dirs[i]);
+    free(dirs);
+}
+
 int shard_open(Shard *s, const char *path) {
     memset(s, 0, sizeof *s);
     int fd = open(path, O_RDONLY);

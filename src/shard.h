@@ -44,6 +44,12 @@ static inline uint32_t shard_token(const Shard *s, uint64_t i) {
 }
 static inline uint64_t shard_doc_len(const Shard *s, uint64_t d) { return s->offsets[d + 1] - s->offsets[d]; }
 
+// A data argument names one prepared directory or several joined by commas ("a,b": their documents in that
+// order, as if prepared together). The directories, allocated (free with data_dirs_free), and their count in *n;
+// NULL with pm_error on an empty name.
+char **data_dirs(const char *list, int *n);
+void data_dirs_free(char **dirs, int n);
+
 // The header's checksum function, over n bytes (exposed so tests can build structurally corrupt shards that still
 // pass the checksum, to reach the structural checks).
 uint64_t shard_checksum(const void *p, size_t n);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <utf8proc.h>
 
+#include "shard.h"
 #include "util.h"
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -615,14 +616,39 @@ Tokenizer *tokenizer_load(const char *path) {
     return load_json_file(path);
 }
 
-Tokenizer *tokenizer_load_from_data(const char *data_dir) {
-    char p[4096];
-    snprintf(p, sizeof p, "%s/tokenizer.json", data_dir);
-    if (!is_file(p)) {
-        pm_error("%s: missing (not a directory made by `packmamba prepare`?)", p);
+Tokenizer *tokenizer_load_from_data(const char *data) {
+    int n;
+    char **dirs = data_dirs(data, &n);
+    if (!dirs) return NULL;
+    char first[4096], p[4096];
+    Tokenizer *t = NULL;
+    char *text0 = NULL;  // the first directory's file, which the others must equal byte for byte
+    size_t n0 = 0;
+    int ok = 1;
+    for (int i = 0; i < n && ok; i++) {
+        snprintf(p, sizeof p, "%s/tokenizer.json", dirs[i]);
+        if (!is_file(p)) {
+            ok = 0, pm_error("%s: missing (not a directory made by `packmamba prepare`?)", p);
+        } else if (i == 0) {
+            snprintf(first, sizeof first, "%s", p);
+            ok = (t = load_json_file(p)) != NULL && (n == 1 || (text0 = pm_read_file(p, &n0)) != NULL);
+        } else {
+            size_t nb;
+            char *text = pm_read_file(p, &nb);
+            if (!text) ok = 0;
+            else if (nb != n0 || memcmp(text, text0, n0) != 0)
+                ok = 0, pm_error("%s differs from %s: the data directories were prepared with different tokenizers",
+                                 p, first);
+            free(text);
+        }
+    }
+    free(text0);
+    data_dirs_free(dirs, n);
+    if (!ok) {
+        tokenizer_free(t);
         return NULL;
     }
-    return load_json_file(p);
+    return t;
 }
 
 int tokenizer_save(const Tokenizer *t, const char *path) {

@@ -13,7 +13,9 @@
 typedef struct Tokenizer Tokenizer;
 
 Tokenizer *tokenizer_load(const char *path);                // NULL + pm_error on failure
-Tokenizer *tokenizer_load_from_data(const char *data_dir);  // DATA_DIR/tokenizer.json written by `prepare`
+// DATA_DIR/tokenizer.json written by `prepare`; with several directories ("a,b", see shard.h) the first one's,
+// which every other one's must equal.
+Tokenizer *tokenizer_load_from_data(const char *data);
 // Writes the tokenizer to `path` (atomically) in a form tokenizer_load reads back: a Hugging Face tokenizer.json
 // for BPE, {"type": "packmamba-byte", ...} for the byte tokenizer. 0 or -1 + pm_error.
 int tokenizer_save(const Tokenizer *tk, const char *path);

@@ -202,7 +202,7 @@ int cmd_train(int argc, char **argv) {
                    .lr = 3e-3f, .min_lr_frac = 0.1f, .weight_decay = 0.1f, .grad_clip = 1.0f, .beta1 = 0.9f,
                    .beta2 = 0.95f, .mem = MEMORY_FLAGS_DEFAULT};
     ArgSpec specs[] = {
-        {"--data", ARG_STR, &a.data, "prepared data directory (packmamba prepare)"},
+        {"--data", ARG_STR, &a.data, "prepared data directory (packmamba prepare), or several joined by commas (a,b: one data set)"},
         {"--preset", ARG_STR, &a.preset, "model size: tiny (default), 130m, 370m, 790m, 1.4b, 2.8b"},
         {"--init-from", ARG_STR, &a.init_from,
          "start from this checkpoint's weights and config (ours, mamba_ssm's or transformers' layout; a run "
@@ -500,7 +500,7 @@ int cmd_eval(int argc, char **argv) {
     int seq_len = 256, batch = 8, per_doc = 0, as_json = 0;
     ArgSpec specs[] = {
         {"--checkpoint", ARG_STR, &checkpoint, "checkpoint directory, or a run directory (newest checkpoint)"},
-        {"--data", ARG_STR, &data, "prepared data directory"},
+        {"--data", ARG_STR, &data, "prepared data directory, or several joined by commas"},
         {"--split", ARG_STR, &split, "all, train or val"},
         {"--packing", ARG_STR, &packing, "batching policy: single, pad, pack"},
         {"--seq-len", ARG_INT, &seq_len, "tokens per row (T)"},

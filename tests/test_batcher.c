@@ -21,6 +21,7 @@
 #include "batcher.h"
 #include "cmd_data.h"
 #include "shard.h"
+#include "tokenizer.h"
 #include "util.h"
 
 #define VOCAB 1000
@@ -350,6 +351,101 @@ static void test_eval_iteration(void **state) {
     free(dir);
 }
 
+// Several data directories ("a,b") are one data set: their documents in order, as if prepared together. One
+// stream of documents is written as two shards (A: the first 170, B: the rest) and as one (U: all 300); for every
+// policy, split and rank of two, "A,B" serves exactly U's batches (tokens, positions, targets, document indices)
+// over an epoch and a half. Positions tell the data sets apart; directories prepared with another vocabulary, and
+// tokenizer files that differ, are refused by name.
+static void write_docs(const char *dir, int first, int last, int vocab, uint64_t seed) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, PM_SHARD_FILE);
+    ShardWriter *w = shard_writer_open(path, (uint32_t)vocab, EOD);
+    assert_non_null(w);
+    PmRng r;
+    pm_rng_seed(&r, seed);
+    int32_t ids[1500];
+    for (int d = 0; d < last; d++) {  // the same stream for every range: skip the documents before `first`
+        int len = (int)exp(4.5 + 1.0 * pm_rng_normal(&r));
+        if (len > 1500) len = 1500;
+        if (d % 53 == 5) len = 0;
+        for (int i = 0; i < len; i++) ids[i] = (int32_t)(pm_rng_u64(&r) % EOD);
+        if (d >= first) assert_int_equal(shard_writer_add(w, ids, (size_t)len, d % 7 == 3 ? 2 : 1), 0);
+    }
+    assert_int_equal(shard_writer_finish(w), 0);
+}
+
+static void test_several_directories(void **state) {
+    char *root = make_tmpdir(), a[300], b[300], u[300], c[300], ab[700], ba[700], abc[1000];
+    snprintf(a, sizeof a, "%s/a", root), snprintf(b, sizeof b, "%s/b", root), snprintf(u, sizeof u, "%s/u", root);
+    snprintf(c, sizeof c, "%s/c", root);
+    const char *made[] = {a, b, u, c};
+    for (int i = 0; i < 4; i++) assert_int_equal(pm_mkdir_p(made[i]), 0);
+    write_docs(a, 0, 170, VOCAB, 9);
+    write_docs(b, 170, 300, VOCAB, 9);
+    write_docs(u, 0, 300, VOCAB, 9);
+    write_docs(c, 0, 20, VOCAB + 1, 9);
+    snprintf(ab, sizeof ab, "%s,%s", a, b), snprintf(ba, sizeof ba, "%s,%s", b, a);
+    snprintf(abc, sizeof abc, "%s,%s", ab, c);
+    Batch x = batch_alloc(4, 256), y = batch_alloc(4, 256);
+    int compared = 0;
+    for (int policy = 0; policy < 3; policy++)
+        for (int split = 0; split < 3; split++)
+            for (int rank = 0; rank < 2; rank++) {
+                Batcher *p = batcher_open(ab, split, policy, 4, 256, 11, rank, 2, 0);
+                Batcher *q = batcher_open(u, split, policy, 4, 256, 11, rank, 2, 0);
+                assert_non_null(p);
+                assert_non_null(q);
+                assert_int_equal(batcher_epoch_batches(p), batcher_epoch_batches(q));
+                assert_int_equal(batcher_documents(p), batcher_documents(q));
+                assert_true(batcher_tokens(p) == batcher_tokens(q));
+                const int n = batcher_epoch_batches(p) * 3 / 2;
+                for (int i = 0; i < n; i++) {
+                    assert_int_equal(batcher_next(p, &x), batcher_next(q, &y));
+                    assert_true(batch_hash(&x) == batch_hash(&y));
+                    compared++;
+                }
+                batcher_close(p), batcher_close(q);
+            }
+    printf("%d batches of \"a,b\" equal to the single shard's\n", compared);
+    // a position belongs to its data: "a,b" is not "b,a", nor the single shard of the same documents
+    uint64_t pos[8];
+    Batcher *p = batcher_open(ab, PM_SPLIT_TRAIN, PM_POLICY_PACK, 4, 256, 11, 0, 1, 0);
+    batcher_next(p, &x);
+    batcher_get_position(p, pos);
+    const char *others[] = {ba, u};
+    for (int i = 0; i < 2; i++) {
+        Batcher *q = batcher_open(others[i], PM_SPLIT_TRAIN, PM_POLICY_PACK, 4, 256, 11, 0, 1, 0);
+        assert_int_equal(batcher_set_position(q, pos), -1);
+        batcher_close(q);
+    }
+    batcher_close(p);
+    // another vocabulary; an empty name
+    assert_null(batcher_open(abc, PM_SPLIT_ALL, PM_POLICY_PACK, 4, 256, 0, 0, 1, 0));
+    printf("refused: %s\n", pm_last_error());
+    assert_non_null(strstr(pm_last_error(), c));
+    snprintf(abc, sizeof abc, "%s,,%s", a, b);
+    assert_null(batcher_open(abc, PM_SPLIT_ALL, PM_POLICY_PACK, 4, 256, 0, 0, 1, 0));
+    assert_non_null(strstr(pm_last_error(), "empty"));
+    // tokenizers: the same file in both directories loads; a different one is refused, naming both
+    char tk[400];
+    const char *byte_tok = "{\"type\": \"packmamba-byte\", \"vocab_size\": 257, \"eod_id\": 256}\n";
+    snprintf(tk, sizeof tk, "%s/tokenizer.json", a);
+    assert_int_equal(pm_write_file_atomic(tk, byte_tok, strlen(byte_tok)), 0);
+    snprintf(tk, sizeof tk, "%s/tokenizer.json", b);
+    assert_int_equal(pm_write_file_atomic(tk, byte_tok, strlen(byte_tok)), 0);
+    Tokenizer *t = tokenizer_load_from_data(ab);
+    if (!t) fail_msg("%s", pm_last_error());
+    assert_int_equal(tokenizer_vocab_size(t), 257);
+    tokenizer_free(t);
+    assert_int_equal(pm_write_file_atomic(tk, byte_tok, strlen(byte_tok) - 1), 0);  // the newline dropped
+    assert_null(tokenizer_load_from_data(ab));
+    printf("refused: %s\n", pm_last_error());
+    assert_non_null(strstr(pm_last_error(), "different tokenizers"));
+    batch_free(&x), batch_free(&y);
+    rm_rf(root);
+    free(root);
+}
+
 static void test_bad_arguments(void **state) {
     char *dir = make_tmpdir();
     assert_null(batcher_open(dir, 0, PM_POLICY_PACK, 2, 64, 0, 0, 1, 0));  // no shard
@@ -372,7 +468,7 @@ int main(void) {
         cmocka_unit_test(test_invariants_each_policy), cmocka_unit_test(test_pack_beats_greedy),
         cmocka_unit_test(test_pack_fill_default_corpus), cmocka_unit_test(test_resume),
         cmocka_unit_test(test_rank_world), cmocka_unit_test(test_eval_iteration),
-        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_bad_arguments), cmocka_unit_test(test_several_directories),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
