@@ -3,7 +3,7 @@
 # everything is present. Needs root (or sudo) the first time.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config
-      libopenblas-dev libpcre2-dev libjansson-dev zlib1g-dev libutf8proc-dev libcmocka-dev
+      libopenblas-dev libpcre2-dev libjansson-dev zlib1g-dev libutf8proc-dev libzip-dev libcmocka-dev
       openmpi-bin libopenmpi-dev
       gnuplot-nox chromium
       linux-doc-6.1 fortunes fortunes-min)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "safetensors.h"
+#include "torch_bin.h"
 #include "util.h"
 
 #define PATH_BUF 4096
@@ -531,15 +532,38 @@ static const StTensor *weights_find(const WeightSet *w, const char *name, const 
     return NULL;
 }
 
+// A weight file of either format: torch.save's by its name's ".bin" ending, else safetensors.
+static int weight_file_open(const char *path, StFile *f) {
+    const size_t n = strlen(path);
+    return n > 4 && strcmp(path + n - 4, ".bin") == 0 ? torch_bin_open(path, f) : st_open(path, f);
+}
+
+// The first of a checkpoint's weight files that exists: model.safetensors, its index, then torch.save's
+// pytorch_model.bin and its index (the official mamba_ssm checkpoints have only that). 0, or -1 when none does.
+static const char *const weight_names[] = {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                                           "pytorch_model.bin.index.json"};
+
+static int weights_find_file(const char *dir, char *out, int *index) {
+    struct stat st;
+    for (int i = 0; i < 4; i++)
+        if (join(out, dir, weight_names[i]) == 0 && stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
+            *index = i % 2;
+            return 0;
+        }
+    join(out, dir, weight_names[0]);  // (named in the error that follows)
+    return -1;
+}
+
 static int weights_open(const char *dir, WeightSet *w) {
     memset(w, 0, sizeof *w);
     char path[PATH_BUF];
-    struct stat st;
-    if (join(path, dir, "model.safetensors") != 0) return -1;
-    if (stat(path, &st) == 0 || join(w->where, dir, "model.safetensors.index.json") != 0 || stat(w->where, &st) != 0) {
-        snprintf(w->where, sizeof w->where, "%s", path);
+    int index = 0;
+    if (weights_find_file(dir, w->where, &index) != 0)
+        return pm_error("%s: missing (and no model.safetensors.index.json, pytorch_model.bin or "
+                        "pytorch_model.bin.index.json beside it)", w->where);
+    if (!index) {
         w->files = pm_calloc(1, sizeof(StFile));
-        if (st_open(path, &w->files[0]) != 0) {
+        if (weight_file_open(w->where, &w->files[0]) != 0) {
             free(w->files);
             w->files = NULL;
             return -1;
@@ -573,7 +597,7 @@ static int weights_open(const char *dir, WeightSet *w) {
     }
     if (rc == 0) w->files = pm_calloc((size_t)nf, sizeof(StFile));
     for (int i = 0; i < nf && rc == 0; i++) {
-        if (join(path, dir, fnames[i]) != 0 || st_open(path, &w->files[i]) != 0)
+        if (join(path, dir, fnames[i]) != 0 || weight_file_open(path, &w->files[i]) != 0)
             rc = -1;
         else
             w->n++;
@@ -841,8 +865,8 @@ int checkpoint_prune(const char *run_dir, int keep) {
 int checkpoint_resolve(const char *path, char *out, size_t n) {
     char probe[PATH_BUF];
     struct stat st;
-    if ((join(probe, path, "model.safetensors") == 0 && stat(probe, &st) == 0 && S_ISREG(st.st_mode)) ||
-        (join(probe, path, "model.safetensors.index.json") == 0 && stat(probe, &st) == 0 && S_ISREG(st.st_mode))) {
+    int index;
+    if (weights_find_file(path, probe, &index) == 0) {
         if ((size_t)snprintf(out, n, "%s", path) >= n) return pm_error("%s: path too long", path);
         return 0;
     }

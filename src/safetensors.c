@@ -49,7 +49,8 @@ static int st_shape_bytes(const int64_t *shape, int ndim, size_t esize, size_t *
 
 void st_close(StFile *f) {
     if (!f) return;
-    if (f->map && f->size > 0) munmap(f->map, f->size);
+    if (f->owned) free(f->map);
+    else if (f->map && f->size > 0) munmap(f->map, f->size);
     free(f->tensors);
     free(f->metadata_json);
     free(f->path);

@@ -23,6 +23,7 @@ typedef struct {
     StTensor *tensors;
     char *metadata_json;  // the "__metadata__" object re-serialized as JSON, or NULL
     char *path;
+    int owned;  // map is allocated memory that st_close frees (torch_bin.h builds such files), not a mapping
 } StFile;
 
 // Map and validate a file: header length within the file, header is a JSON object, every tensor has a known

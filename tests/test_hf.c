@@ -34,6 +34,7 @@
 #include "model.h"
 #include "safetensors.h"
 #include "shell.h"
+#include "tmpdir.h"
 #include "util.h"
 
 #define FIX "tests/fixtures/hf"
@@ -156,8 +157,6 @@ static void test_load_sharded(void **state) {
 }
 
 // ---- refusals ----
-
-static char tmpdir_[64];
 
 static void copy_dir(const char *from, const char *to) {
     assert_int_equal(sh("rm -rf '%s' && cp -r '%s' '%s'", to, from, to), 0);
@@ -380,16 +379,6 @@ static void test_cli(void **state) {
                      0);
     free(wa), free(wb);
     model_destroy(&a), model_destroy(&b), model_destroy(&x);
-}
-
-static int make_tmp(void **state) {
-    snprintf(tmpdir_, sizeof tmpdir_, "/tmp/pm_hf_XXXXXX");
-    return mkdtemp(tmpdir_) ? 0 : -1;
-}
-
-static int remove_tmp(void **state) {
-    if (pm_remove_tree(tmpdir_) != 0) printf("warning: %s\n", pm_last_error());
-    return 0;
 }
 
 int main(void) {
