@@ -333,10 +333,12 @@ static uint16_t f32_to_bf16(float f) {
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-// A checkpoint directory: ours (hf = 0: model, config and, with ts, the trainer state) or transformers' (hf = 1:
-// model and config; bf16: the weights rounded to bf16; tokenizer: a tokenizer.json to copy in, or NULL).
-static int save_dir(const char *dir_in, const Model *m, const TrainerState *ts, int hf, int bf16,
+// A checkpoint directory: ours (layout -1: model, config and, with ts, the trainer state) or an export
+// (PM_LAYOUT_*: model and config; bf16: the weights rounded to bf16; tokenizer: a tokenizer.json to copy in, or
+// NULL).
+static int save_dir(const char *dir_in, const Model *m, const TrainerState *ts, int layout, int bf16,
                     const char *tokenizer) {
+    const int hf = layout == PM_LAYOUT_HF, bin = layout == PM_LAYOUT_MAMBA_SSM;
     model_settle_updates((Model *)m);  // (the moments below are read directly)
     char dir[PATH_BUF], tmp[PATH_BUF + 64], file[PATH_BUF];
     size_t len = strlen(dir_in);
@@ -362,7 +364,7 @@ static int save_dir(const char *dir_in, const Model *m, const TrainerState *ts, 
     const ParamInfo *pi = m->tensors;
     float *host = pm_malloc(m->n_params * sizeof(float));  // (n_params)
     model_get_params(m, host);
-    StWrite *w = pm_calloc(2 * (size_t)nt + 1, sizeof(StWrite));
+    StWrite *w = pm_calloc(2 * (size_t)nt + 2, sizeof(StWrite));
     uint16_t *half = bf16 ? pm_malloc(m->n_params * sizeof(uint16_t)) : NULL;  // (n_params)
     for (size_t k = 0; half && k < m->n_params; k++) half[k] = f32_to_bf16(host[k]);
     for (int i = 0; i < nt; i++) {
@@ -373,8 +375,21 @@ static int save_dir(const char *dir_in, const Model *m, const TrainerState *ts, 
         w[i].data = bf16 ? (const void *)(half + pi[i].offset) : (const void *)(host + pi[i].offset);
         w[i].nbytes = pi[i].size * (bf16 ? sizeof(uint16_t) : sizeof(float));
     }
-    int rc = join(file, tmp, "model.safetensors");
-    if (rc == 0) rc = st_write(file, w, nt, "{\"format\": \"pt\"}");
+    int rc = join(file, tmp, bin ? "pytorch_model.bin" : "model.safetensors");
+    if (rc == 0 && bin) {
+        // mamba_ssm's MambaLMHeadModel.from_pretrained reads pytorch_model.bin and wants lm_head.weight in it:
+        // the embedding's storage, shared, as its own state_dict() gives it
+        const int emb = model_tensor_index(&m->cfg, -1, 0);
+        int *storage_of = pm_malloc(((size_t)nt + 1) * sizeof(int));
+        for (int i = 0; i < nt; i++) storage_of[i] = i;
+        w[nt] = w[emb];
+        w[nt].name = "lm_head.weight";
+        storage_of[nt] = emb;
+        rc = torch_bin_write(file, w, nt + 1, storage_of);
+        free(storage_of);
+    } else if (rc == 0) {
+        rc = st_write(file, w, nt, "{\"format\": \"pt\"}");
+    }
     free(host);
     free(half);
     if (rc == 0) rc = join(file, tmp, "config.json");
@@ -462,11 +477,12 @@ static int save_dir(const char *dir_in, const Model *m, const TrainerState *ts, 
 }
 
 int checkpoint_save(const char *dir, const Model *m, const TrainerState *ts) {
-    return save_dir(dir, m, ts, 0, 0, NULL);
+    return save_dir(dir, m, ts, -1, 0, NULL);
 }
 
-int checkpoint_export_hf(const char *dir, const Model *m, int bf16, const char *tokenizer) {
-    return save_dir(dir, m, NULL, 1, bf16, tokenizer);
+int checkpoint_export(const char *dir, const Model *m, int layout, int bf16, const char *tokenizer) {
+    if (layout != PM_LAYOUT_HF && layout != PM_LAYOUT_MAMBA_SSM) return pm_error("%s: unknown layout %d", dir, layout);
+    return save_dir(dir, m, NULL, layout, bf16, tokenizer);
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -32,13 +32,16 @@ int config_read_json(const char *path, ModelConfig *c);
 // model-only checkpoint. If ts is given and the model has no optimizer state yet, zero moments are written.
 int checkpoint_save(const char *dir, const Model *m, const TrainerState *ts);
 
-// The model in the layout of Hugging Face transformers' MambaForCausalLM (what the state-spaces/mamba-*-hf
-// repositories hold, from_pretrained reads): config.json with MambaConfig's keys (vocab_size = our padded
-// vocabulary, which is the embedding's row count there) and model.safetensors with backbone.embeddings.weight in
-// place of backbone.embedding.weight, lm_head left out as tied; bf16 rounds the weights to bf16 (nearest even),
-// otherwise F32; tokenizer (or NULL): a tokenizer.json copied in beside them. Written like checkpoint_save (a temp
-// directory renamed into place).
-int checkpoint_export_hf(const char *dir, const Model *m, int bf16, const char *tokenizer);
+// The model for another tool, written like checkpoint_save (a temp directory renamed into place), with F32 weights
+// or, bf16 set, the weights rounded to bf16 (nearest even), and tokenizer (or NULL) copied in as tokenizer.json:
+//   PM_LAYOUT_HF         Hugging Face transformers' MambaForCausalLM (the state-spaces/mamba-*-hf repositories;
+//                        from_pretrained reads it): config.json with MambaConfig's keys (vocab_size = our padded
+//                        vocabulary, the embedding's row count there) and model.safetensors with
+//                        backbone.embeddings.weight in place of backbone.embedding.weight, lm_head left out as tied;
+//   PM_LAYOUT_MAMBA_SSM  the official mamba_ssm's (MambaLMHeadModel.from_pretrained reads it): our config.json and a
+//                        torch.save pytorch_model.bin (torch_bin.h) holding lm_head.weight on the embedding's storage.
+enum { PM_LAYOUT_HF = 1, PM_LAYOUT_MAMBA_SSM = 2 };
+int checkpoint_export(const char *dir, const Model *m, int layout, int bf16, const char *tokenizer);
 
 // config.json in our (mamba_ssm's) layout, or in transformers' (recognized by model_type or hidden_size; its keys
 // that change the math are checked, the rest ignored; pad_vocab_size_multiple becomes one that adds no rows).

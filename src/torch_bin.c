@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zip.h>
 
 #include "util.h"
@@ -479,4 +480,134 @@ int torch_bin_open(const char *path, StFile *f) {
     }
     f->map = buf, f->size = total, f->owned = 1, f->n = nt, f->path = pm_strdup(path);
     return 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// writing
+
+typedef struct {
+    char *b;
+    size_t n, cap;
+} Buf;
+
+static void put(Buf *o, const void *p, size_t n) {
+    if (o->n + n > o->cap) {
+        o->cap = (o->n + n) * 2 + 256;
+        o->b = pm_realloc(o->b, o->cap);
+    }
+    memcpy(o->b + o->n, p, n);
+    o->n += n;
+}
+static void put_op(Buf *o, int op) { put(o, &(unsigned char){(unsigned char)op}, 1); }
+static void put_str(Buf *o, const char *s) {  // BINUNICODE
+    const uint32_t n = (uint32_t)strlen(s);
+    unsigned char h[5] = {'X', (unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16), (unsigned char)(n >> 24)};
+    put(o, h, 5);
+    put(o, s, n);
+}
+static void put_int(Buf *o, int64_t v) {  // BININT (4 bytes) where it fits, else LONG1 of 8
+    unsigned char h[9];
+    const int small = v >= INT32_MIN && v <= INT32_MAX;
+    h[0] = small ? 'J' : 0x8a;
+    if (!small) {
+        put(o, h, 1);
+        h[0] = 8;
+    }
+    for (int i = 0; i < (small ? 4 : 8); i++) h[1 + i] = (unsigned char)((uint64_t)v >> (8 * i));
+    put(o, h, small ? 5 : 9);
+}
+static void put_global(Buf *o, const char *module, const char *name) {
+    put_op(o, 'c');
+    put(o, module, strlen(module));
+    put_op(o, '\n');
+    put(o, name, strlen(name));
+    put_op(o, '\n');
+}
+static void put_ints(Buf *o, const int64_t *v, int n) {  // a tuple of ints
+    put_op(o, '(');
+    for (int i = 0; i < n; i++) put_int(o, v[i]);
+    put_op(o, 't');
+}
+
+static const char *storage_class(const char *dtype) {
+    static const char *map[][2] = {{"F32", "FloatStorage"}, {"F64", "DoubleStorage"}, {"F16", "HalfStorage"},
+                                   {"BF16", "BFloat16Storage"}, {"I64", "LongStorage"}, {"I32", "IntStorage"}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(dtype, map[i][0]) == 0) return map[i][1];
+    return NULL;
+}
+
+int torch_bin_write(const char *path, const StWrite *t, int n, const int *storage_of) {
+    // data.pkl: {name: _rebuild_tensor_v2(storage, 0, shape, contiguous strides, False, OrderedDict())}
+    Buf pk = {0};
+    put(&pk, "\x80\x02}(", 4);  // PROTO 2, EMPTY_DICT, MARK
+    for (int i = 0; i < n; i++) {
+        const int s = storage_of ? storage_of[i] : i;
+        const char *cls = storage_class(t[s].dtype);
+        if (!cls || strcmp(t[s].dtype, t[i].dtype) != 0 || t[s].nbytes != t[i].nbytes) {
+            free(pk.b);
+            return pm_error("%s: tensor \"%s\": dtype %s cannot be written", path, t[i].name, t[i].dtype);
+        }
+        int64_t stride[ST_MAX_DIMS], numel = 1;
+        for (int d = t[i].ndim - 1; d >= 0; d--) stride[d] = numel, numel *= t[i].shape[d];
+        char key[32];
+        snprintf(key, sizeof key, "%d", s);
+        put_str(&pk, t[i].name);
+        put_global(&pk, "torch._utils", "_rebuild_tensor_v2");
+        put(&pk, "((", 2);
+        put_str(&pk, "storage");
+        put_global(&pk, "torch", cls);
+        put_str(&pk, key);
+        put_str(&pk, "cpu");
+        put_int(&pk, numel);
+        put(&pk, "tQ", 2);  // TUPLE: the persistent id; BINPERSID
+        put_int(&pk, 0);
+        put_ints(&pk, t[i].shape, t[i].ndim);
+        put_ints(&pk, stride, t[i].ndim);
+        put_op(&pk, 0x89);  // requires_grad False
+        put_global(&pk, "collections", "OrderedDict");
+        put(&pk, ")Rt", 3);  // OrderedDict() (backward hooks), then the argument tuple
+        put_op(&pk, 'R');
+    }
+    put(&pk, "u.", 2);  // SETITEMS, STOP
+    // The archive: as torch.save lays it out (entries stored, not compressed), under the prefix "archive".
+    int zerr;
+    unlink(path);
+    zip_t *z = zip_open(path, ZIP_CREATE | ZIP_EXCL, &zerr);
+    if (!z) {
+        free(pk.b);
+        return pm_error("%s: cannot create", path);
+    }
+    int rc = 0;
+    char name[64];
+    struct {
+        const char *name;
+        const void *data;
+        size_t n;
+    } meta[] = {{"archive/data.pkl", pk.b, pk.n}, {"archive/byteorder", "little", 6}, {"archive/version", "3\n", 2}};
+    for (size_t i = 0; i < sizeof meta / sizeof meta[0] && rc == 0; i++) {
+        zip_source_t *src = zip_source_buffer(z, meta[i].data, meta[i].n, 0);
+        zip_int64_t at = src ? zip_file_add(z, meta[i].name, src, ZIP_FL_OVERWRITE) : -1;
+        if (at < 0 || zip_set_file_compression(z, (zip_uint64_t)at, ZIP_CM_STORE, 0) != 0) {
+            if (src && at < 0) zip_source_free(src);
+            rc = pm_error("%s: %s: %s", path, meta[i].name, zip_strerror(z));
+        }
+    }
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (storage_of && storage_of[i] != i) continue;  // written once, with the tensor that owns it
+        snprintf(name, sizeof name, "archive/data/%d", i);
+        zip_source_t *src = zip_source_buffer(z, t[i].data, t[i].nbytes, 0);
+        zip_int64_t at = src ? zip_file_add(z, name, src, ZIP_FL_OVERWRITE) : -1;
+        if (at < 0 || zip_set_file_compression(z, (zip_uint64_t)at, ZIP_CM_STORE, 0) != 0) {
+            if (src && at < 0) zip_source_free(src);
+            rc = pm_error("%s: %s: %s", path, name, zip_strerror(z));
+        }
+    }
+    if (rc == 0 && zip_close(z) != 0) rc = pm_error("%s: cannot write: %s", path, zip_strerror(z));
+    if (rc != 0) {
+        zip_discard(z);
+        unlink(path);
+    }
+    free(pk.b);
+    return rc;
 }

@@ -13,3 +13,10 @@
 // or missing storage, an unsupported pickle opcode or object, a tensor outside its storage, a value that is not a
 // tensor, big-endian data).
 int torch_bin_open(const char *path, StFile *f);
+
+// Write n tensors (safetensors.h's StWrite: F32, F64, F16, BF16, I64 or I32, contiguous) as torch.save does, so
+// torch.load (and from_pretrained) read them: a zip archive "archive/" of data.pkl (a dict of
+// _rebuild_tensor_v2 calls, protocol 2), byteorder, version and one stored entry a storage. storage_of (or NULL):
+// tensor i shares tensor storage_of[i]'s storage (a tied head: storage_of[i] < i, same dtype and size), else
+// storage_of[i] == i. libzip writes a temporary file and renames it onto path when complete.
+int torch_bin_write(const char *path, const StWrite *t, int n, const int *storage_of);

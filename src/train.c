@@ -599,22 +599,27 @@ int cmd_eval(int argc, char **argv) {
     return 0;
 }
 
-// export: a checkpoint (ours, mamba_ssm's or transformers') -> transformers' layout, for
-// MambaForCausalLM.from_pretrained and the tools built on it. A file conversion: the model lives on the CPU.
+// export: a checkpoint (ours, mamba_ssm's or transformers') -> transformers' layout (MambaForCausalLM.from_pretrained
+// and the tools built on it) or mamba_ssm's (MambaLMHeadModel.from_pretrained). A file conversion: the model lives
+// on the CPU.
 int cmd_export(int argc, char **argv) {
-    const char *checkpoint = NULL, *out = NULL, *dtype = "f32", *tokpath = NULL;
+    const char *checkpoint = NULL, *out = NULL, *dtype = "f32", *tokpath = NULL, *layout = "hf";
     ArgSpec specs[] = {
         {"--checkpoint", ARG_STR, &checkpoint, "checkpoint directory, or a run directory (newest checkpoint)"},
         {"--out", ARG_STR, &out, "directory to write (must not exist)"},
+        {"--layout", ARG_STR, &layout,
+         "hf (transformers' MambaForCausalLM: safetensors) or mamba_ssm (MambaLMHeadModel: pytorch_model.bin)"},
         {"--dtype", ARG_STR, &dtype, "f32 or bf16 (rounded to nearest even)"},
         {"--tokenizer", ARG_STR, &tokpath,
          "tokenizer.json to copy in (default: the one beside the checkpoint or in its run directory, if any)"},
     };
-    args_parse(argc, argv, "packmamba export --checkpoint PATH --out DIR [--dtype f32|bf16]", specs,
+    args_parse(argc, argv, "packmamba export --checkpoint PATH --out DIR [--layout hf|mamba_ssm] [--dtype f32|bf16]", specs,
                sizeof specs / sizeof specs[0], NULL, 0, NULL);
     if (!checkpoint || !out) pm_die("export: --checkpoint PATH and --out DIR are required");
     const int bf16 = strcmp(dtype, "bf16") == 0;
     if (!bf16 && strcmp(dtype, "f32") != 0) pm_die("export: --dtype %s: expected f32 or bf16", dtype);
+    const int lay = strcmp(layout, "hf") == 0 ? PM_LAYOUT_HF : strcmp(layout, "mamba_ssm") == 0 ? PM_LAYOUT_MAMBA_SSM : 0;
+    if (!lay) pm_die("export: --layout %s: expected hf or mamba_ssm", layout);
     struct stat st;
     if (lstat(out, &st) == 0) pm_die("%s: exists; not overwriting it (remove it or choose another --out)", out);
     char ckpt[4096], tk[4300] = "";
@@ -634,8 +639,9 @@ int cmd_export(int argc, char **argv) {
     Model m;
     model_create(&m, &cfg, backend_get("cpu", 0), 0);
     if (checkpoint_load_model(ckpt, &m) != 0) pm_die("%s", pm_last_error());
-    if (checkpoint_export_hf(out, &m, bf16, tk[0] ? tk : NULL) != 0) pm_die("%s", pm_last_error());
-    fprintf(stderr, "packmamba: wrote %s (transformers' MambaForCausalLM layout, %s weights%s%s)\n", out,
+    if (checkpoint_export(out, &m, lay, bf16, tk[0] ? tk : NULL) != 0) pm_die("%s", pm_last_error());
+    fprintf(stderr, "packmamba: wrote %s (%s layout, %s weights%s%s)\n", out,
+            lay == PM_LAYOUT_HF ? "transformers' MambaForCausalLM" : "mamba_ssm's MambaLMHeadModel, pytorch_model.bin",
             bf16 ? "bf16" : "f32", tk[0] ? ", tokenizer from " : ", no tokenizer", tk[0] ? tk : "");
     model_destroy(&m);
     return 0;

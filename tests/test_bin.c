@@ -9,6 +9,7 @@
 // format is refused by name. Archives written here with libzip carry pickles torch would never write: a call of
 // os.system, a tensor reaching past its storage, an unknown opcode, and 400 random mutations of a real data.pkl;
 // each must be refused with one message naming the file (never a crash: CI runs this under the sanitizers).
+// `export --layout mamba_ssm` writes such files (torch_bin_write): they read back to the bits exported.
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -234,6 +235,17 @@ static void test_cli(void **state) {
     assert_int_equal(sh("%s export --checkpoint " FIX "/bin/mamba_ssm_bf16 --out %s/x 2>/dev/null", bin, tmpdir_), 0);
     char x[128];
     snprintf(x, sizeof x, "%s/x", tmpdir_);
+    same_as(x, FIX "/interop/mamba_ssm_bf16");
+    // and mamba_ssm's own layout, a torch.save file written here, reads back too (torch.load reads it in
+    // test_interop.c), in bf16 bit for bit (the fixture's values are bf16)
+    assert_int_equal(sh("%s export --checkpoint " FIX "/hf/hf_f32 --out %s/y --layout mamba_ssm 2>/dev/null && "
+                        "%s export --checkpoint " FIX "/interop/mamba_ssm_bf16 --out %s/z --layout mamba_ssm "
+                        "--dtype bf16 2>/dev/null && test -f %s/z/pytorch_model.bin && ! test -e %s/z/model.safetensors",
+                        bin, tmpdir_, bin, tmpdir_, tmpdir_, tmpdir_),
+                     0);
+    snprintf(x, sizeof x, "%s/y", tmpdir_);
+    same_as(x, FIX "/hf/hf_f32");
+    snprintf(x, sizeof x, "%s/z", tmpdir_);
     same_as(x, FIX "/interop/mamba_ssm_bf16");
 }
 

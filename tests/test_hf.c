@@ -275,8 +275,8 @@ static void test_export(void **state) {
     snprintf(out, sizeof out, "%s/e32", tmpdir_);
     snprintf(out16, sizeof out16, "%s/e16", tmpdir_);
     snprintf(again, sizeof again, "%s/e32b", tmpdir_);
-    if (checkpoint_export_hf(out, &m, 0, NULL) != 0) fail_msg("%s", pm_last_error());
-    if (checkpoint_export_hf(out16, &m, 1, FIX "/hf_f32/config.json") != 0) fail_msg("%s", pm_last_error());
+    if (checkpoint_export(out, &m, PM_LAYOUT_HF, 0, NULL) != 0) fail_msg("%s", pm_last_error());
+    if (checkpoint_export(out16, &m, PM_LAYOUT_HF, 1, FIX "/hf_f32/config.json") != 0) fail_msg("%s", pm_last_error());
 
     // The layout: transformers' names and keys.
     StFile f;
@@ -304,7 +304,7 @@ static void test_export(void **state) {
     load(out, &m2);
     float *w2 = params_of(&m2);
     assert_memory_equal(w, w2, m.n_params * sizeof(float));
-    if (checkpoint_export_hf(again, &m2, 0, NULL) != 0) fail_msg("%s", pm_last_error());
+    if (checkpoint_export(again, &m2, PM_LAYOUT_HF, 0, NULL) != 0) fail_msg("%s", pm_last_error());
     assert_int_equal(sh("cmp -s '%s/model.safetensors' '%s/model.safetensors'", out, again), 0);
 
     // bf16: every value the bf16 number nearest to the f32 one (ties: either neighbour is as near).

@@ -239,6 +239,29 @@ static void write_docs_json(const char *path) {
     json_decref(root);
 }
 
+// `interop.py eval-ours CKPT` (the float64 reference, each document alone) into ref (D.n_docs).
+static void reference_losses(const char *py, const char *ckpt, const char *docs, const char *outp, double *ref) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' " INTEROP_PY " eval-ours '%s' --docs '%s' > '%s'", py, ckpt, docs, outp);
+    double t0 = pm_now();
+    int rc = system(cmd);
+    printf("%s: exit %d, %.1f s\n", cmd, rc, pm_now() - t0);
+    assert_int_equal(rc, 0);
+    json_error_t jerr;
+    json_t *root = json_load_file(outp, 0, &jerr);
+    if (!root) fail_msg("%s: %s", outp, jerr.text);
+    json_t *per = json_object_get(root, "per_doc");
+    assert_true(json_is_array(per));
+    assert_int_equal(json_array_size(per), D.n_docs);
+    for (int i = 0; i < D.n_docs; i++) {
+        json_t *r = json_array_get(per, i), *l = json_object_get(r, "loss");
+        assert_int_equal(json_integer_value(json_object_get(r, "doc")), i);
+        assert_int_equal(json_integer_value(json_object_get(r, "tokens")), D.len[i] - 1);
+        ref[i] = json_is_number(l) ? json_number_value(l) : NAN;
+    }
+    json_decref(root);
+}
+
 static void test_ours_into_reference(void **state) {
     const char *py = find_torch_python();
     if (!py) {
@@ -286,7 +309,7 @@ static void test_ours_into_reference(void **state) {
     }
     doc_losses(&m, &eb, D.n_docs, ours);
 
-    char dir[] = "/tmp/pm_interop_XXXXXX", ckpt[256], docs[256], outp[256], cmd[2048];
+    char dir[] = "/tmp/pm_interop_XXXXXX", ckpt[256], docs[256], outp[256];
     assert_non_null(mkdtemp(dir));
     snprintf(ckpt, sizeof ckpt, "%s/ckpt", dir);
     snprintf(docs, sizeof docs, "%s/docs.json", dir);
@@ -305,25 +328,17 @@ static void test_ours_into_reference(void **state) {
         if (!isnan(ours[i])) assert_true(again[i] == ours[i]);
     model_destroy(&m2);
 
-    snprintf(cmd, sizeof cmd, "'%s' " INTEROP_PY " eval-ours '%s' --docs '%s' > '%s'", py, ckpt, docs, outp);
-    double t0 = pm_now();
-    int rc = system(cmd);
-    printf("%s: exit %d, %.1f s\n", cmd, rc, pm_now() - t0);
-    assert_int_equal(rc, 0);
-    json_error_t jerr;
-    json_t *root = json_load_file(outp, 0, &jerr);
-    if (!root) fail_msg("%s: %s", outp, jerr.text);
-    json_t *per = json_object_get(root, "per_doc");
-    assert_true(json_is_array(per));
-    assert_int_equal(json_array_size(per), D.n_docs);
-    double *ref = pm_malloc(D.n_docs * sizeof(double));
-    for (int i = 0; i < D.n_docs; i++) {
-        json_t *r = json_array_get(per, i), *l = json_object_get(r, "loss");
-        assert_int_equal(json_integer_value(json_object_get(r, "doc")), i);
-        assert_int_equal(json_integer_value(json_object_get(r, "tokens")), D.len[i] - 1);
-        ref[i] = json_is_number(l) ? json_number_value(l) : NAN;
-    }
-    json_decref(root);
+    double *ref = pm_malloc(D.n_docs * sizeof(double)), *ref_bin = pm_malloc(D.n_docs * sizeof(double));
+    reference_losses(py, ckpt, docs, outp, ref);
+    // The same model exported in mamba_ssm's own layout: only a torch.save pytorch_model.bin, which the
+    // reference reads with torch.load (as MambaLMHeadModel.from_pretrained does).
+    char bin[300];
+    snprintf(bin, sizeof bin, "%s/bin", dir);
+    if (checkpoint_export(bin, &m, PM_LAYOUT_MAMBA_SSM, 0, NULL) != 0) fail_msg("%s", pm_last_error());
+    reference_losses(py, bin, docs, outp, ref_bin);
+    double err_bin = max_rel("pytorch_model.bin export", ours, ref_bin, D.n_docs);
+    printf("packmamba -> pytorch_model.bin -> torch.load: worst per-document rel err %.2e (tol %.0e)\n", err_bin, TOL);
+    assert_true(err_bin <= TOL);
 
     double err = max_rel("trained packmamba checkpoint", ours, ref, D.n_docs);
     double moved = max_rel(NULL, before, ref, D.n_docs);
@@ -332,7 +347,7 @@ static void test_ours_into_reference(void **state) {
     assert_true(err <= TOL);
     assert_true(moved >= CONTROL);
 
-    free(before), free(ours), free(again), free(ref);
+    free(before), free(ours), free(again), free(ref), free(ref_bin);
     batch_free(&tb);
     batch_free(&eb);
     model_destroy(&m);
