@@ -37,6 +37,8 @@ CudaDecoder *cuda_decoder_create(const DecodeWeights *w) {
     return NULL;
 }
 void cuda_decoder_reset(CudaDecoder *d) { (void)d; }
+void cuda_decoder_save(CudaDecoder *d) { (void)d; }
+void cuda_decoder_restore(CudaDecoder *d) { (void)d; }
 const float *cuda_decoder_step(CudaDecoder *d, int token) {
     (void)d, (void)token;
     return NULL;

@@ -33,6 +33,7 @@ struct CudaDecoder {
     cudaStream_t stream;
     // device buffers, one allocation: the states, then one token's activations
     float *arena;
+    float *saved;  // (the states' size) cuda_decoder_save's copy, allocated at its first call
     float *conv_state;  // (n_layer, d_inner, K-1) oldest first
     float *ssm_state;   // (n_layer, d_inner, N)
     float *a_neg;       // (n_layer, d_inner, N) exp(A_log) = -A, formed once
@@ -395,6 +396,23 @@ extern "C" void cuda_decoder_reset(CudaDecoder *d) {
     cudaCheck(cudaStreamSynchronize(d->stream));
 }
 
+// The states (conv then SSM: one range of the arena, with the conv part's rounding) copied aside, and back.
+static size_t dec_state_floats(const CudaDecoder *d) {
+    return (size_t)(d->ssm_state - d->conv_state) + (size_t)d->w.n_layer * d->w.d_inner * d->w.d_state;
+}
+
+extern "C" void cuda_decoder_save(CudaDecoder *d) {
+    if (!d->saved) cudaCheck(cudaMalloc(&d->saved, dec_state_floats(d) * sizeof(float)));
+    cudaCheck(cudaMemcpyAsync(d->saved, d->conv_state, dec_state_floats(d) * sizeof(float), cudaMemcpyDeviceToDevice,
+                              d->stream));
+}
+
+extern "C" void cuda_decoder_restore(CudaDecoder *d) {
+    if (!d->saved) pm_die("cuda_decoder_restore: nothing saved");
+    cudaCheck(cudaMemcpyAsync(d->conv_state, d->saved, dec_state_floats(d) * sizeof(float), cudaMemcpyDeviceToDevice,
+                              d->stream));
+}
+
 extern "C" const float *cuda_decoder_step(CudaDecoder *d, int token) {
     if (token < 0 || token >= d->w.vocab_pad) pm_die("cuda_decoder_step: token %d outside [0, %d)", token, d->w.vocab_pad);
     *d->token_host = token;
@@ -438,7 +456,7 @@ extern "C" void cuda_decoder_free(CudaDecoder *d) {
     if (d->exec) cudaGraphExecDestroy(d->exec);
     if (d->graph) cudaGraphDestroy(d->graph);
     cudaStreamDestroy(d->stream);
-    cudaFree(d->arena), cudaFree(d->token_dev), cudaFree(d->ptrs_dev), cudaFree(d->layers_dev);
+    cudaFree(d->arena), cudaFree(d->saved), cudaFree(d->token_dev), cudaFree(d->ptrs_dev), cudaFree(d->layers_dev);
     cudaFreeHost(d->token_host), cudaFreeHost(d->logits);
     free(d->layers);
     free(d);

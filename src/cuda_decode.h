@@ -40,6 +40,8 @@ typedef struct CudaDecoder CudaDecoder;
 // unchanged while the decoder is used.
 CudaDecoder *cuda_decoder_create(const DecodeWeights *w);
 void cuda_decoder_reset(CudaDecoder *d);  // zero every state (a new document)
+void cuda_decoder_save(CudaDecoder *d);     // copy every state aside (one copy: a later save replaces it)
+void cuda_decoder_restore(CudaDecoder *d);  // and back
 // Feed one token; returns the logits for the next one (vocab_pad floats, host memory, valid until the next call).
 const float *cuda_decoder_step(CudaDecoder *d, int token);
 // The states after a prompt of n tokens (one document from position 0) that the parallel forward has just run

@@ -29,6 +29,7 @@ struct Decoder {
     float *ssm_state;   // (n_layer, d_inner, N)
     float *res, *xn, *xz, *u, *xdbl, *dpre, *y, *h;  // one token's activations
     float *logits;      // (vocab_pad)
+    float *saved;       // (n_layer, d_inner, K-1 + N) decoder_save's copy of both states (host decoding)
 };
 
 static const float *P(const Decoder *d, int layer, int which) {
@@ -98,7 +99,7 @@ void decoder_free(Decoder *d) {
     if (!d) return;
     cuda_decoder_free(d->gpu);
     free(d->w), free(d->conv_state), free(d->ssm_state), free(d->res), free(d->xn), free(d->h), free(d->xz);
-    free(d->u), free(d->y), free(d->dpre), free(d->xdbl), free(d->logits);
+    free(d->u), free(d->y), free(d->dpre), free(d->xdbl), free(d->logits), free(d->saved);
     free(d);
 }
 
@@ -115,6 +116,24 @@ static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 // y = W x, W (rows, cols) row-major
 static void gemv(float *y, const float *W, const float *x, int rows, int cols) {
     cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, W, cols, x, 1, 0.0f, y, 1);
+}
+
+void decoder_save(Decoder *d) {
+    if (d->gpu) return cuda_decoder_save(d->gpu);
+    const ModelConfig *c = &d->c;
+    const size_t nc = (size_t)c->n_layer * c->d_inner * (c->d_conv - 1), ns = (size_t)c->n_layer * c->d_inner * c->d_state;
+    if (!d->saved) d->saved = pm_malloc((nc + ns) * sizeof(float));
+    memcpy(d->saved, d->conv_state, nc * sizeof(float));
+    memcpy(d->saved + nc, d->ssm_state, ns * sizeof(float));
+}
+
+void decoder_restore(Decoder *d) {
+    if (d->gpu) return cuda_decoder_restore(d->gpu);
+    if (!d->saved) pm_die("decoder_restore: nothing saved");
+    const ModelConfig *c = &d->c;
+    const size_t nc = (size_t)c->n_layer * c->d_inner * (c->d_conv - 1), ns = (size_t)c->n_layer * c->d_inner * c->d_state;
+    memcpy(d->conv_state, d->saved, nc * sizeof(float));
+    memcpy(d->ssm_state, d->saved + nc, ns * sizeof(float));
 }
 
 const float *decoder_step(Decoder *d, int token) {
@@ -390,7 +409,7 @@ static Tokenizer *find_tokenizer(const char *ckpt, const char *flag) {
 int cmd_generate(int argc, char **argv) {
     const char *checkpoint = NULL, *prompt = "", *tokpath = NULL, *prefill = "parallel", *device = "cpu",
                *decode = "device";
-    int n_tokens = 200, top_k = 0, seed = 1, stop_eod = 1, prefill_max = 1024;
+    int n_tokens = 200, top_k = 0, seed = 1, stop_eod = 1, prefill_max = 1024, samples = 1;
     float temperature = 0.8f, top_p = 0.95f;
     int no_stop = 0;
     ArgSpec specs[] = {
@@ -400,7 +419,9 @@ int cmd_generate(int argc, char **argv) {
         {"--temperature", ARG_FLOAT, &temperature, "softmax temperature (0: greedy)"},
         {"--top-k", ARG_INT, &top_k, "sample from the k most likely tokens (0: all)"},
         {"--top-p", ARG_FLOAT, &top_p, "nucleus sampling mass (1: off)"},
-        {"--seed", ARG_INT, &seed, "sampling seed"},
+        {"--seed", ARG_INT, &seed, "sampling seed (sample i of --samples draws with seed + i)"},
+        {"--samples", ARG_INT, &samples,
+         "continuations of the prompt, one after another, each from the prompt's state (prefilled once)"},
         {"--tokenizer", ARG_STR, &tokpath, "tokenizer (default: the one saved with the run)"},
         {"--no-stop", ARG_BOOL, &no_stop, "keep going past an end-of-document token"},
         {"--prefill", ARG_STR, &prefill, "prompt prefill: parallel (one forward) or recurrent (token by token)"},
@@ -418,6 +439,7 @@ int cmd_generate(int argc, char **argv) {
         pm_die("generate: --temperature %g: must be >= 0 (0: greedy)", (double)temperature);
     if (!(top_p > 0 && top_p <= 1)) pm_die("generate: --top-p %g: must be in (0, 1] (1: off)", (double)top_p);
     if (top_k < 0) pm_die("generate: --top-k %d: must be >= 0 (0: all tokens)", top_k);
+    if (samples < 1) pm_die("generate: --samples %d: must be >= 1", samples);
     const int parallel = strcmp(prefill, "parallel") == 0;
     if (!parallel && strcmp(prefill, "recurrent") != 0)
         pm_die("generate: --prefill must be parallel or recurrent, not '%s'", prefill);
@@ -449,7 +471,6 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "packmamba: note: decoding on the host: %s\n", pm_last_error());
     if (!d) d = decoder_create(&m);
     PmRng rng;
-    pm_rng_seed(&rng, (uint64_t)seed);
     // Prefill: an empty prompt starts from the end-of-document token, as after a document boundary.
     if (n == 0) {
         if (cap < 1) ids = pm_realloc(ids, sizeof(int32_t)), cap = 1;
@@ -465,19 +486,28 @@ int cmd_generate(int argc, char **argv) {
     }
     for (int64_t i = done; i < n_pre; i++) logits = decoder_step(d, ids[i]);
     double t1 = pm_now();
-    fwrite(prompt, 1, strlen(prompt), stdout);
-    fflush(stdout);
+    // Each sample from the prompt's state and logits (kept aside when there are several), with its own seed.
+    float *first = samples > 1 ? pm_malloc(sizeof(float) * cfg.vocab_pad) : NULL;
+    if (first) memcpy(first, logits, sizeof(float) * cfg.vocab_pad), decoder_save(d);
     int produced = 0;
-    for (; produced < n_tokens; produced++) {
-        int id = sample_token(logits, tokenizer_vocab_size(tk), temperature, top_k, top_p, &rng);
-        if (stop_eod && id == tokenizer_eod_id(tk)) break;
-        size_t len;
-        char *text = tokenizer_decode(tk, &id, 1, &len);
-        fwrite(text, 1, len, stdout);
+    for (int s = 0; s < samples; s++) {
+        if (s > 0) decoder_restore(d), logits = first;
+        pm_rng_seed(&rng, (uint64_t)seed + (uint64_t)s);
+        if (samples > 1) printf("%s=== sample %d of %d ===\n", s ? "\n" : "", s + 1, samples);
+        fwrite(prompt, 1, strlen(prompt), stdout);
         fflush(stdout);
-        free(text);
-        logits = decoder_step(d, id);
+        for (int k = 0; k < n_tokens; k++, produced++) {
+            int id = sample_token(logits, tokenizer_vocab_size(tk), temperature, top_k, top_p, &rng);
+            if (stop_eod && id == tokenizer_eod_id(tk)) break;
+            size_t len;
+            char *text = tokenizer_decode(tk, &id, 1, &len);
+            fwrite(text, 1, len, stdout);
+            fflush(stdout);
+            free(text);
+            logits = decoder_step(d, id);
+        }
     }
+    free(first);
     double t2 = pm_now();
     fprintf(stderr,
             "\npackmamba: prefill %lld tokens (%s on %s, %.0f tok/s), generated %d tokens (%.0f tok/s, decoded on %s)\n",

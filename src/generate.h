@@ -10,6 +10,8 @@ Decoder *decoder_create(const Model *m);  // copies the model's parameters; stat
 // the decoder unchanged; the functions below then run there. NULL with pm_error where it cannot.
 Decoder *decoder_create_cuda(const Model *m);
 void decoder_reset(Decoder *d);           // zero the states (a new document)
+void decoder_save(Decoder *d);            // copy the states aside (one copy: a later save replaces it)
+void decoder_restore(Decoder *d);         // and back (after a save)
 // Feed one token; returns the logits (vocab_pad) for the next one (valid until the next call).
 const float *decoder_step(Decoder *d, int token);
 // Prefill with the parallel forward: run m (the model d was created from, on any backend) over the prompt as one

@@ -564,6 +564,34 @@ static void test_generate_deterministic(void **state) {
     }
 }
 
+// --samples N: sample i is exactly what a run of one sample with seed + i writes (so each starts from the prompt's
+// state, restored after the sample before it changed it), the samples differ, and --samples 0 is refused.
+static void test_generate_samples(void **state) {
+    (void)state;
+    REQUIRE_READY();
+    const char *args = "generate --checkpoint base --prompt 'The ' --tokens 24 --temperature 1 --top-k 20 --no-stop";
+    assert_int_equal(pm("%s --seed 3 --samples 3", args), 0);
+    char *all = strdup(out_s), *text[3];
+    for (int i = 0; i < 3; i++) {
+        char head[64], next[64];
+        snprintf(head, sizeof head, "=== sample %d of 3 ===\n", i + 1);
+        snprintf(next, sizeof next, "\n=== sample %d of 3 ===\n", i + 2);
+        const char *from = strstr(all, head), *to = from ? strstr(from, next) : NULL;
+        if (!from) fail_msg("no \"%s\" in:\n%s", head, all);
+        from += strlen(head);
+        text[i] = strndup(from, to ? (size_t)(to - from) : strlen(from));
+    }
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pm("%s --seed %d", args, 3 + i), 0);
+        if (strcmp(out_s, text[i]) != 0) fail_msg("sample %d:\n%s\nalone:\n%s", i + 1, text[i], out_s);
+    }
+    assert_true(strcmp(text[0], text[1]) != 0 && strcmp(text[1], text[2]) != 0);
+    assert_int_equal(pm("%s --samples 0", args), 1);
+    assert_non_null(strstr(err_s, "--samples"));
+    for (int i = 0; i < 3; i++) free(text[i]);
+    free(all);
+}
+
 // train's energy report, against the stand-in NVML library tests/fakes/fake_nvml.c (PM_FAKE_NVML, loaded through
 // PM_NVML_LIB), whose counter rises at exactly the W watts this test sets (FAKE_NVML_WATTS): every step's metrics
 // carry the joules so far, which rise by at least W times the steps' own time between two steps (the steps are
@@ -708,6 +736,7 @@ int main(void) {
         cmocka_unit_test(test_help_everywhere),
         cmocka_unit_test(test_eval_per_doc),
         cmocka_unit_test(test_generate_deterministic),
+        cmocka_unit_test(test_generate_samples),
         cmocka_unit_test(test_train_reports_energy),
         cmocka_unit_test(test_progress_bar_on_tty),
         cmocka_unit_test(test_run_directory_locked),

@@ -214,7 +214,8 @@ static void test_odd_width_refused(void **state) {
 
 // The command as a user runs it (PM_BIN): a tiny model trained for a few steps on the CPU, then `generate
 // --device cuda` greedy. Decoded on the GPU it writes the host decoder's text (--decode host), through every
-// prefill path: parallel, recurrent, parallel for one token then recurrent, and an empty prompt.
+// prefill path: parallel, recurrent, parallel for one token then recurrent, and an empty prompt. --samples
+// restores the GPU's states before each sample.
 static void test_cli_greedy_matches_host(void **state) {
     (void)state;
     const char *bin = getenv("PM_BIN");
@@ -256,6 +257,20 @@ static void test_cli_greedy_matches_host(void **state) {
             assert_true(strlen(text[0]) > strlen(prompts[p]) + 20);  // it generated something
             free(text[0]), free(text[1]);
         }
+    // --samples: the GPU decoder's states restored before each sample, so the third of three (seed 5 + 2) is a
+    // run of one with seed 7
+    char out[300], one[300];
+    snprintf(out, sizeof out, "%s/samples.txt", dir);
+    snprintf(one, sizeof one, "%s/one.txt", dir);
+    const char *sampling = "--device cuda --prompt 'line 3' --tokens 80 --temperature 1 --top-k 20 --no-stop";
+    assert_int_equal(sh("%s generate --checkpoint %s/run %s --seed 5 --samples 3 >%s 2>/dev/null && %s generate "
+                        "--checkpoint %s/run %s --seed 7 >%s 2>/dev/null", bin, dir, sampling, out, bin, dir, sampling,
+                        one), 0);
+    char *all = pm_read_file(out, &bytes), *alone = pm_read_file(one, &bytes);
+    const char *third = strstr(all, "=== sample 3 of 3 ===\n");
+    assert_non_null(third);
+    assert_string_equal(third + strlen("=== sample 3 of 3 ===\n"), alone);
+    free(all), free(alone);
     char log[300];
     snprintf(log, sizeof log, "%s/out_0_0_0.txt.log", dir);
     char *l = pm_read_file(log, &bytes);
