@@ -345,12 +345,14 @@ static int gather(const char *path, const char *name, const Value *t, const char
     if ((uint64_t)s->i * s->esize != n)
         return pm_error("%s: tensor \"%s\": storage %s holds %zu bytes, not %lld elements of %zu", path, name, s->s,
                         n, (long long)s->i, s->esize);
-    int64_t count = 1, last = t->offset;
+    int64_t count = 1, last = t->offset, span;
     for (int d = 0; d < t->ndim; d++) {
         if (t->shape[d] < 0 || t->stride[d] < 0)
             return pm_error("%s: tensor \"%s\": negative size or stride", path, name);
-        count *= t->shape[d];
-        last += t->shape[d] > 0 ? (t->shape[d] - 1) * t->stride[d] : 0;
+        count *= t->shape[d];  // (at most the storage's elements: checked by the caller)
+        if (t->shape[d] > 0 && (__builtin_mul_overflow(t->shape[d] - 1, t->stride[d], &span) ||
+                                __builtin_add_overflow(last, span, &last)))
+            return pm_error("%s: tensor \"%s\": strides reach past any storage", path, name);
     }
     if (count > 0 && (t->offset < 0 || last >= s->i))
         return pm_error("%s: tensor \"%s\" reaches element %lld of its storage's %lld", path, name, (long long)last,

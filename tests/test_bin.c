@@ -7,7 +7,7 @@
 // three files named by pytorch_model.bin.index.json. Each must load to exactly the bits its safetensors source
 // loads to (those sources are checked against float64 references by test_interop.c and test_hf.c). The pre-1.6
 // format is refused by name. Archives written here with libzip carry pickles torch would never write: a call of
-// os.system, a tensor reaching past its storage, an unknown opcode, and 400 random mutations of a real data.pkl;
+// os.system, a tensor reaching past its storage, strides that overflow, an unknown opcode, and 400 random mutations of a real data.pkl;
 // each must be refused with one message naming the file (never a crash: CI runs this under the sanitizers).
 // `export --layout mamba_ssm` writes such files (torch_bin_write): they read back to the bits exported.
 #define _GNU_SOURCE
@@ -103,8 +103,9 @@ static void write_archive(const char *path, const void *pkl, size_t n) {
     assert_int_equal(zip_close(z), 0);
 }
 
-// The pickle of {"w": tensor(storage 0 of 4 floats, offset, size (len,), stride (1,))}, as torch.save writes it.
-static size_t tensor_pickle(unsigned char *b, int offset, int len) {
+// The pickle of {"w": tensor(storage 0 of 4 floats, offset, size (len,), stride (1,) or, huge set, (2^62,))},
+// as torch.save writes it.
+static size_t tensor_pickle(unsigned char *b, int offset, int len, int huge) {
     size_t n = 0;
 #define PUT(s) (memcpy(b + n, s, sizeof(s) - 1), n += sizeof(s) - 1)
     PUT("\x80\x02}q\x00(X\x01\x00\x00\x00wq\x01" "ctorch._utils\n_rebuild_tensor_v2\nq\x02((X\x07\x00\x00\x00storage"
@@ -112,7 +113,9 @@ static size_t tensor_pickle(unsigned char *b, int offset, int len) {
     b[n++] = (unsigned char)offset;
     PUT("K");
     b[n++] = (unsigned char)len;
-    PUT("\x85K\x01\x85\x89" "ccollections\nOrderedDict\n)Rtq\x03Ru.");
+    if (huge) PUT("\x85\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40\x85\x89");  // LONG1 of 8 bytes: 2^62
+    else PUT("\x85K\x01\x85\x89");
+    PUT("ccollections\nOrderedDict\n)Rtq\x03Ru.");
 #undef PUT
     return n;
 }
@@ -132,7 +135,7 @@ static void test_crafted(void **state) {
     snprintf(path, sizeof path, "%s/x.bin", tmpdir_);
     unsigned char b[512];
     // the well-formed one loads: w = storage[1..3]
-    size_t n = tensor_pickle(b, 1, 3);
+    size_t n = tensor_pickle(b, 1, 3, 0);
     write_archive(path, b, n);
     StFile f;
     if (torch_bin_open(path, &f) != 0) fail_msg("%s", pm_last_error());
@@ -143,9 +146,13 @@ static void test_crafted(void **state) {
     assert_true(got[0] == 2 && got[1] == 3 && got[2] == 4);
     st_close(&f);
     // one element past the storage
-    n = tensor_pickle(b, 2, 3);
+    n = tensor_pickle(b, 2, 3, 0);
     write_archive(path, b, n);
     expect_refused(path, "storage");
+    // strides whose reach wraps around 64 bits
+    n = tensor_pickle(b, 0, 3, 1);
+    write_archive(path, b, n);
+    expect_refused(path, "strides");
     // a call of anything but the state dict's few callables
     static const char evil[] = "\x80\x02" "cos\nsystem\nX\x04\x00\x00\x00trueq\x00\x85R.";
     write_archive(path, evil, sizeof evil - 1);
