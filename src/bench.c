@@ -1191,15 +1191,19 @@ int cmd_bench(int argc, char **argv) {
         if (bench_expand(presets, n_layer, d_model, d_state, seq_len, batch, tokens, policy, &cfgs, &n_cfg) < 0)
             pm_die("bench: %s", pm_last_error());
     }
-    if (steps < 1 || warmup < 0 || profile_steps < 1) pm_die("bench: --steps and --profile-steps must be >= 1, --warmup >= 0");
+    if (steps < 1 || warmup < 0 || profile_steps < 1) {  // (where the sweep file set them, it is named)
+        if (sweep) pm_die("%s: \"steps\" and \"profile_steps\" must be >= 1, \"warmup\" >= 0", sweep);
+        pm_die("bench: --steps and --profile-steps must be >= 1, --warmup >= 0");
+    }
     if (!(warmup_s >= 0) && warmup_s != -1) pm_die("bench: --warmup-s must be >= 0 (or -1: the device's default)");
     if (warmup_s > 3600) pm_die("bench: --warmup-s %g: at most 3600 (a card settles within seconds)", (double)warmup_s);
     g_default_data = data;
     for (int i = 0; i < n_cfg; i++) {
         if (config_data(&cfgs[i]) && cfgs[i].policy == BENCH_POLICY_FIXED)
-            pm_die("bench: policy fixed makes synthetic rows; with data (%s) use single, pad or pack", config_data(&cfgs[i]));
+            pm_die("%s: policy fixed makes synthetic rows; with data (%s) use single, pad or pack", sweep ? sweep : "bench",
+                   config_data(&cfgs[i]));
         if (cfgs[i].n_layer < 1 || cfgs[i].d_model < 1 || cfgs[i].d_state < 1)
-            pm_die("bench: --n-layer, --d-model and --d-state must be >= 1");
+            pm_die("%s: n_layer, d_model and d_state must be >= 1", sweep ? sweep : "bench: --n-layer, --d-model, --d-state");
     }
     // group configurations of one model shape (stable), so each model is built once
     for (int i = 1; i < n_cfg; i++) {
@@ -1227,12 +1231,13 @@ int cmd_bench(int argc, char **argv) {
         }
         if (!tok) pm_die("%s", pm_last_error());
         if (vocab && vocab < tokenizer_vocab_size(tok))
-            pm_die("bench: --vocab %d is smaller than %s's tokenizer (%d)", vocab, d, tokenizer_vocab_size(tok));
+            pm_die("%s: vocab %d is smaller than %s's tokenizer (%d)", sweep ? sweep : "bench: --vocab", vocab, d,
+                   tokenizer_vocab_size(tok));
         if (tokenizer_vocab_size(tok) > data_vocab) data_vocab = tokenizer_vocab_size(tok);
         tokenizer_free(tok);
     }
     if (!vocab) vocab = data_vocab ? data_vocab : 50277;
-    if (vocab < 2) pm_die("bench: --vocab must be >= 2");
+    if (vocab < 2) pm_die("%s: vocab must be >= 2", sweep ? sweep : "bench: --vocab");
     if (list) {
         printf("%d configurations on %s, vocabulary %d, %d warm-up + %d timed steps each:\n", n_cfg, device, vocab, warmup,
                steps);

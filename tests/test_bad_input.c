@@ -25,7 +25,7 @@
 #include "util.h"
 
 static const char *bin;  // PM_BIN
-static char dir[256];    // temporary: in/, pristine/{run,data,bpe,bench,sweep.json}, work/ (a copy of pristine/)
+static char dir[256];    // temporary: in/, pristine/{run,bin,data,bpe,bench,sweep.json}, work/ (a copy of pristine/)
 #define CKPT "run/checkpoints/step_00000002"
 
 static int setup(void **state) {
@@ -55,6 +55,10 @@ static int setup(void **state) {
            "--steps 2 --log-every 0 >/dev/null 2>&1",
            bin, dir, dir) != 0)
         return fprintf(stderr, "test_bad_input: train failed\n"), -1;
+    // the run's checkpoint as torch.save writes one (mamba_ssm's layout): the zip archive and its pickle
+    if (sh("'%s' export --checkpoint '%s/pristine/run' --out '%s/pristine/bin' --layout mamba_ssm >/dev/null 2>&1", bin,
+           dir, dir) != 0)
+        return fprintf(stderr, "test_bad_input: export failed\n"), -1;
     // bench's two files: a sweep (read by --list; its data path as the commands see it from dir) and a run's
     // results.json (read by --report)
     char sweep[512];
@@ -125,6 +129,8 @@ static const Target targets[] = {
     {CKPT "/model.safetensors",
      {"generate --checkpoint W/run --prompt state --tokens 3", "eval --checkpoint W/run --data W/data --split val"}},
     {CKPT "/config.json", {"generate --checkpoint W/run --prompt state --tokens 3", "export --checkpoint W/run --out W/ex"}},
+    {"bin/pytorch_model.bin",
+     {"eval --checkpoint W/bin --data W/data --split val", "export --checkpoint W/bin --out W/binx"}},
     {CKPT "/trainer.safetensors", {"train --data W/data --out W/run --resume --steps 3 --log-every 0"}},
     {"run/run.json", {"train --data W/data --out W/run --resume --steps 3 --log-every 0"}},
     {"run/metrics.jsonl", {"train --data W/data --out W/run --resume --steps 3 --log-every 0"}},
