@@ -357,6 +357,16 @@ static int gather(const char *path, const char *name, const Value *t, const char
     if (count > 0 && (t->offset < 0 || last >= s->i))
         return pm_error("%s: tensor \"%s\" reaches element %lld of its storage's %lld", path, name, (long long)last,
                         (long long)s->i);
+    int contiguous = 1;  // row-major strides (as nearly every saved tensor has): one copy
+    int64_t want = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] != 1 && t->stride[d] != want) contiguous = 0;
+        want *= t->shape[d];
+    }
+    if (contiguous) {
+        if (count > 0) memcpy(out, data + (size_t)t->offset * s->esize, (size_t)count * s->esize);
+        return 0;
+    }
     int64_t idx[ST_MAX_DIMS] = {0};
     for (int64_t e = 0; e < count; e++) {
         int64_t off = t->offset;
@@ -411,7 +421,8 @@ int torch_bin_open(const char *path, StFile *f) {
         else if (top->kind != V_DICT)
             rc = pm_error("%s: holds a %s, not a state dict", path, kind_name(top->kind));
     }
-    // The tensors, each copied out in row-major order; storages read once each (a tied head shares one).
+    // The tensors, each copied out in row-major order; a storage is read again unless the tensor before used it
+    // too (a tied head re-reads the embedding's).
     // First the sizes: every value a tensor of at most its storage's elements (a saved state dict has no
     // broadcast views), every storage an entry of exactly its declared size; so the copies below fit in memory
     // the archive's own size bounds.
