@@ -109,6 +109,17 @@ static int key_in(const char *key, const char *const *list) {
     return 0;
 }
 
+// v is absent or the string want.
+static int absent_or_str(const json_t *v, const char *want) {
+    return !v || (json_is_string(v) && strcmp(json_string_value(v), want) == 0);
+}
+
+// v (a dt_rank / time_step_rank value) is absent, "auto" or the rank that gives: ceil(d_model / 16), the only
+// one config_derive makes.
+static int dt_rank_is_auto(const json_t *v, int d_model) {
+    return absent_or_str(v, "auto") || (json_is_integer(v) && json_integer_value(v) == (d_model + 15) / 16);
+}
+
 // The vocabulary padding of a Hugging Face checkpoint: its embedding has exactly vocab_size rows (the *-hf
 // repositories store the padded size, 50280, as vocab_size), so the multiple is one that adds no rows.
 static int hf_pad_multiple(int v) {
@@ -122,7 +133,7 @@ static int hf_pad_multiple(int v) {
 // architectures, dtype, versions, ...) does not, and is ignored.
 static int config_from_hf(const char *path, json_t *root, ModelConfig *c) {
     json_t *mt = json_object_get(root, "model_type");
-    if (mt && !(json_is_string(mt) && strcmp(json_string_value(mt), "mamba") == 0))
+    if (!absent_or_str(mt, "mamba"))
         return pm_error("%s: \"model_type\" is %s; only \"mamba\" (Mamba-1) is supported", path,
                         json_is_string(mt) ? json_string_value(mt) : "not a string");
     ModelConfig cfg;
@@ -139,13 +150,10 @@ static int config_from_hf(const char *path, json_t *root, ModelConfig *c) {
     if (inter != cfg.expand * cfg.d_model)
         return pm_error("%s: \"intermediate_size\" is %d; must be expand * hidden_size = %d", path, inter,
                         cfg.expand * cfg.d_model);
-    json_t *dtr = json_object_get(root, "time_step_rank");
-    int want_dtr = (cfg.d_model + 15) / 16;
-    if (dtr && !(json_is_string(dtr) && strcmp(json_string_value(dtr), "auto") == 0) &&
-        !(json_is_integer(dtr) && json_integer_value(dtr) == want_dtr))
-        return pm_error("%s: \"time_step_rank\" must be \"auto\" or ceil(hidden_size/16) = %d", path, want_dtr);
-    json_t *act = json_object_get(root, "hidden_act");
-    if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
+    if (!dt_rank_is_auto(json_object_get(root, "time_step_rank"), cfg.d_model))
+        return pm_error("%s: \"time_step_rank\" must be \"auto\" or ceil(hidden_size/16) = %d", path,
+                        (cfg.d_model + 15) / 16);
+    if (!absent_or_str(json_object_get(root, "hidden_act"), "silu"))
         return pm_error("%s: \"hidden_act\" must be \"silu\"", path);
     json_t *eps = json_object_get(root, "layer_norm_epsilon");
     if (eps && !(json_is_number(eps) && fabs(json_number_value(eps) - 1e-5) <= 1e-12))
@@ -254,14 +262,11 @@ static int config_read_layout(const char *path, ModelConfig *c, int *hf) {
               cfg_int(path, ssm, "expand", 0, 2, 1, 64, &cfg.expand) ||
               cfg_bool(path, ssm, "conv_bias", 1, 1, "the conv1d always has a bias") ||
               cfg_bool(path, ssm, "bias", 0, 0, "the projections have no bias");
-    json_t *layer = json_object_get(ssm, "layer");
-    if (!bad && layer && !(json_is_string(layer) && strcmp(json_string_value(layer), "Mamba1") == 0))
+    if (!bad && !absent_or_str(json_object_get(ssm, "layer"), "Mamba1"))
         bad = pm_error("%s: \"ssm_cfg.layer\" must be \"Mamba1\" (Mamba2 is not supported)", path);
-    json_t *dtr = json_object_get(ssm, "dt_rank");
-    int want_dtr = (cfg.d_model + 15) / 16;
-    if (!bad && dtr && !(json_is_string(dtr) && strcmp(json_string_value(dtr), "auto") == 0) &&
-        !(json_is_integer(dtr) && json_integer_value(dtr) == want_dtr))
-        bad = pm_error("%s: \"ssm_cfg.dt_rank\" must be \"auto\" (= ceil(d_model/16) = %d)", path, want_dtr);
+    if (!bad && !dt_rank_is_auto(json_object_get(ssm, "dt_rank"), cfg.d_model))
+        bad = pm_error("%s: \"ssm_cfg.dt_rank\" must be \"auto\" (= ceil(d_model/16) = %d)", path,
+                       (cfg.d_model + 15) / 16);
     json_decref(empty);
     if (bad) goto done;
     cfg.norm_eps = 1e-5f;
@@ -563,7 +568,7 @@ static int weights_find_file(const char *dir, char *out, int *index) {
     struct stat st;
     for (int i = 0; i < 4; i++)
         if (join(out, dir, weight_names[i]) == 0 && stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
-            *index = i % 2;
+            if (index) *index = i % 2;
             return 0;
         }
     join(out, dir, weight_names[0]);  // (named in the error that follows)
@@ -878,11 +883,19 @@ int checkpoint_prune(const char *run_dir, int keep) {
     return rc;
 }
 
+int checkpoint_tokenizer(const char *ckpt, char *out, size_t n) {
+    static const char *const cands[] = {"%s/tokenizer.json", "%s/../../tokenizer.json"};  // beside it; the run's
+    struct stat st;
+    for (int i = 0; i < 2; i++)
+        if ((size_t)snprintf(out, n, cands[i], ckpt) < n && stat(out, &st) == 0 && S_ISREG(st.st_mode)) return 0;
+    out[0] = 0;
+    return -1;
+}
+
 int checkpoint_resolve(const char *path, char *out, size_t n) {
     char probe[PATH_BUF];
     struct stat st;
-    int index;
-    if (weights_find_file(path, probe, &index) == 0) {
+    if (weights_find_file(path, probe, NULL) == 0) {
         if ((size_t)snprintf(out, n, "%s", path) >= n) return pm_error("%s: path too long", path);
         return 0;
     }

@@ -46,8 +46,9 @@ int checkpoint_export(const char *dir, const Model *m, int layout, int bf16, con
 // config.json in our (mamba_ssm's) layout, or in transformers' (recognized by model_type or hidden_size; its keys
 // that change the math are checked, the rest ignored; pad_vocab_size_multiple becomes one that adds no rows).
 int checkpoint_load_config(const char *dir, ModelConfig *c);
-// Load parameters into an already created model with the same config, from model.safetensors or from the shards
-// model.safetensors.index.json names (its weight_map and the files must agree), under our names or transformers'
+// Load parameters into an already created model with the same config, from the first weight file there is of
+// model.safetensors, model.safetensors.index.json, pytorch_model.bin (torch.save, torch_bin.h) and
+// pytorch_model.bin.index.json (an index's weight_map and its files must agree), under our names or transformers'
 // (the config's layout decides). Everything is validated (config.json
 // matches m->cfg; every tensor present with its exact shape; dtype F32, BF16, F16 or F64, converted to F32; all
 // values finite; no unknown tensors; lm_head.weight only if equal to the embedding) before the model is touched.
@@ -64,6 +65,9 @@ int checkpoint_find_latest(const char *run_dir, char *out, size_t n);
 // Remove all but the newest `keep` complete-or-not "<run_dir>/checkpoints/step_<digits>" directories (keep <= 0:
 // remove nothing). "best" and other names are never touched. 0 or -1 with pm_error.
 int checkpoint_prune(const char *run_dir, int keep);
-// A checkpoint directory (holding model.safetensors or model.safetensors.index.json), or a run directory whose newest checkpoint is meant: the
-// checkpoint's path in out. 0 or -1 with pm_error.
+// A checkpoint directory (holding one of the weight files checkpoint_load_model reads), or a run directory whose
+// newest checkpoint is meant: the checkpoint's path in out. 0 or -1 with pm_error.
 int checkpoint_resolve(const char *path, char *out, size_t n);
+// The tokenizer.json that goes with a checkpoint: beside it (a downloaded model's), else in the run directory it
+// belongs to (RUN/checkpoints/step_N/../../). Its path in out: 0, or -1 (out empty) when there is none.
+int checkpoint_tokenizer(const char *ckpt, char *out, size_t n);

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "args.h"
 #include "checkpoint.h"
@@ -118,22 +117,27 @@ static void gemv(float *y, const float *W, const float *x, int rows, int cols) {
     cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, W, cols, x, 1, 0.0f, y, 1);
 }
 
-void decoder_save(Decoder *d) {
-    if (d->gpu) return cuda_decoder_save(d->gpu);
+// The host decoder's states and their copy: conv (n_layer, d_inner, K-1) then SSM (n_layer, d_inner, N) floats.
+// to_saved: states -> copy (allocated at the first save), else copy -> states.
+static void host_states_copy(Decoder *d, int to_saved) {
     const ModelConfig *c = &d->c;
     const size_t nc = (size_t)c->n_layer * c->d_inner * (c->d_conv - 1), ns = (size_t)c->n_layer * c->d_inner * c->d_state;
+    if (!d->saved && !to_saved) pm_die("decoder_restore: nothing saved");
     if (!d->saved) d->saved = pm_malloc((nc + ns) * sizeof(float));
-    memcpy(d->saved, d->conv_state, nc * sizeof(float));
-    memcpy(d->saved + nc, d->ssm_state, ns * sizeof(float));
+    float *parts[2][2] = {{d->conv_state, d->saved}, {d->ssm_state, d->saved + nc}};
+    const size_t sizes[2] = {nc, ns};
+    for (int i = 0; i < 2; i++)
+        memcpy(parts[i][to_saved ? 1 : 0], parts[i][to_saved ? 0 : 1], sizes[i] * sizeof(float));
+}
+
+void decoder_save(Decoder *d) {
+    if (d->gpu) cuda_decoder_save(d->gpu);
+    else host_states_copy(d, 1);
 }
 
 void decoder_restore(Decoder *d) {
-    if (d->gpu) return cuda_decoder_restore(d->gpu);
-    if (!d->saved) pm_die("decoder_restore: nothing saved");
-    const ModelConfig *c = &d->c;
-    const size_t nc = (size_t)c->n_layer * c->d_inner * (c->d_conv - 1), ns = (size_t)c->n_layer * c->d_inner * c->d_state;
-    memcpy(d->conv_state, d->saved, nc * sizeof(float));
-    memcpy(d->ssm_state, d->saved + nc, ns * sizeof(float));
+    if (d->gpu) cuda_decoder_restore(d->gpu);
+    else host_states_copy(d, 0);
 }
 
 const float *decoder_step(Decoder *d, int token) {
@@ -396,12 +400,7 @@ int sample_token(const float *logits, int vocab, float temperature, int top_k, f
 static Tokenizer *find_tokenizer(const char *ckpt, const char *flag) {
     if (flag) return tokenizer_load(flag);
     char p[4200];
-    const char *cands[] = {"%s/tokenizer.json", "%s/../../tokenizer.json"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(p, sizeof p, cands[i], ckpt);
-        struct stat st;
-        if (stat(p, &st) == 0) return tokenizer_load(p);
-    }
+    if (checkpoint_tokenizer(ckpt, p, sizeof p) == 0) return tokenizer_load(p);
     pm_error("%s: no tokenizer.json beside the checkpoint or in its run directory (pass --tokenizer)", ckpt);
     return NULL;
 }

@@ -18,7 +18,7 @@ static const struct {
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"train", cmd_train, "train a model (CPU or CUDA)"},
     {"eval", cmd_eval, "loss and perplexity of a checkpoint, per document on request"},
-    {"export", cmd_export, "write a checkpoint in Hugging Face transformers' layout (MambaForCausalLM)"},
+    {"export", cmd_export, "write a checkpoint for transformers (MambaForCausalLM) or mamba_ssm (pytorch_model.bin)"},
     {"generate", cmd_generate, "sample text from a checkpoint (recurrent decoding)"},
     {"bench", cmd_bench, "characterize training speed: sweeps, per-op time, memory, roofline, report"},
     {"plot", cmd_plot, "loss and throughput curves of a run (PNG and SVG through gnuplot)"},

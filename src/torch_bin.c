@@ -339,12 +339,17 @@ static zip_int64_t entry(zip_t *z, const char *prefix, const char *name) {
     return zip_name_locate(z, full, 0);
 }
 
-// Copy tensor t (its storage's bytes in data, n bytes) to out in row-major order.
-static int gather(const char *path, const char *name, const Value *t, const char *data, size_t n, char *out) {
+// The archive's entry of storage key, "<prefix>/data/<key>", or -1.
+static zip_int64_t storage_entry(zip_t *z, const char *prefix, const char *key) {
+    char name[600];
+    snprintf(name, sizeof name, "data/%s", key);
+    return entry(z, prefix, name);
+}
+
+// Copy tensor t to out in row-major order from data, its storage's bytes (as many as the storage declares:
+// torch_bin_open has checked the entry's size).
+static int gather(const char *path, const char *name, const Value *t, const char *data, char *out) {
     const Value *s = t->storage;
-    if ((uint64_t)s->i * s->esize != n)
-        return pm_error("%s: tensor \"%s\": storage %s holds %zu bytes, not %lld elements of %zu", path, name, s->s,
-                        n, (long long)s->i, s->esize);
     int64_t count = 1, last = t->offset, span;
     for (int d = 0; d < t->ndim; d++) {
         if (t->shape[d] < 0 || t->stride[d] < 0)
@@ -422,64 +427,58 @@ int torch_bin_open(const char *path, StFile *f) {
             rc = pm_error("%s: holds a %s, not a state dict", path, kind_name(top->kind));
     }
     // The tensors, each copied out in row-major order; a storage is read again unless the tensor before used it
-    // too (a tied head re-reads the embedding's).
-    // First the sizes: every value a tensor of at most its storage's elements (a saved state dict has no
-    // broadcast views), every storage an entry of exactly its declared size; so the copies below fit in memory
-    // the archive's own size bounds.
-    int nt = rc == 0 ? top->n / 2 : 0;
+    // too (a tied head re-reads the embedding's). First every name, dtype and shape: every value a tensor of at
+    // most its storage's elements (a saved state dict has no broadcast views), every storage an entry of exactly
+    // its declared size; so the copies fit in memory that the archive's own size bounds.
+    const int nt = rc == 0 ? top->n / 2 : 0;
+    if (rc == 0) f->tensors = pm_calloc(nt ? (size_t)nt : 1, sizeof *f->tensors);
     size_t total = 0;
     for (int i = 0; i < nt && rc == 0; i++) {
         const Value *key = top->items[2 * i], *t = top->items[2 * i + 1];
+        StTensor *o = &f->tensors[i];
         if (key->kind != V_STR) rc = pm_error("%s: a state dict key that is a %s", path, kind_name(key->kind));
         else if (t->kind != V_TENSOR) rc = pm_error("%s: \"%s\" is a %s, not a tensor", path, key->s, kind_name(t->kind));
-        else if (strlen(key->s) >= sizeof f->tensors[0].name) rc = pm_error("%s: name too long: \"%.60s...\"", path, key->s);
+        else if (strlen(key->s) >= sizeof o->name) rc = pm_error("%s: name too long: \"%.60s...\"", path, key->s);
+        for (int j = 0; j < i && rc == 0; j++)
+            if (strcmp(f->tensors[j].name, key->s) == 0) rc = pm_error("%s: tensor \"%s\" twice", path, key->s);
         if (rc) break;
         int64_t c = 1;
         for (int d = 0; d < t->ndim && c >= 0; d++)
             c = t->shape[d] < 0 || (t->shape[d] > 0 && c > t->storage->i / t->shape[d]) ? -1 : c * t->shape[d];
-        char name[600];
-        snprintf(name, sizeof name, "data/%s", t->storage->s);
-        const zip_int64_t is = entry(z, prefix, name);
+        const zip_int64_t is = storage_entry(z, prefix, t->storage->s);
         zip_stat_t zs;
         if (c < 0) rc = pm_error("%s: tensor \"%s\" has more elements than its storage's %lld", path, key->s,
                                  (long long)t->storage->i);
-        else if (is < 0) rc = pm_error("%s: storage %s of \"%s\" is missing (%s/%s)", path, t->storage->s, key->s,
-                                       prefix, name);
+        else if (is < 0) rc = pm_error("%s: storage %s of \"%s\" is missing (%s/data/%s)", path, t->storage->s,
+                                       key->s, prefix, t->storage->s);
         else if (zip_stat_index(z, (zip_uint64_t)is, 0, &zs) != 0 || !(zs.valid & ZIP_STAT_SIZE) ||
                  (uint64_t)t->storage->i > zs.size / t->storage->esize ||
                  (uint64_t)t->storage->i * t->storage->esize != zs.size)
             rc = pm_error("%s: storage %s of \"%s\" is not %lld elements of %zu bytes", path, t->storage->s,
                           key->s, (long long)t->storage->i, t->storage->esize);
-        else total += (size_t)c * t->storage->esize;
+        if (rc) break;
+        snprintf(o->name, sizeof o->name, "%s", key->s);
+        snprintf(o->dtype, sizeof o->dtype, "%s", t->storage->dtype);
+        o->ndim = t->ndim;
+        memcpy(o->shape, t->shape, sizeof o->shape);
+        o->nbytes = (size_t)c * t->storage->esize;
+        total += o->nbytes;
     }
+    // Then the data.
     char *buf = rc == 0 ? pm_malloc(total ? total : 1) : NULL;
-    if (rc == 0) f->tensors = pm_calloc(nt ? (size_t)nt : 1, sizeof *f->tensors);
-    char *sdata = NULL, *skey = NULL;  // the last storage read
+    char *sdata = NULL;  // the last storage read, of key skey
+    const char *skey = NULL;
     size_t sn = 0, at = 0;
     for (int i = 0; i < nt && rc == 0; i++) {
         const Value *key = top->items[2 * i], *t = top->items[2 * i + 1];
-        StTensor *o = &f->tensors[i];
         if (!skey || strcmp(skey, t->storage->s) != 0) {
-            free(sdata), sdata = NULL, skey = NULL;
-            char name[600];
-            snprintf(name, sizeof name, "data/%s", t->storage->s);
-            if (!(sdata = read_entry(z, entry(z, prefix, name), &sn, path))) rc = -1;
+            free(sdata), skey = NULL;
+            if (!(sdata = read_entry(z, storage_entry(z, prefix, t->storage->s), &sn, path))) rc = -1;
             else skey = t->storage->s;
         }
-        if (rc == 0) rc = gather(path, key->s, t, sdata, sn, buf + at);
-        if (rc == 0) {
-            snprintf(o->name, sizeof o->name, "%s", key->s);
-            snprintf(o->dtype, sizeof o->dtype, "%s", t->storage->dtype);
-            o->ndim = t->ndim;
-            memcpy(o->shape, t->shape, sizeof o->shape);
-            int64_t c = 1;
-            for (int d = 0; d < t->ndim; d++) c *= t->shape[d];
-            o->nbytes = (size_t)c * t->storage->esize;
-            o->data = buf + at;
-            at += o->nbytes;
-            for (int j = 0; j < i && rc == 0; j++)
-                if (strcmp(f->tensors[j].name, o->name) == 0) rc = pm_error("%s: tensor \"%s\" twice", path, o->name);
-        }
+        if (rc == 0) rc = gather(path, key->s, t, sdata, buf + at);
+        f->tensors[i].data = buf + at;
+        at += f->tensors[i].nbytes;
     }
     free(sdata);
     free(pkl), free(bo);
@@ -550,6 +549,17 @@ static const char *storage_class(const char *dtype) {
     return NULL;
 }
 
+// Add data (n bytes, which must outlive the archive's zip_close) to z as an uncompressed entry, as torch.save
+// stores every entry. 0, or -1 with pm_error.
+static int add_stored(zip_t *z, const char *path, const char *name, const void *data, size_t n) {
+    zip_source_t *src = zip_source_buffer(z, data, n, 0);
+    zip_int64_t at = src ? zip_file_add(z, name, src, ZIP_FL_OVERWRITE) : -1;
+    if (at < 0 && src) zip_source_free(src);
+    if (at < 0 || zip_set_file_compression(z, (zip_uint64_t)at, ZIP_CM_STORE, 0) != 0)
+        return pm_error("%s: %s: %s", path, name, zip_strerror(z));
+    return 0;
+}
+
 int torch_bin_write(const char *path, const StWrite *t, int n, const int *storage_of) {
     // data.pkl: {name: _rebuild_tensor_v2(storage, 0, shape, contiguous strides, False, OrderedDict())}
     Buf pk = {0};
@@ -591,30 +601,14 @@ int torch_bin_write(const char *path, const StWrite *t, int n, const int *storag
         free(pk.b);
         return pm_error("%s: cannot create", path);
     }
-    int rc = 0;
-    char name[64];
-    struct {
-        const char *name;
-        const void *data;
-        size_t n;
-    } meta[] = {{"archive/data.pkl", pk.b, pk.n}, {"archive/byteorder", "little", 6}, {"archive/version", "3\n", 2}};
-    for (size_t i = 0; i < sizeof meta / sizeof meta[0] && rc == 0; i++) {
-        zip_source_t *src = zip_source_buffer(z, meta[i].data, meta[i].n, 0);
-        zip_int64_t at = src ? zip_file_add(z, meta[i].name, src, ZIP_FL_OVERWRITE) : -1;
-        if (at < 0 || zip_set_file_compression(z, (zip_uint64_t)at, ZIP_CM_STORE, 0) != 0) {
-            if (src && at < 0) zip_source_free(src);
-            rc = pm_error("%s: %s: %s", path, meta[i].name, zip_strerror(z));
-        }
-    }
+    int rc = add_stored(z, path, "archive/data.pkl", pk.b, pk.n);
+    if (rc == 0) rc = add_stored(z, path, "archive/byteorder", "little", 6);
+    if (rc == 0) rc = add_stored(z, path, "archive/version", "3\n", 2);
     for (int i = 0; i < n && rc == 0; i++) {
         if (storage_of && storage_of[i] != i) continue;  // written once, with the tensor that owns it
+        char name[64];
         snprintf(name, sizeof name, "archive/data/%d", i);
-        zip_source_t *src = zip_source_buffer(z, t[i].data, t[i].nbytes, 0);
-        zip_int64_t at = src ? zip_file_add(z, name, src, ZIP_FL_OVERWRITE) : -1;
-        if (at < 0 || zip_set_file_compression(z, (zip_uint64_t)at, ZIP_CM_STORE, 0) != 0) {
-            if (src && at < 0) zip_source_free(src);
-            rc = pm_error("%s: %s: %s", path, name, zip_strerror(z));
-        }
+        rc = add_stored(z, path, name, t[i].data, t[i].nbytes);
     }
     if (rc == 0 && zip_close(z) != 0) rc = pm_error("%s: cannot write: %s", path, zip_strerror(z));
     if (rc != 0) {

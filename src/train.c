@@ -628,11 +628,7 @@ int cmd_export(int argc, char **argv) {
         if (stat(tokpath, &st) != 0 || !S_ISREG(st.st_mode)) pm_die("%s: no such tokenizer file", tokpath);
         snprintf(tk, sizeof tk, "%s", tokpath);
     } else {
-        const char *cands[] = {"%s/tokenizer.json", "%s/../../tokenizer.json"};
-        for (int i = 0; i < 2 && !tk[0]; i++) {
-            snprintf(tk, sizeof tk, cands[i], ckpt);
-            if (stat(tk, &st) != 0 || !S_ISREG(st.st_mode)) tk[0] = 0;
-        }
+        checkpoint_tokenizer(ckpt, tk, sizeof tk);  // (none: tk stays empty and nothing is copied)
     }
     ModelConfig cfg;
     if (checkpoint_load_config(ckpt, &cfg) != 0) pm_die("%s", pm_last_error());

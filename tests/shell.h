@@ -1,5 +1,5 @@
 // shell.h — for the tests that run commands: sh(fmt, ...) formats a command line and runs it through the shell,
-// returning its exit status (128 + the signal where it was killed).
+// returning its exit status (128 + the signal where it was killed); pm_bin() names the packmamba binary.
 #pragma once
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,4 +14,10 @@ static int sh(const char *fmt, ...) {
     va_end(ap);
     const int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+// The packmamba binary the command tests run: $PM_BIN (ctest sets it), else build/packmamba.
+static inline const char *pm_bin(void) {
+    const char *b = getenv("PM_BIN");
+    return b && *b ? b : "build/packmamba";
 }

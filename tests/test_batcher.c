@@ -36,24 +36,30 @@ static char *make_tmpdir(void) {
 static void rm_rf(const char *d) { assert_int_equal(pm_remove_tree(d), 0); }
 
 // A long-tailed synthetic corpus: lengths exp(N(mu, sigma)) (a few zero-length documents too, which the batcher
-// must skip), random token ids below EOD, every 7th document in the val split.
-static void make_corpus(const char *dir, int n_docs, double mu, double sigma, int max_len, uint64_t seed) {
+// must skip), random token ids below EOD, every 7th document in the val split. corpus_range writes documents
+// [first, last) of the stream a seed makes (the same documents whatever the range) with vocabulary `vocab`.
+static void corpus_range(const char *dir, int first, int last, double mu, double sigma, int max_len, int vocab,
+                         uint64_t seed) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, PM_SHARD_FILE);
-    ShardWriter *w = shard_writer_open(path, VOCAB, EOD);
+    ShardWriter *w = shard_writer_open(path, (uint32_t)vocab, EOD);
     assert_non_null(w);
     PmRng r;
     pm_rng_seed(&r, seed);
     int32_t *ids = pm_malloc((size_t)max_len * sizeof(int32_t));
-    for (int d = 0; d < n_docs; d++) {
+    for (int d = 0; d < last; d++) {
         int len = (int)exp(mu + sigma * pm_rng_normal(&r));
         if (len > max_len) len = max_len;
         if (d % 53 == 5) len = 0;
         for (int i = 0; i < len; i++) ids[i] = (int32_t)(pm_rng_u64(&r) % EOD);
-        assert_int_equal(shard_writer_add(w, ids, (size_t)len, d % 7 == 3 ? 2 : 1), 0);
+        if (d >= first) assert_int_equal(shard_writer_add(w, ids, (size_t)len, d % 7 == 3 ? 2 : 1), 0);
     }
     free(ids);
     assert_int_equal(shard_writer_finish(w), 0);
+}
+
+static void make_corpus(const char *dir, int n_docs, double mu, double sigma, int max_len, uint64_t seed) {
+    corpus_range(dir, 0, n_docs, mu, sigma, max_len, VOCAB, seed);
 }
 
 // Coverage of one epoch: seen[d][k] counts how often piece k of document d was served.
@@ -356,34 +362,16 @@ static void test_eval_iteration(void **state) {
 // policy, split and rank of two, "A,B" serves exactly U's batches (tokens, positions, targets, document indices)
 // over an epoch and a half. Positions tell the data sets apart; directories prepared with another vocabulary, and
 // tokenizer files that differ, are refused by name.
-static void write_docs(const char *dir, int first, int last, int vocab, uint64_t seed) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, PM_SHARD_FILE);
-    ShardWriter *w = shard_writer_open(path, (uint32_t)vocab, EOD);
-    assert_non_null(w);
-    PmRng r;
-    pm_rng_seed(&r, seed);
-    int32_t ids[1500];
-    for (int d = 0; d < last; d++) {  // the same stream for every range: skip the documents before `first`
-        int len = (int)exp(4.5 + 1.0 * pm_rng_normal(&r));
-        if (len > 1500) len = 1500;
-        if (d % 53 == 5) len = 0;
-        for (int i = 0; i < len; i++) ids[i] = (int32_t)(pm_rng_u64(&r) % EOD);
-        if (d >= first) assert_int_equal(shard_writer_add(w, ids, (size_t)len, d % 7 == 3 ? 2 : 1), 0);
-    }
-    assert_int_equal(shard_writer_finish(w), 0);
-}
-
 static void test_several_directories(void **state) {
     char *root = make_tmpdir(), a[300], b[300], u[300], c[300], ab[700], ba[700], abc[1000];
     snprintf(a, sizeof a, "%s/a", root), snprintf(b, sizeof b, "%s/b", root), snprintf(u, sizeof u, "%s/u", root);
     snprintf(c, sizeof c, "%s/c", root);
     const char *made[] = {a, b, u, c};
     for (int i = 0; i < 4; i++) assert_int_equal(pm_mkdir_p(made[i]), 0);
-    write_docs(a, 0, 170, VOCAB, 9);
-    write_docs(b, 170, 300, VOCAB, 9);
-    write_docs(u, 0, 300, VOCAB, 9);
-    write_docs(c, 0, 20, VOCAB + 1, 9);
+    corpus_range(a, 0, 170, 4.5, 1.0, 1500, VOCAB, 9);
+    corpus_range(b, 170, 300, 4.5, 1.0, 1500, VOCAB, 9);
+    corpus_range(u, 0, 300, 4.5, 1.0, 1500, VOCAB, 9);
+    corpus_range(c, 0, 20, 4.5, 1.0, 1500, VOCAB + 1, 9);
     snprintf(ab, sizeof ab, "%s,%s", a, b), snprintf(ba, sizeof ba, "%s,%s", b, a);
     snprintf(abc, sizeof abc, "%s,%s", ab, c);
     Batch x = batch_alloc(4, 256), y = batch_alloc(4, 256);

@@ -24,6 +24,7 @@
 
 #include "backend.h"
 #include "checkpoint.h"
+#include "doc_losses.h"
 #include "model.h"
 #include "shell.h"
 #include "torch_bin.h"
@@ -32,20 +33,11 @@
 
 #define FIX "tests/fixtures"
 
-static float *load_params(const char *dir, Model *m) {
-    ModelConfig c;
-    if (checkpoint_load_config(dir, &c) != 0) fail_msg("%s", pm_last_error());
-    model_create(m, &c, backend_cpu(), 3);
-    if (checkpoint_load_model(dir, m) != 0) fail_msg("%s", pm_last_error());
-    float *w = pm_malloc(m->n_params * sizeof(float));
-    model_get_params(m, w);
-    return w;
-}
-
 // dir (torch.save files) loads to exactly the parameters ref (safetensors) loads to.
 static void same_as(const char *dir, const char *ref) {
     Model a, b;
-    float *wa = load_params(dir, &a), *wb = load_params(ref, &b);
+    load_dir(dir, &a), load_dir(ref, &b);
+    float *wa = params_of(&a), *wb = params_of(&b);
     assert_int_equal(a.n_params, b.n_params);
     assert_memory_equal(wa, wb, a.n_params * sizeof(float));
     printf("%s: %zu parameters, bit for bit those of %s\n", dir, a.n_params, ref);
@@ -237,7 +229,7 @@ static void test_mutations(void **state) {
 }
 
 static void test_cli(void **state) {
-    const char *bin = getenv("PM_BIN") && *getenv("PM_BIN") ? getenv("PM_BIN") : "build/packmamba";
+    const char *bin = pm_bin();
     // export reads the official layout's .bin and writes transformers' safetensors, which read back the same
     assert_int_equal(sh("%s export --checkpoint " FIX "/bin/mamba_ssm_bf16 --out %s/x 2>/dev/null", bin, tmpdir_), 0);
     char x[128];

@@ -89,20 +89,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-// A model created from dir's config and loaded from it (the test fails with the loader's message otherwise).
-static void load(const char *dir, Model *m) {
-    ModelConfig c;
-    if (checkpoint_load_config(dir, &c) != 0) fail_msg("%s", pm_last_error());
-    model_create(m, &c, backend_cpu(), 7);  // the init is overwritten by the load
-    if (checkpoint_load_model(dir, m) != 0) fail_msg("%s", pm_last_error());
-}
-
-static float *params_of(const Model *m) {
-    float *w = pm_malloc(m->n_params * sizeof(float));
-    model_get_params(m, w);
-    return w;
-}
-
 // ---- reading ----
 
 static void test_config(void **state) {
@@ -120,7 +106,7 @@ static void test_config(void **state) {
 
 static void test_losses(const char *dir, const double *ref, const double *other, const char *other_name) {
     Model m;
-    load(dir, &m);
+    load_dir(dir, &m);
     Batch b = pack_docs(F.n, F.docs, F.len, ROW_T);
     model_alloc_activations(&m, b.B, b.T);
     double *ours = pm_malloc(F.n * sizeof(double)), *ctl = pm_malloc(F.n * sizeof(double));
@@ -133,19 +119,12 @@ static void test_losses(const char *dir, const double *ref, const double *other,
     printf("control: against %s's losses %.2e (must be >= %.0e)\n", other_name, eo, 10 * TOL);
     assert_true(eo >= 10 * TOL);
     // Control: the two layers swapped must miss by far.
-    float *w = params_of(&m), *sw = params_of(&m);
-    for (int k = 0; k < P_PER_LAYER; k++) {
-        const ParamInfo *p0 = &m.tensors[model_tensor_index(&m.cfg, 0, k)];
-        const ParamInfo *p1 = &m.tensors[model_tensor_index(&m.cfg, 1, k)];
-        memcpy(sw + p0->offset, w + p1->offset, p0->size * sizeof(float));
-        memcpy(sw + p1->offset, w + p0->offset, p0->size * sizeof(float));
-    }
-    model_set_params(&m, sw);
+    swap_layers_0_1(&m);
     doc_losses(&m, &b, F.n, ctl);
     double ec = max_rel(NULL, ctl, ref, F.n);
     printf("control (layers swapped): %.2e (must be >= %.0e)\n", ec, CONTROL);
     assert_true(ec >= CONTROL);
-    free(w), free(sw), free(ours), free(ctl);
+    free(ours), free(ctl);
     batch_free(&b);
     model_destroy(&m);
 }
@@ -221,7 +200,7 @@ static void test_config_refusals(void **state) {
     json_edit(cfg, "some_future_option", "{\"x\": [1, 2]}");
     json_edit(cfg, "time_step_rank", "\"auto\"");
     Model m;
-    load(dir, &m);
+    load_dir(dir, &m);
     model_destroy(&m);
 }
 
@@ -269,7 +248,7 @@ static double bf16_half_ulp(float x) {
 
 static void test_export(void **state) {
     Model m;
-    load(FIX "/hf_f32", &m);
+    load_dir(FIX "/hf_f32", &m);
     float *w = params_of(&m);
     char out[128], out16[128], again[128], path[192];
     snprintf(out, sizeof out, "%s/e32", tmpdir_);
@@ -301,7 +280,7 @@ static void test_export(void **state) {
 
     // f32: read back bit for bit; exporting that again gives the same file.
     Model m2;
-    load(out, &m2);
+    load_dir(out, &m2);
     float *w2 = params_of(&m2);
     assert_memory_equal(w, w2, m.n_params * sizeof(float));
     if (checkpoint_export(again, &m2, PM_LAYOUT_HF, 0, NULL) != 0) fail_msg("%s", pm_last_error());
@@ -309,7 +288,7 @@ static void test_export(void **state) {
 
     // bf16: every value the bf16 number nearest to the f32 one (ties: either neighbour is as near).
     Model m3;
-    load(out16, &m3);
+    load_dir(out16, &m3);
     float *w3 = params_of(&m3);
     size_t changed = 0;
     for (size_t k = 0; k < m.n_params; k++) {
@@ -328,54 +307,49 @@ static void test_export(void **state) {
 
 // ---- the command line ----
 
-static const char *bin(void) {
-    const char *b = getenv("PM_BIN");
-    return b && *b ? b : "build/packmamba";
-}
-
 static void test_cli(void **state) {
     const char *t = tmpdir_;
     // data whose tokens the fixture's vocabulary (260) covers: the byte tokenizer's 257
     assert_int_equal(sh("mkdir -p %s/txt && head -c 3000 README.md > %s/txt/a.txt && head -c 2000 docs/perf.md > "
                         "%s/txt/b.txt && %s prepare --out %s/data %s/txt >/dev/null 2>&1",
-                        t, t, t, bin(), t, t),
+                        t, t, t, pm_bin(), t, t),
                      0);
     // export refuses an existing --out; --preset and --init-from exclude each other (one line each, exit 1)
     assert_int_equal(sh("mkdir -p %s/exists && %s export --checkpoint " FIX "/hf_sharded --out %s/exists 2>%s/err",
-                        t, bin(), t, t),
+                        t, pm_bin(), t, t),
                      1);
     assert_int_equal(sh("grep -q 'not overwriting' %s/err", t), 0);
     assert_int_equal(sh("%s train --data %s/data --out %s/r0 --preset tiny --init-from " FIX "/hf_f32 2>%s/err",
-                        bin(), t, t, t),
+                        pm_bin(), t, t, t),
                      1);
     assert_int_equal(sh("grep -q 'exclude each other' %s/err", t), 0);
     // A run of no steps from the sharded bf16 checkpoint saves its weights unchanged.
     assert_int_equal(sh("%s train --data %s/data --out %s/r1 --init-from " FIX "/hf_sharded --seq-len 64 --batch 2 "
                         "--steps 0 --log-every 0 >%s/log 2>&1",
-                        bin(), t, t, t),
+                        pm_bin(), t, t, t),
                      0);
     char ck[160];
     snprintf(ck, sizeof ck, "%s/r1/checkpoints/step_00000000", t);
     Model a, b;
-    load(FIX "/hf_sharded", &a);
-    load(ck, &b);
+    load_dir(FIX "/hf_sharded", &a);
+    load_dir(ck, &b);
     float *wa = params_of(&a), *wb = params_of(&b);
     assert_memory_equal(wa, wb, a.n_params * sizeof(float));
     // the run records where it started, and a second run from a run directory takes its newest checkpoint
     assert_int_equal(sh("grep -q '\"init_from\"' %s/r1/run.json && ! grep -q '\"preset\"' %s/r1/run.json", t, t), 0);
     assert_int_equal(sh("%s train --data %s/data --out %s/r2 --init-from %s/r1 --seq-len 64 --batch 2 --steps 2 "
                         "--log-every 0 >%s/log 2>&1 && %s export --checkpoint %s/r2 --out %s/x --dtype bf16 2>%s/log",
-                        bin(), t, t, t, t, bin(), t, t, t),
+                        pm_bin(), t, t, t, t, pm_bin(), t, t, t),
                      0);
     // the exported run reads back, and its tokenizer came along
     Model x;
     snprintf(ck, sizeof ck, "%s/x", t);
-    load(ck, &x);
+    load_dir(ck, &x);
     assert_int_equal(sh("cmp -s %s/x/tokenizer.json %s/r2/tokenizer.json", t, t), 0);
     // generate reads transformers' layout too (the tokenizer named, as the fixture has none)
     assert_int_equal(sh("%s generate --checkpoint " FIX "/hf_sharded --tokenizer %s/r1/tokenizer.json --prompt ab "
                         "--tokens 5 --temperature 0 >%s/gen 2>&1",
-                        bin(), t, t),
+                        pm_bin(), t, t),
                      0);
     free(wa), free(wb);
     model_destroy(&a), model_destroy(&b), model_destroy(&x);
