@@ -137,6 +137,47 @@ typedef struct Backend {
     // Optional (NULL: the backend cannot keep scan states): bytes of the states buffer above.
     size_t (*scan_states_bytes)(int M, int T, int Cd, int N);
 
+    // ---- optional: state carried into rows from the batch before (DESIGN §2; Batch.carry_in / carry_out, model.c).
+    // NULL: the backend cannot carry state, and the model refuses batches that carry it.
+    // Rows are the M / T rows of T tokens. A row r with first[r] > 0 continues a document from the previous batch:
+    // its first first[r] tokens (up to the row's next document start, else T) start from the carried scan state
+    // h0 (rows, Cd, N) F32 and see the carried conv inputs hist (rows, K-1, Cd) ACT (the previous piece's last K-1
+    // xi rows, oldest first) in place of zeros; first[r] == 0: the row starts afresh. The ops above still restart
+    // every row from zero; these add what the carried state changes, so that together they compute the values of
+    // the unbroken document. first and last are int32 (rows) in backend memory.
+    // carry_conv_fwd: rewrites u's first min(K-1, first[r]) tokens of such rows with the history taps included
+    //   (tap j steps back from token t reads hist[K-1+t-j] where t < j <= pos[t]).
+    void (*carry_conv_fwd)(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
+                           const int32_t *first, const void *hist, int M, int T, int C, int K);
+    // carry_conv_bwd: after conv_silu_bwd on the same inputs, corrects dxi (ldx) for those tokens' SiLU slopes and
+    //   WRITES (=) the corrections of the conv weight and bias gradients to dw (C, K) and db (C) F32.
+    void (*carry_conv_bwd)(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi, const void *w,
+                           const void *b, const int32_t *pos, const int32_t *first, const void *hist, int M, int T,
+                           int C, int K);
+    // carry_scan_fwd: out (M, Cd) ACT += silu(z_t) * sum_n C_t[n] * P_t[n] * h0[n], P_t = prod_{s<=t} exp(delta_s A)
+    //   (delta and A as scan_fwd's), over each such row's first first[r] tokens: the carried state's contribution.
+    void (*carry_scan_fwd)(void *out, const void *dpre, const void *dt_bias, const void *A_log, const void *Cm,
+                           int ldbc, const void *z, int ldz, const int32_t *first, const void *h0, int M, int T,
+                           int Cd, int N);
+    // carry_scan_bwd: carry_scan_fwd's backward given dout: ADDS to ddpre (M, Cd), dC (ldbc) and dz (ldz) ACT over
+    //   those tokens and WRITES (=) its ddt_bias (Cd) and dA_log (Cd, N) F32 parts. h0 is a constant: no gradient
+    //   flows into the batch before (truncated backpropagation, as the rows' own backward stops at the row start).
+    void (*carry_scan_bwd)(void *ddpre, void *dC, void *dz, void *ddt_bias, void *dA_log, const void *dout,
+                           const void *dpre, const void *dt_bias, const void *A_log, const void *Cm, int ldbc,
+                           const void *z, int ldz, const int32_t *first, const void *h0, int M, int T, int Cd,
+                           int N);
+    // carry_state_out: for each row with last[r] >= 0 (the start of its last document's segment, which goes on in
+    //   the next batch): h_out[r] (Cd, N) F32 = the scan state after the row's last token, walked from token
+    //   last[r] from zero, or from h0[r] where last[r] == 0 and first[r] > 0 (one document throughout the row);
+    //   hist_out[r] (K-1, Cd) ACT = xi of the row's last K-1 tokens. Rows with last[r] < 0 are left as they are.
+    //   h_out, hist_out must not alias h0, hist.
+    void (*carry_state_out)(void *h_out, void *hist_out, const void *u, const void *dpre, const void *dt_bias,
+                            const void *A_log, const void *Bm, int ldbc, const void *xi, int ldx,
+                            const int32_t *first, const int32_t *last, const void *h0, int M, int T, int Cd, int N,
+                            int K);
+    // add_f32: dst (n) F32 += src (n) F32 (the model adds the carry ops' parameter-gradient parts).
+    void (*add_f32)(void *dst, const void *src, size_t n);
+
     // Tied LM head + cross-entropy over all Vp logits, in chunks of tokens (no (M, Vp) buffer needed):
     // logits = x @ wte^T; loss[m] = logsumexp(logits[m]) - logits[m, targets[m]] (0 where ignored).
     // If dx is not NULL, also the backward with dloss[m] = loss_scale (0 where ignored):

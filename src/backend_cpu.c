@@ -820,6 +820,185 @@ static void adamw(void *params_, void *params_act_, const void *grads_, void *m_
 }
 
 // ----------------------------------------------------------------------------------------------------------
+// carried state (backend.h: carry_*). Written for clarity, not speed: they touch only the first tokens of rows that
+// continue a document (and one walk over a carried row's last segment), and are the reference for the GPU's.
+
+// The history taps of token t (0 <= t < K-1) of a carried row: pre-activation terms reading the previous piece.
+static real conv_hist_taps(const real *hist, const real *w, int t, int pos_t, int c, int C, int K) {
+    real acc = 0;
+    for (int j = t + 1; j <= K - 1 && j <= pos_t; j++) acc += w[(size_t)c * K + (K - 1 - j)] * hist[(size_t)(K - 1 + t - j) * C + c];
+    return acc;
+}
+// The in-row pre-activation of token t of row base (conv_silu_fwd's: bias, then the taps inside the document).
+static real conv_row_pre(const real *xi, int ldx, const real *w, const real *b, const int32_t *pos, int base, int t,
+                         int T, int c, int K) {
+    const int back = steps_back(pos, base + t, T);
+    real acc = b[c];
+    for (int k = 0; k < K; k++) {
+        const int j = K - 1 - k;
+        if (j <= back) acc += w[(size_t)c * K + k] * xi[(size_t)(base + t - j) * ldx + c];
+    }
+    return acc;
+}
+
+static void carry_conv_fwd(void *u_, const void *xi_, int ldx, const void *w_, const void *b_, const int32_t *pos,
+                           const int32_t *first, const void *hist_, int M, int T, int C, int K) {
+    real *u = u_;                                                // (M, C)
+    const real *xi = xi_, *w = w_, *b = b_, *hist = hist_;       // (M, C) ldx, (C, K), (C), (rows, K-1, C)
+    const int rows = M / T;
+    for (int r = 0; r < rows; r++) {
+        if (first[r] <= 0) continue;
+        const int base = r * T, nt = first[r] < K - 1 ? first[r] : K - 1;
+        const real *h = hist + (size_t)r * (K - 1) * C;
+        for (int t = 0; t < nt; t++)
+            for (int c = 0; c < C; c++) {
+                const real pre = conv_row_pre(xi, ldx, w, b, pos, base, t, T, c, K) +
+                                 conv_hist_taps(h, w, t, pos[base + t], c, C, K);
+                u[(size_t)(base + t) * C + c] = silu_v(pre);
+            }
+    }
+}
+
+static void carry_conv_bwd(void *dxi_, int ldx, void *dw_, void *db_, const void *du_, const void *xi_,
+                           const void *w_, const void *b_, const int32_t *pos, const int32_t *first, const void *hist_,
+                           int M, int T, int C, int K) {
+    real *dxi = dxi_, *dw = dw_, *db = db_;                          // (M, C) ldx, (C, K), (C)
+    const real *du = du_, *xi = xi_, *w = w_, *b = b_, *hist = hist_;
+    const int rows = M / T;
+    memset(dw, 0, (size_t)C * K * sizeof(real));
+    memset(db, 0, (size_t)C * sizeof(real));
+    for (int r = 0; r < rows; r++) {
+        if (first[r] <= 0) continue;
+        const int base = r * T, nt = first[r] < K - 1 ? first[r] : K - 1;
+        const real *h = hist + (size_t)r * (K - 1) * C;
+        for (int t = 0; t < nt; t++) {
+            const int back = steps_back(pos, base + t, T), pt = pos[base + t];
+            for (int c = 0; c < C; c++) {
+                const real pre0 = conv_row_pre(xi, ldx, w, b, pos, base, t, T, c, K);
+                const real pre = pre0 + conv_hist_taps(h, w, t, pt, c, C, K);
+                const real g_t = du[(size_t)(base + t) * C + c];
+                const real g = g_t * silu_grad_v(pre), g0 = g_t * silu_grad_v(pre0), delta = g - g0;
+                // conv_silu_bwd gave the in-row taps g0; the carried row's true slope is g
+                for (int j = 0; j <= back && j < K; j++) {
+                    dxi[(size_t)(base + t - j) * ldx + c] += delta * w[(size_t)c * K + (K - 1 - j)];
+                    dw[(size_t)c * K + (K - 1 - j)] += delta * xi[(size_t)(base + t - j) * ldx + c];
+                }
+                for (int j = t + 1; j <= K - 1 && j <= pt; j++)
+                    dw[(size_t)c * K + (K - 1 - j)] += g * h[(size_t)(K - 1 + t - j) * C + c];
+                db[c] += delta;
+            }
+        }
+    }
+}
+
+// delta of token t, channel c (scan_fwd's)
+static inline real carry_delta(const real *dpre, const real *dt_bias, size_t t, int Cd, int c) {
+    return softplus_v(dpre[t * Cd + c] + dt_bias[c]);
+}
+
+static void carry_scan_fwd(void *out_, const void *dpre_, const void *dt_bias_, const void *A_log_, const void *Cm_,
+                           int ldbc, const void *z_, int ldz, const int32_t *first, const void *h0_, int M, int T,
+                           int Cd, int N) {
+    real *out = out_;                                                          // (M, Cd)
+    const real *dpre = dpre_, *dt_bias = dt_bias_, *A_log = A_log_, *Cm = Cm_;  // (M, Cd), (Cd), (Cd, N), (M, N) ldbc
+    const real *z = z_, *h0 = h0_;                                             // (M, Cd) ldz, (rows, Cd, N)
+    const int rows = M / T;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < Cd; c++) {
+            if (first[r] <= 0) continue;
+            real P[64];  // (N) decay of the carried state since the row start (N <= 64: model.c checks)
+            const real *h = h0 + ((size_t)r * Cd + c) * N;
+            for (int n = 0; n < N; n++) P[n] = 1;
+            for (int t = r * T; t < r * T + first[r]; t++) {
+                const real dl = carry_delta(dpre, dt_bias, (size_t)t, Cd, c);
+                real e = 0;
+                for (int n = 0; n < N; n++) {
+                    P[n] *= exp_r(dl * -exp(A_log[(size_t)c * N + n]));
+                    e += Cm[(size_t)t * ldbc + n] * P[n] * h[n];
+                }
+                out[(size_t)t * Cd + c] += e * silu_v(z[(size_t)t * ldz + c]);
+            }
+        }
+}
+
+static void carry_scan_bwd(void *ddpre_, void *dC_, void *dz_, void *ddt_bias_, void *dA_log_, const void *dout_,
+                           const void *dpre_, const void *dt_bias_, const void *A_log_, const void *Cm_, int ldbc,
+                           const void *z_, int ldz, const int32_t *first, const void *h0_, int M, int T, int Cd,
+                           int N) {
+    real *ddpre = ddpre_, *dC = dC_, *dz = dz_, *ddt_bias = ddt_bias_, *dA_log = dA_log_;
+    const real *dout = dout_, *dpre = dpre_, *dt_bias = dt_bias_, *A_log = A_log_, *Cm = Cm_, *z = z_, *h0 = h0_;
+    const int rows = M / T;
+    memset(ddt_bias, 0, (size_t)Cd * sizeof(real));
+    memset(dA_log, 0, (size_t)Cd * N * sizeof(real));
+    real *q = pm_malloc(((size_t)T + 1) * sizeof(real));  // (T) sum_n A[n] w_t[n] of one channel's tokens
+    for (int r = 0; r < rows; r++) {
+        if (first[r] <= 0) continue;
+        const int t0 = r * T, t1 = r * T + first[r];
+        for (int c = 0; c < Cd; c++) {
+            real P[64], A[64], cum = 0;
+            const real *h = h0 + ((size_t)r * Cd + c) * N;
+            for (int n = 0; n < N; n++) P[n] = 1, A[n] = -exp(A_log[(size_t)c * N + n]);
+            for (int t = t0; t < t1; t++) {
+                const real dl = carry_delta(dpre, dt_bias, (size_t)t, Cd, c);
+                cum += dl;
+                const real zt = z[(size_t)t * ldz + c], g = dout[(size_t)t * Cd + c] * silu_v(zt);
+                real e = 0, qt = 0;
+                for (int n = 0; n < N; n++) {
+                    P[n] *= exp_r(dl * A[n]);
+                    const real ph = P[n] * h[n], wn = g * Cm[(size_t)t * ldbc + n] * ph;
+                    e += Cm[(size_t)t * ldbc + n] * ph;
+                    dC[(size_t)t * ldbc + n] += g * ph;
+                    qt += A[n] * wn;
+                    dA_log[(size_t)c * N + n] += wn * cum * A[n];  // dP/dA = cum * P; dA/dA_log = A
+                }
+                q[t - t0] = qt;
+                dz[(size_t)t * ldz + c] += dout[(size_t)t * Cd + c] * e * silu_grad_v(zt);
+            }
+            // d delta_s = sum over t >= s of q_t (P_t holds exp(delta_s A) for every s <= t)
+            real acc = 0;
+            for (int t = t1 - 1; t >= t0; t--) {
+                acc += q[t - t0];
+                const real v = dpre[(size_t)t * Cd + c] + dt_bias[c], gd = acc * softplus_grad_v(v);
+                ddpre[(size_t)t * Cd + c] += gd;
+                ddt_bias[c] += gd;
+            }
+        }
+    }
+    free(q);
+}
+
+static void carry_state_out(void *h_out_, void *hist_out_, const void *u_, const void *dpre_, const void *dt_bias_,
+                            const void *A_log_, const void *Bm_, int ldbc, const void *xi_, int ldx,
+                            const int32_t *first, const int32_t *last, const void *h0_, int M, int T, int Cd, int N,
+                            int K) {
+    real *h_out = h_out_, *hist_out = hist_out_;
+    const real *u = u_, *dpre = dpre_, *dt_bias = dt_bias_, *A_log = A_log_, *Bm = Bm_, *xi = xi_, *h0 = h0_;
+    const int rows = M / T;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < Cd; c++) {
+            if (last[r] < 0) continue;
+            real *s = h_out + ((size_t)r * Cd + c) * N;
+            const int from_h0 = last[r] == 0 && first[r] > 0;
+            for (int n = 0; n < N; n++) s[n] = from_h0 ? h0[((size_t)r * Cd + c) * N + n] : 0;
+            for (int t = r * T + last[r]; t < (r + 1) * T; t++) {
+                const real dl = carry_delta(dpre, dt_bias, (size_t)t, Cd, c), ut = u[(size_t)t * Cd + c];
+                for (int n = 0; n < N; n++)
+                    s[n] = exp_r(dl * -exp(A_log[(size_t)c * N + n])) * s[n] + dl * Bm[(size_t)t * ldbc + n] * ut;
+            }
+            for (int k = 0; k < K - 1; k++)
+                hist_out[((size_t)r * (K - 1) + k) * Cd + c] = xi[(size_t)(r * T + T - (K - 1) + k) * ldx + c];
+        }
+}
+
+static void add_f32(void *dst_, const void *src_, size_t n) {
+    real *dst = dst_;
+    const real *src = src_;
+    for (size_t i = 0; i < n; i++) dst[i] += src[i];
+}
+
+// ----------------------------------------------------------------------------------------------------------
 
 const Backend *backend_cpu(void) {
     static const Backend b = {
@@ -846,6 +1025,12 @@ const Backend *backend_cpu(void) {
         .conv_silu_bwd = conv_silu_bwd,
         .scan_fwd = scan_fwd,
         .scan_bwd = scan_bwd,
+        .carry_conv_fwd = carry_conv_fwd,
+        .carry_conv_bwd = carry_conv_bwd,
+        .carry_scan_fwd = carry_scan_fwd,
+        .carry_scan_bwd = carry_scan_bwd,
+        .carry_state_out = carry_state_out,
+        .add_f32 = add_f32,
         .classifier = classifier,
         .sumsq = sumsq,
         .adamw = adamw,

@@ -17,6 +17,7 @@
 
 #include <cublas_v2.h>
 
+#include "cuda_carry.h"
 #include "cuda_common.h"
 #include "cuda_conv.h"
 #include "cuda_scan.h"
@@ -1176,6 +1177,59 @@ static void cu_scan_bwd_det(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 1); }
 static void cu_scan_bwd_fast(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 0); }
 
 // ---------------------------------------------------------------------------------------------------------
+// state carried into rows from the batch before (Backend.carry_*): cuda_carry.cu. Deterministic in both modes.
+
+// the carry scan ops' workspace (segment sums, partial sums), one per stream: the side stream's must not be shared
+// with the main's
+static Scratch s_carry, s_carry_side;
+static void *carry_ws(int M, int T, int Cd, int N) {
+    const size_t b = cuda_carry_ws_bytes(M, T, Cd, N);
+    return b ? scratch_get(g_stream == g_main ? &s_carry : &s_carry_side, b) : NULL;
+}
+
+static void cu_carry_conv_fwd(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
+                              const int32_t *first, const void *hist, int M, int T, int C, int K) {
+    cuda_carry_conv_fwd((bf16 *)u, (const bf16 *)xi, ldx, (const float *)w, (const float *)b, pos, first,
+                        (const bf16 *)hist, M, T, C, K, g_stream);
+}
+static void cu_carry_conv_bwd(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi, const void *w,
+                              const void *b, const int32_t *pos, const int32_t *first, const void *hist, int M, int T,
+                              int C, int K) {
+    cuda_carry_conv_bwd((bf16 *)dxi, ldx, (float *)dw, (float *)db, (const bf16 *)du, (const bf16 *)xi,
+                        (const float *)w, (const float *)b, pos, first, (const bf16 *)hist, M, T, C, K, g_stream);
+}
+static void cu_carry_scan_fwd(void *out, const void *dpre, const void *dt_bias, const void *A_log, const void *Cm,
+                              int ldbc, const void *z, int ldz, const int32_t *first, const void *h0, int M, int T,
+                              int Cd, int N) {
+    cuda_carry_scan_fwd((bf16 *)out, (const bf16 *)dpre, (const float *)dt_bias, (const float *)A_log,
+                        (const bf16 *)Cm, ldbc, (const bf16 *)z, ldz, first, (const float *)h0, M, T, Cd, N,
+                        carry_ws(M, T, Cd, N), g_stream);
+}
+static void cu_carry_scan_bwd(void *ddpre, void *dC, void *dz, void *ddt_bias, void *dA_log, const void *dout,
+                              const void *dpre, const void *dt_bias, const void *A_log, const void *Cm, int ldbc,
+                              const void *z, int ldz, const int32_t *first, const void *h0, int M, int T, int Cd,
+                              int N) {
+    cuda_carry_scan_bwd((bf16 *)ddpre, (bf16 *)dC, (bf16 *)dz, (float *)ddt_bias, (float *)dA_log,
+                        (const bf16 *)dout, (const bf16 *)dpre, (const float *)dt_bias, (const float *)A_log,
+                        (const bf16 *)Cm, ldbc, (const bf16 *)z, ldz, first, (const float *)h0, M, T, Cd, N,
+                        carry_ws(M, T, Cd, N), g_stream);
+}
+static void cu_carry_state_out(void *h_out, void *hist_out, const void *u, const void *dpre, const void *dt_bias,
+                               const void *A_log, const void *Bm, int ldbc, const void *xi, int ldx,
+                               const int32_t *first, const int32_t *last, const void *h0, int M, int T, int Cd, int N,
+                               int K) {
+    cuda_carry_state_out((float *)h_out, (bf16 *)hist_out, (const bf16 *)u, (const bf16 *)dpre,
+                         (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, ldbc, (const bf16 *)xi, ldx,
+                         first, last, (const float *)h0, M, T, Cd, N, K, carry_ws(M, T, Cd, N), g_stream);
+}
+// dst may be a parameter gradient that a held-back reduction (Backend.defer_reductions) still writes: run those
+// first, so the sum lands after them (under grads_write they write =, and would overwrite it).
+static void cu_add_f32(void *dst, const void *src, size_t n) {
+    if (g_stream == g_main) red_flush();
+    cuda_carry_add_f32((float *)dst, (const float *)src, n, g_stream);
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // classifier: tied LM head + softmax cross-entropy, chunked over tokens
 //
 // Per chunk of tokens (classifier_chunk): logits (chunk, Vp) fp32 = x @ wte^T (cuBLASLt, fp32 out); a pair of
@@ -1882,6 +1936,12 @@ static int cuda_init(void) {
         b->scan_fwd = cu_scan_fwd;
         b->scan_states_bytes = cu_scan_states_bytes;
         b->scan_bwd = d ? cu_scan_bwd_det : cu_scan_bwd_fast;
+        b->carry_conv_fwd = cu_carry_conv_fwd;
+        b->carry_conv_bwd = cu_carry_conv_bwd;
+        b->carry_scan_fwd = cu_carry_scan_fwd;
+        b->carry_scan_bwd = cu_carry_scan_bwd;
+        b->carry_state_out = cu_carry_state_out;
+        b->add_f32 = cu_add_f32;
         b->classifier = d ? cu_classifier_det : cu_classifier;
         b->sumsq = cu_sumsq;
         b->adamw = cu_adamw;

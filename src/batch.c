@@ -10,6 +10,8 @@ Batch batch_alloc(int B, int T) {
     b.pos = pm_calloc(n, sizeof(int32_t));
     b.targets = pm_malloc(n * sizeof(int32_t));
     b.doc = pm_malloc(n * sizeof(int32_t));
+    b.carry_in = pm_calloc(B > 0 ? B : 1, sizeof(int32_t));
+    b.carry_out = pm_calloc(B > 0 ? B : 1, sizeof(int32_t));
     for (size_t i = 0; i < n; i++) b.targets[i] = PM_IGNORE, b.doc[i] = -1;
     return b;
 }
@@ -19,7 +21,9 @@ void batch_free(Batch *b) {
     free(b->pos);
     free(b->targets);
     free(b->doc);
-    b->tokens = b->pos = b->targets = b->doc = NULL;
+    free(b->carry_in);
+    free(b->carry_out);
+    b->tokens = b->pos = b->targets = b->doc = b->carry_in = b->carry_out = NULL;
 }
 
 void batch_count_valid(Batch *b) {

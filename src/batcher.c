@@ -21,6 +21,8 @@ struct Batcher {
     uint64_t *doc_base;  // (n_shards + 1) global index of each shard's first document; the last: all documents
     int n_shards;
     int split, policy, B, T, rank, world, window;
+    int carry;    // batcher_set_carry: pieces of one document chained through one row of consecutive batches
+    int started;  // a batch was served or a position restored: the plan's settings are fixed from then on
     uint64_t seed;
     int64_t *docs;  // (n_docs) global indices of the split's documents with at least one token, in shard order
     int64_t n_docs, n_tokens;
@@ -28,7 +30,8 @@ struct Batcher {
     int64_t plan_epoch;  // epoch the plan below belongs to (-1: none)
     Piece *pieces;       // (n_pieces) in shuffled order
     int64_t n_pieces;
-    int64_t *row_start;  // pack: (n_rows + 1) offsets into row_piece
+    int64_t *row_start;  // pack: (n_rows + 1) offsets into row_piece (carry: grown as the plan needs)
+    int64_t row_cap;     // carry: entries allocated in row_start
     int64_t *row_piece;  // pack: (n_pieces) piece indices, row by row
     int32_t *piece_rank;  // single/pad: (n_pieces) the rank that serves each piece
     int32_t *row_rank;    // pack: (n_rows) the rank that serves each row
@@ -118,6 +121,129 @@ static int64_t pack_best_fit(const Piece *p, int64_t n, int T, int window, int64
     return rows;
 }
 
+// Waiting chains of pack_carry: a binary max-heap of first pieces by (pieces in the chain, then earliest in order).
+typedef struct {
+    int64_t *first, *pieces;
+    int64_t n;
+} ChainHeap;
+
+static int chain_before(const ChainHeap *h, int64_t a, int64_t b) {
+    return h->pieces[a] != h->pieces[b] ? h->pieces[a] > h->pieces[b] : h->first[a] < h->first[b];
+}
+
+static void chain_swap(ChainHeap *h, int64_t a, int64_t b) {
+    int64_t f = h->first[a], k = h->pieces[a];
+    h->first[a] = h->first[b], h->pieces[a] = h->pieces[b];
+    h->first[b] = f, h->pieces[b] = k;
+}
+
+static void chain_push(ChainHeap *h, int64_t first, int64_t pieces) {
+    int64_t i = h->n++;
+    h->first[i] = first, h->pieces[i] = pieces;
+    for (; i > 0 && chain_before(h, i, (i - 1) / 2); i = (i - 1) / 2) chain_swap(h, i, (i - 1) / 2);
+}
+
+static int64_t chain_pop(ChainHeap *h) {
+    int64_t top = h->first[0], i = 0;
+    chain_swap(h, 0, --h->n);
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && chain_before(h, c + 1, c)) c++;
+        if (!chain_before(h, c, i)) break;
+        chain_swap(h, i, c);
+        i = c;
+    }
+    return top;
+}
+
+// Carry mode (batcher_set_carry): the epoch is planned batch by batch, B rows each, because a document longer than
+// T must run through one row index ("lane") of consecutive batches. Such a document waits in the window as a chain
+// and can only start in an empty row; it then takes column 0 of its lane in the batches that follow, its final
+// piece leaving the rest of that row to best fit. An empty row takes a waiting chain before any single piece, the
+// chain with the most pieces first: chains are what can overrun the epoch's end (longest processing time first
+// keeps the lanes ending together), and an empty row is the only place one can start. Pieces of a document are
+// consecutive in p (a chain's next piece is i + 1); a piece with start > 0 is never an item of the window.
+// Otherwise this is pack_best_fit (window 1: next fit). Every batch has B rows except the epoch's last, which drops
+// its trailing empty rows (nothing carries out of it, so no later row index is needed). Returns the rows.
+static int64_t pack_carry(const Piece *p, int64_t n, int B, int T, int window, int64_t **row_start_io, int64_t *row_cap,
+                          int64_t *row_piece) {
+    int64_t *head = pm_malloc((T + 1) * sizeof(int64_t)), *tail = pm_malloc((T + 1) * sizeof(int64_t));
+    int64_t *next = pm_malloc((n ? n : 1) * sizeof(int64_t));
+    int64_t *lane = pm_malloc((size_t)B * sizeof(int64_t));  // next piece of the chain in row r, -1: none
+    ChainHeap chains = {pm_malloc((n ? n : 1) * sizeof(int64_t)), pm_malloc((n ? n : 1) * sizeof(int64_t)), 0};
+    int nw = (T + 64) / 64;
+    uint64_t *occ = pm_calloc(nw, sizeof(uint64_t));  // bit L set: some waiting single piece has length L
+    for (int L = 0; L <= T; L++) head[L] = tail[L] = -1;
+    for (int r = 0; r < B; r++) lane[r] = -1;
+    int64_t *row_start = *row_start_io;
+    int64_t q = 0, waiting = 0, running = 0, rows = 0, placed = 0, last_batch = 0;
+#define ENQUEUE()                                                      \
+    while (waiting < window && q < n) {                                \
+        if (p[q].start > 0) { q++; continue; }                         \
+        if (!p[q].last) {                                              \
+            int64_t k = q;                                             \
+            while (!p[k].last) k++;                                    \
+            chain_push(&chains, q, k - q + 1);                         \
+            q++, waiting++;                                            \
+            continue;                                                  \
+        }                                                              \
+        int L = p[q].len;                                              \
+        next[q] = -1;                                                  \
+        if (tail[L] >= 0) next[tail[L]] = q; else head[L] = q;         \
+        tail[L] = q;                                                   \
+        occ[L >> 6] |= 1ull << (L & 63);                               \
+        q++, waiting++;                                                \
+    }
+    ENQUEUE();
+    row_start[0] = 0;
+    while (waiting > 0 || running > 0) {
+        last_batch = rows;
+        for (int r = 0; r < B; r++) {
+            int space = T;
+            if (lane[r] >= 0) {  // the chain running in this lane goes on at column 0
+                int64_t i = lane[r];
+                row_piece[placed++] = i;
+                space -= p[i].len;
+                if (p[i].last) lane[r] = -1, running--;
+                else lane[r] = i + 1;
+            } else if (chains.n > 0) {  // an empty row: a chain starts (its first piece fills the row)
+                int64_t i = chain_pop(&chains);
+                waiting--;
+                row_piece[placed++] = i;
+                space = 0;
+                lane[r] = i + 1, running++;
+                ENQUEUE();
+            }
+            while (space > 0 && waiting > chains.n) {
+                int L = -1;  // longest waiting length L <= space
+                for (int w = space >> 6; w >= 0 && L < 0; w--) {
+                    uint64_t bits = occ[w];
+                    if (w == space >> 6) bits &= (space & 63) == 63 ? ~0ull : ((1ull << ((space & 63) + 1)) - 1);
+                    if (bits) L = w * 64 + 63 - __builtin_clzll(bits);
+                }
+                if (L <= 0) break;
+                int64_t i = head[L];
+                head[L] = next[i];
+                if (head[L] < 0) tail[L] = -1, occ[L >> 6] &= ~(1ull << (L & 63));
+                waiting--;
+                row_piece[placed++] = i;
+                space -= L;
+                ENQUEUE();
+            }
+            if (rows + 1 >= *row_cap) {
+                *row_cap *= 2;
+                row_start = *row_start_io = pm_realloc(row_start, *row_cap * sizeof(int64_t));
+            }
+            row_start[++rows] = placed;
+        }
+    }
+#undef ENQUEUE
+    while (rows > last_batch + 1 && row_start[rows] == row_start[rows - 1]) rows--;
+    free(head), free(tail), free(next), free(lane), free(occ), free(chains.first), free(chains.pieces);
+    return rows;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 
 static int cmp_len_desc(const void *a, const void *b) {
@@ -147,6 +273,11 @@ static int cmp_i64_pair_desc(const void *a, const void *b) {  // (weight, index)
     return x[0] != y[0] ? (x[0] < y[0] ? 1 : -1) : (x[1] > y[1]) - (x[1] < y[1]);
 }
 
+static int cmp_i64_pair_asc(const void *a, const void *b) {  // (key, index) by key, then index
+    const int64_t *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] > y[0] ? 1 : -1) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
 // The shard holding global document g, and g's index in it.
 static const Shard *shard_of(const Batcher *bt, int64_t g, uint64_t *local) {
     int i = 0;
@@ -161,6 +292,27 @@ static int64_t doc_len(const Batcher *bt, int64_t g) {
     return (int64_t)shard_doc_len(s, d);
 }
 
+// Carry mode: a document of n > 1 pieces holds its row for n consecutive batches, so one that started in the
+// epoch's last n batches would run on alone after the other rows have run out, the rest of its batches padding.
+// Each such document is moved earlier in the shuffled order, from token offset c (of the epoch's tokens) to
+// c * (N - n) / N, N = the epoch's batches at full rows: the shuffle still decides where it goes, scaled into the part
+// of the epoch in which it can finish. Documents of one piece keep their offsets; ties keep the shuffled order.
+static void pull_chains_forward(const Batcher *bt, int64_t *order) {
+    int64_t bt_tokens = (int64_t)bt->B * bt->T, N = (bt->n_tokens + bt_tokens - 1) / bt_tokens, cum = 0;
+    int64_t *pair = pm_malloc(2 * (size_t)bt->n_docs * sizeof(int64_t));
+    for (int64_t k = 0; k < bt->n_docs; k++) {
+        int64_t len = doc_len(bt, order[k]), n = (len + bt->T - 1) / bt->T;
+        pair[2 * k] = n > 1 ? (int64_t)((unsigned __int128)cum * (uint64_t)(N > n ? N - n : 0) / (uint64_t)N) : cum;
+        pair[2 * k + 1] = k;
+        cum += len;
+    }
+    qsort(pair, bt->n_docs, 2 * sizeof(int64_t), cmp_i64_pair_asc);
+    int64_t *was = pm_malloc((size_t)bt->n_docs * sizeof(int64_t));
+    memcpy(was, order, bt->n_docs * sizeof(int64_t));
+    for (int64_t k = 0; k < bt->n_docs; k++) order[k] = was[pair[2 * k + 1]];
+    free(was), free(pair);
+}
+
 static void plan_epoch(Batcher *bt, int64_t epoch) {
     // Document order: Fisher-Yates with an RNG seeded from (seed, epoch).
     int64_t *order = pm_malloc((bt->n_docs ? bt->n_docs : 1) * sizeof(int64_t));
@@ -172,6 +324,7 @@ static void plan_epoch(Batcher *bt, int64_t epoch) {
         int64_t t = order[i];
         order[i] = order[j], order[j] = t;
     }
+    if (bt->carry) pull_chains_forward(bt, order);
     // Pieces of at most T tokens, in that order.
     int64_t n = 0;
     for (int64_t k = 0; k < bt->n_docs; k++) n += (doc_len(bt, order[k]) + bt->T - 1) / bt->T;
@@ -188,10 +341,16 @@ static void plan_epoch(Batcher *bt, int64_t epoch) {
     bt->n_pieces = n;
     int64_t per_batch;  // pieces (single, pad) or rows (pack) in one global batch
     if (bt->policy == PM_POLICY_PACK) {
-        bt->row_start = pm_realloc(bt->row_start, (n + 1) * sizeof(int64_t));
+        bt->row_cap = n + 1;
+        bt->row_start = pm_realloc(bt->row_start, bt->row_cap * sizeof(int64_t));
         bt->row_piece = pm_realloc(bt->row_piece, (n ? n : 1) * sizeof(int64_t));
-        bt->n_rows = bt->window <= 1 ? pack_greedy(bt->pieces, n, bt->T, bt->row_start, bt->row_piece)
-                                     : pack_best_fit(bt->pieces, n, bt->T, bt->window, bt->row_start, bt->row_piece);
+        if (bt->carry)  // (world is 1: batcher_set_carry refuses more ranks)
+            bt->n_rows = pack_carry(bt->pieces, n, bt->B, bt->T, bt->window, &bt->row_start, &bt->row_cap,
+                                    bt->row_piece);
+        else
+            bt->n_rows = bt->window <= 1
+                             ? pack_greedy(bt->pieces, n, bt->T, bt->row_start, bt->row_piece)
+                             : pack_best_fit(bt->pieces, n, bt->T, bt->window, bt->row_start, bt->row_piece);
         per_batch = (int64_t)bt->B * bt->world;
         bt->n_batches = (bt->n_rows + per_batch - 1) / per_batch;
         if (bt->world > 1) {
@@ -305,31 +464,39 @@ void batcher_close(Batcher *bt) {
     free(bt);
 }
 
-// Writes piece p at row r (of width bt_T) starting at column c.
+// Writes piece p at row r (of width b->T) starting at column c. In carry mode the piece is a stretch of its unbroken
+// document: positions count from the document's start and its last token targets the next piece's first.
 static void put_piece(const Batcher *bt, Batch *b, int r, int c, const Piece *p) {
     uint64_t d;
     const Shard *s = shard_of(bt, p->doc, &d);
     uint64_t base = s->offsets[d] + (uint64_t)p->start;
     int32_t *tok = b->tokens + (size_t)r * b->T + c, *pos = b->pos + (size_t)r * b->T + c;
     int32_t *tgt = b->targets + (size_t)r * b->T + c, *doc = b->doc + (size_t)r * b->T + c;
+    int32_t pos0 = bt->carry ? (int32_t)p->start : 0;
+    int len_on = bt->carry && !p->last ? p->len + 1 : p->len;  // tokens whose successor is a target
     for (int i = 0; i < p->len; i++) {
         tok[i] = (int32_t)shard_token(s, base + i);
-        pos[i] = i;
+        pos[i] = pos0 + i;
         doc[i] = (int32_t)p->doc;
-        tgt[i] = i + 1 < p->len ? (int32_t)shard_token(s, base + i + 1) : p->last ? (int32_t)s->eod_id : PM_IGNORE;
+        tgt[i] = i + 1 < len_on ? (int32_t)shard_token(s, base + i + 1) : p->last ? (int32_t)s->eod_id : PM_IGNORE;
     }
 }
 
-static void clear_batch(Batch *b, int B, int T) {
+// All padding, B x T, and no row carried: all of the allocated rows' carry flags (alloc_B, the batcher's B) are
+// cleared, whatever the policy, since a Batch is reused and a carry batch may have left some set.
+static void clear_batch(Batch *b, int B, int T, int alloc_B) {
     b->B = B, b->T = T;
     size_t n = (size_t)B * T;
     memset(b->tokens, 0, n * sizeof(int32_t));
     memset(b->pos, 0, n * sizeof(int32_t));
     for (size_t i = 0; i < n; i++) b->targets[i] = PM_IGNORE, b->doc[i] = -1;
+    if (b->carry_in) memset(b->carry_in, 0, (size_t)alloc_B * sizeof(int32_t));
+    if (b->carry_out) memset(b->carry_out, 0, (size_t)alloc_B * sizeof(int32_t));
 }
 
 
 int batcher_next(Batcher *bt, Batch *b) {
+    bt->started = 1;
     if (bt->plan_epoch != bt->epoch) plan_epoch(bt, bt->epoch);
     int64_t g = bt->batch;
     if (bt->policy != PM_POLICY_PACK) {
@@ -345,9 +512,9 @@ int batcher_next(Batcher *bt, Batch *b) {
                 if (bt->pieces[j].len > longest) longest = bt->pieces[j].len;
             }
         if (nm == 0) {
-            clear_batch(b, 1, 1);  // nothing left for this rank in the epoch's last global batch
+            clear_batch(b, 1, 1, bt->B);  // nothing left for this rank in the epoch's last global batch
         } else {
-            clear_batch(b, nm, longest);
+            clear_batch(b, nm, longest, bt->B);
             int r = 0;
             for (int64_t j = first; j < last; j++)
                 if (bt->piece_rank[j] == bt->rank) put_piece(bt, b, r++, 0, &bt->pieces[j]);
@@ -359,9 +526,9 @@ int batcher_next(Batcher *bt, Batch *b) {
         int nr = 0;
         for (int64_t j = first; j < last; j++) nr += bt->world == 1 || bt->row_rank[j] == bt->rank;
         if (nr == 0) {
-            clear_batch(b, 1, 1);  // nothing left for this rank in the epoch's last global batch
+            clear_batch(b, 1, 1, bt->B);  // nothing left for this rank in the epoch's last global batch
         } else {
-            clear_batch(b, nr, bt->T);
+            clear_batch(b, nr, bt->T, bt->B);
             int r = 0;
             for (int64_t j = first; j < last; j++) {
                 if (bt->world > 1 && bt->row_rank[j] != bt->rank) continue;
@@ -371,6 +538,10 @@ int batcher_next(Batcher *bt, Batch *b) {
                     put_piece(bt, b, r, c, p);
                     c += p->len;
                 }
+                if (bt->carry && bt->row_start[j] < bt->row_start[j + 1]) {  // (one rank: r is j's index in g)
+                    b->carry_in[r] = bt->pieces[bt->row_piece[bt->row_start[j]]].start > 0;
+                    b->carry_out[r] = !bt->pieces[bt->row_piece[bt->row_start[j + 1] - 1]].last;
+                }
                 r++;
             }
         }
@@ -379,6 +550,20 @@ int batcher_next(Batcher *bt, Batch *b) {
     int end = ++bt->batch >= bt->n_batches;
     if (end) bt->epoch++, bt->batch = 0;
     return end;
+}
+
+int batcher_set_carry(Batcher *bt, int on) {
+    on = on != 0;
+    if (on == bt->carry) return 0;
+    if (bt->started) return pm_error("batcher: carried state must be chosen before the first batch");
+    if (on && bt->policy != PM_POLICY_PACK)
+        return pm_error("batcher: carried state needs the pack policy (this batcher is %s)", policy_name(bt->policy));
+    if (on && bt->world > 1)
+        return pm_error("batcher: carried state needs one rank (world is %d): a chain's row cannot be dealt to "
+                        "another rank", bt->world);
+    bt->carry = on;
+    plan_epoch(bt, bt->epoch);  // the plan of epoch 0, made by batcher_open without carry
+    return 0;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -396,7 +581,7 @@ void batcher_get_position(const Batcher *bt, uint64_t pos[8]) {
     pos[4] = fp ^ ((uint64_t)bt->split << 62);
     pos[5] = (uint64_t)bt->policy << 56 | (uint64_t)bt->B << 32 | (uint64_t)(uint32_t)bt->T;
     pos[6] = (uint64_t)bt->rank << 32 | (uint32_t)bt->world;
-    pos[7] = (uint64_t)bt->window;
+    pos[7] = (uint64_t)bt->window | (uint64_t)bt->carry << 63;  // carry: another plan, so part of what must match
 }
 
 int batcher_set_position(Batcher *bt, const uint64_t pos[8]) {
@@ -404,6 +589,9 @@ int batcher_set_position(Batcher *bt, const uint64_t pos[8]) {
     batcher_get_position(bt, cur);
     if (pos[0] != POS_TAG) return pm_error("data position: not a batcher position (bad tag)");
     if (pos[4] != cur[4]) return pm_error("data position: saved for different data (fingerprint mismatch)");
+    if (pos[7] >> 63 != cur[7] >> 63)
+        return pm_error("data position: saved with carried state %s, this batcher has it %s (--carry-state)",
+                        pos[7] >> 63 ? "on" : "off", cur[7] >> 63 ? "on" : "off");
     if (pos[3] != cur[3] || pos[5] != cur[5] || pos[7] != cur[7])
         return pm_error("data position: saved with a different seed, policy, batch size or window");
     if (pos[6] != cur[6]) return pm_error("data position: saved for a different rank/world");
@@ -412,6 +600,7 @@ int batcher_set_position(Batcher *bt, const uint64_t pos[8]) {
     if ((int64_t)pos[2] >= bt->n_batches) return pm_error("data position: batch %llu beyond the epoch's %lld",
                                                           (unsigned long long)pos[2], (long long)bt->n_batches);
     bt->batch = (int64_t)pos[2];
+    bt->started = 1;
     return 0;
 }
 

@@ -338,6 +338,30 @@ static uint16_t f32_to_bf16(float f) {
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+// The carried state (Model.carry_on) as trainer.safetensors holds it: "carry.h" (n_layer, B, d_inner, N) and
+// "carry.hist" (n_layer, B, d_conv - 1, d_inner), both F32 whatever the backend's ACT (the GPU's bf16 conv inputs
+// widened: exact both ways), so a run resumes where it stopped on either backend. Host copy: h then hist as F32.
+static float *carry_to_host_f32(const Model *m, size_t *nh, size_t *nx) {
+    const ModelConfig *c = &m->cfg;
+    *nh = (size_t)c->n_layer * m->B * c->d_inner * c->d_state;
+    *nx = (size_t)c->n_layer * m->B * (c->d_conv - 1) * c->d_inner;
+    unsigned char *raw = pm_malloc(model_carry_bytes(m));
+    model_get_carry(m, raw);
+    float *out = pm_malloc((*nh + *nx) * sizeof(float));
+    memcpy(out, raw, *nh * sizeof(float));  // (F32 is 4 bytes: save_dir checks)
+    const unsigned char *hist = raw + *nh * sizeof(float);
+    for (size_t i = 0; i < *nx; i++) {
+        if (m->bk->act_bytes == 2) {
+            uint32_t u = (uint32_t)(hist[2 * i] | hist[2 * i + 1] << 8) << 16;
+            memcpy(&out[*nh + i], &u, 4);
+        } else {
+            memcpy(&out[*nh + i], hist + 4 * i, 4);
+        }
+    }
+    free(raw);
+    return out;
+}
+
 // A checkpoint directory: ours (layout -1: model, config and, with ts, the trainer state) or an export
 // (PM_LAYOUT_*: model and config; bf16: the weights rounded to bf16; tokenizer: a tokenizer.json to copy in, or
 // NULL).
@@ -369,7 +393,7 @@ static int save_dir(const char *dir_in, const Model *m, const TrainerState *ts, 
     const ParamInfo *pi = m->tensors;
     float *host = pm_malloc(m->n_params * sizeof(float));  // (n_params)
     model_get_params(m, host);
-    StWrite *w = pm_calloc(2 * (size_t)nt + 2, sizeof(StWrite));
+    StWrite *w = pm_calloc(2 * (size_t)nt + 3, sizeof(StWrite));
     uint16_t *half = bf16 ? pm_malloc(m->n_params * sizeof(uint16_t)) : NULL;  // (n_params)
     for (size_t k = 0; half && k < m->n_params; k++) half[k] = f32_to_bf16(host[k]);
     for (int i = 0; i < nt; i++) {
@@ -426,6 +450,16 @@ static int save_dir(const char *dir_in, const Model *m, const TrainerState *ts, 
         memcpy(state + 2, ts->data_pos, sizeof ts->data_pos);
         w[2 * nt] = (StWrite){.name = "state", .dtype = "U64", .ndim = 1, .shape = {10}, .data = state,
                               .nbytes = sizeof state};
+        int nw = 2 * nt + 1;
+        size_t nh = 0, nx = 0;
+        float *carry = m->carry_on ? carry_to_host_f32(m, &nh, &nx) : NULL;
+        if (carry) {
+            const ModelConfig *c = &m->cfg;
+            w[nw++] = (StWrite){.name = "carry.h", .dtype = "F32", .ndim = 4, .shape = {c->n_layer, m->B, c->d_inner,
+                                c->d_state}, .data = carry, .nbytes = nh * sizeof(float)};
+            w[nw++] = (StWrite){.name = "carry.hist", .dtype = "F32", .ndim = 4, .shape = {c->n_layer, m->B,
+                                c->d_conv - 1, c->d_inner}, .data = carry + nh, .nbytes = nx * sizeof(float)};
+        }
         json_t *md = json_pack("{s:s}", "format", "packmamba-trainer");
         json_t *rcfg = ts->run_config_json ? json_string(ts->run_config_json) : NULL;
         if (ts->run_config_json && !rcfg) rc = pm_error("%s: the run config is not valid UTF-8", dir);
@@ -435,7 +469,8 @@ static int save_dir(const char *dir_in, const Model *m, const TrainerState *ts, 
         if (rc == 0 && !mds) rc = pm_error("%s: cannot serialize the trainer metadata", dir);
         MomentCtx mc = {m, nt};
         if (rc == 0) rc = join(file, tmp, "trainer.safetensors");
-        if (rc == 0) rc = st_write_cb(file, w, 2 * nt + 1, mds, fill_moment, &mc);
+        if (rc == 0) rc = st_write_cb(file, w, nw, mds, fill_moment, &mc);
+        free(carry);
         free(mds);
         free(names);
     }
@@ -778,10 +813,36 @@ int checkpoint_load_trainer(const char *dir, Model *m, TrainerState *ts) {
         }
         mt[k] = t;
     }
-    if (rc == 0 && f.n != 2 * nt + 1) {
+    // the carried state: present exactly when the model carries state (a run with --carry-state saves it)
+    const StTensor *carry_t[2] = {st_find(&f, "carry.h"), st_find(&f, "carry.hist")};
+    if (rc == 0 && m->carry_on) {
+        const ModelConfig *c = &m->cfg;
+        const int64_t want[2][4] = {{c->n_layer, m->B, c->d_inner, c->d_state}, {c->n_layer, m->B, c->d_conv - 1, c->d_inner}};
+        for (int k = 0; k < 2 && rc == 0; k++) {
+            const char *nm = k ? "carry.hist" : "carry.h";
+            const StTensor *t = carry_t[k];
+            if (!t) {
+                rc = pm_error("%s: missing tensor \"%s\": the run did not carry state between batches", path, nm);
+                break;
+            }
+            int same = strcmp(t->dtype, "F32") == 0 && t->ndim == 4;
+            for (int d = 0; same && d < 4; d++) same = t->shape[d] == want[k][d];
+            if (!same)
+                rc = pm_error("%s: tensor \"%s\" must be F32 of shape (%lld, %lld, %lld, %lld)", path, nm,
+                              (long long)want[k][0], (long long)want[k][1], (long long)want[k][2], (long long)want[k][3]);
+            for (size_t j = 0; rc == 0 && j < t->nbytes / 4; j++) {
+                float v;
+                memcpy(&v, (const char *)t->data + 4 * j, 4);
+                if (!isfinite(v)) rc = pm_error("%s: tensor \"%s\" element %zu is not finite", path, nm, j);
+            }
+        }
+    } else if (rc == 0 && (carry_t[0] || carry_t[1])) {
+        rc = pm_error("%s: holds a carried state (a run with --carry-state); resume it with --carry-state", path);
+    }
+    if (rc == 0 && f.n != 2 * nt + 1 + (m->carry_on ? 2 : 0)) {
         for (int k = 0; k < f.n; k++) {
             const char *nm = f.tensors[k].name;
-            int known = strcmp(nm, "state") == 0;
+            int known = strcmp(nm, "state") == 0 || (m->carry_on && (!strcmp(nm, "carry.h") || !strcmp(nm, "carry.hist")));
             for (int i = 0; i < nt && !known; i++)
                 known = (nm[0] == 'm' || nm[0] == 'v') && nm[1] == '.' && strcmp(nm + 2, pi[i].name) == 0;
             if (!known) {
@@ -802,6 +863,26 @@ int checkpoint_load_trainer(const char *dir, Model *m, TrainerState *ts) {
         for (int k = 0; k < 2 * nt; k++) {
             void *dst = (char *)(k < nt ? m->adam_m : m->adam_v) + pi[k % nt].offset * 4;
             m->bk->upload(dst, mt[k]->data, mt[k]->nbytes);
+        }
+        if (m->carry_on) {
+            // back into the backend's element types (hist was widened from them: narrowing is exact)
+            const size_t nh = carry_t[0]->nbytes / 4, nx = carry_t[1]->nbytes / 4;
+            unsigned char *raw = pm_malloc(model_carry_bytes(m));
+            memcpy(raw, carry_t[0]->data, nh * 4);
+            for (size_t i = 0; i < nx; i++) {
+                uint32_t u;
+                memcpy(&u, (const char *)carry_t[1]->data + 4 * i, 4);
+                if (m->bk->act_bytes == 2) {
+                    float v;
+                    memcpy(&v, &u, 4);
+                    const uint16_t h = f32_to_bf16(v);
+                    memcpy(raw + nh * 4 + 2 * i, &h, 2);
+                } else {
+                    memcpy(raw + nh * 4 + 4 * i, &u, 4);
+                }
+            }
+            model_set_carry(m, raw);
+            free(raw);
         }
         m->step = (int)out.step;
         *ts = out;

@@ -545,6 +545,112 @@ int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size
     return -1;
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// carried state (Model.carry_on)
+
+static size_t carry_h_layer(const Model *m) { return (size_t)m->B * m->cfg.d_inner * m->cfg.d_state; }
+static size_t carry_hist_layer(const Model *m) { return (size_t)m->B * (m->cfg.d_conv - 1) * m->cfg.d_inner; }
+// one layer's gradient parts: A_log (d_inner, N) | dt_proj.bias (d_inner) | conv1d.weight (d_inner, K) | conv1d.bias
+static size_t carry_dparams_layer(const ModelConfig *c) { return (size_t)c->d_inner * (c->d_state + 1 + c->d_conv + 1); }
+
+static void free_carry(Model *m) {
+    if (!m->carry_on) return;
+    const Backend *bk = m->bk;
+    for (int i = 0; i < 2; i++) bk->free(m->carry_h[i]), bk->free(m->carry_hist[i]);
+    bk->free(m->carry_dparams), bk->free(m->carry_first), bk->free(m->carry_last);
+    m->carry_on = 0;
+}
+
+void model_alloc_carry(Model *m) {
+    const Backend *bk = m->bk;
+    const ModelConfig *c = &m->cfg;
+    if (!bk->carry_conv_fwd || !bk->carry_conv_bwd || !bk->carry_scan_fwd || !bk->carry_scan_bwd ||
+        !bk->carry_state_out || !bk->add_f32)
+        pm_die("the %s backend cannot carry state from batch to batch", bk->name);
+    if (!m->layers) pm_die("model: carried state before the activations are allocated");
+    if (m->T < c->d_conv - 1) pm_die("carried state needs rows of at least d_conv - 1 = %d tokens (got %d)", c->d_conv - 1, m->T);
+    if (c->d_state > 64) pm_die("carried state supports d_state <= 64 (got %d)", c->d_state);
+    free_carry(m);
+    for (int i = 0; i < 2; i++) {
+        m->carry_h[i] = bk->alloc((size_t)c->n_layer * carry_h_layer(m) * bk->f32_bytes);
+        m->carry_hist[i] = bk->alloc((size_t)c->n_layer * carry_hist_layer(m) * bk->act_bytes);
+    }
+    m->carry_dparams = bk->alloc((size_t)c->n_layer * carry_dparams_layer(c) * bk->f32_bytes);
+    m->carry_first = bk->alloc((size_t)m->B * sizeof(int32_t));
+    m->carry_last = bk->alloc((size_t)m->B * sizeof(int32_t));
+    m->carry_on = 1, m->carry_cur = m->carry_used = 0, m->carry_rows_in = 0;
+}
+
+size_t model_carry_bytes(const Model *m) {
+    if (!m->carry_on) return 0;
+    return (size_t)m->cfg.n_layer * (carry_h_layer(m) * m->bk->f32_bytes + carry_hist_layer(m) * m->bk->act_bytes);
+}
+void model_get_carry(const Model *m, void *host) {
+    const size_t hb = (size_t)m->cfg.n_layer * carry_h_layer(m) * m->bk->f32_bytes;
+    m->bk->synchronize();
+    m->bk->download(host, m->carry_h[m->carry_cur], hb);
+    m->bk->download((char *)host + hb, m->carry_hist[m->carry_cur], model_carry_bytes(m) - hb);
+}
+void model_set_carry(Model *m, const void *host) {
+    const size_t hb = (size_t)m->cfg.n_layer * carry_h_layer(m) * m->bk->f32_bytes;
+    m->bk->upload(m->carry_h[m->carry_cur], host, hb);
+    m->bk->upload(m->carry_hist[m->carry_cur], (const char *)host + hb, model_carry_bytes(m) - hb);
+}
+
+// The batch's carried rows: Model.carry_rows_in, and the carry ops' first[r] (the length of a continuing row's
+// first document segment: up to its next document start) and last[r] (the start of the last segment of a row that
+// goes on in the next batch; -1 for the others). Returns whether some row goes on (the state to keep).
+static int carry_prepare(Model *m, const Batch *b) {
+    int in = 0, out = 0;
+    for (int r = 0; b->carry_in && r < b->B; r++) in += b->carry_in[r] != 0, out += b->carry_out[r] != 0;
+    m->carry_rows_in = in;
+    m->carry_used = m->carry_cur;
+    if (!in && !out) return 0;
+    if (!m->carry_on) pm_die("model: a batch carries state from the one before, and the model keeps none (model_alloc_carry)");
+    // (dist's overlap hook reduces each layer's gradients during the backward, before carry_add_grads adds to them)
+    if (m->hook && m->hook_orders_itself) pm_die("model: carried state with data parallelism is not supported");
+    const int B = b->B, T = b->T;
+    int32_t *fl = pm_malloc(2 * (size_t)B * sizeof(int32_t));
+    for (int r = 0; r < B; r++) {
+        const int32_t *p = b->pos + (size_t)r * T;
+        int t = 1;
+        while (t < T && p[t] != 0) t++;
+        fl[r] = b->carry_in[r] ? t : 0;
+        t = T - 1;
+        while (t > 0 && p[t] != 0) t--;
+        fl[B + r] = b->carry_out[r] ? t : -1;
+    }
+    m->bk->upload(m->carry_first, fl, (size_t)B * sizeof(int32_t));
+    m->bk->upload(m->carry_last, fl + B, (size_t)B * sizeof(int32_t));
+    free(fl);
+    return out > 0;
+}
+
+// Layer l's slices of the carried state: the set `set`'s scan states h (F32) and conv inputs (ACT), and its
+// gradient parts (carry_dparams: which 0 A_log, 1 dt bias, 2 conv weight, 3 conv bias).
+static void *carry_h_at(const Model *m, int set, int l) { return f32_at(m, m->carry_h[set], (size_t)l * carry_h_layer(m)); }
+static void *carry_hist_at(const Model *m, int set, int l) {
+    return act_at(m, m->carry_hist[set], (size_t)l * carry_hist_layer(m));
+}
+static void *carry_dp_at(const Model *m, int l, int which) {
+    const ModelConfig *c = &m->cfg;
+    const size_t di = c->d_inner, off[4] = {0, di * c->d_state, di * (c->d_state + 1), di * (c->d_state + 1 + c->d_conv)};
+    return f32_at(m, m->carry_dparams, (size_t)l * carry_dparams_layer(c) + off[which]);
+}
+
+// After a backward with carried rows: their parts of the A_log, dt bias and conv gradients (written per layer by
+// carry_scan_bwd and carry_conv_bwd, beside the ops' own reductions) added into the gradients.
+static void carry_add_grads(Model *m) {
+    const ModelConfig *c = &m->cfg;
+    const size_t di = c->d_inner;
+    for (int l = 0; l < c->n_layer; l++) {
+        m->bk->add_f32(PF32(m->grads, l, P_A_LOG), carry_dp_at(m, l, 0), di * c->d_state);
+        m->bk->add_f32(PF32(m->grads, l, P_DT_B), carry_dp_at(m, l, 1), di);
+        m->bk->add_f32(PF32(m->grads, l, P_CONV_W), carry_dp_at(m, l, 2), di * c->d_conv);
+        m->bk->add_f32(PF32(m->grads, l, P_CONV_B), carry_dp_at(m, l, 3), di);
+    }
+}
+
 static void free_activations(Model *m) {
     if (!m->layers) return;
     const Backend *bk = m->bk;
@@ -555,6 +661,7 @@ static void free_activations(Model *m) {
     bk->free(m->targets);
     if (m->arena_states) bk->free(m->arena_states);
     m->arena_states = NULL, m->states_cap = 0, m->states_valid = 0;
+    free_carry(m);  // sized for the activations' B
     free(m->layers);
     free(m->host_losses);
     m->layers = NULL;
@@ -636,6 +743,8 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
     m->n_valid = b->n_valid;
     // a batch of shorter rows can need more state space than the allocated shape: then the backward recomputes
     m->states_valid = keep_states && m->states_cap && bk->scan_states_bytes(M, T, di, N) <= m->states_cap;
+    const int carry_out = carry_prepare(m, b), carry_in = m->carry_rows_in > 0;
+    const int cin = m->carry_used, cout = cin ^ 1;  // the carried sets read and written
 
     REGION(m, "fwd.embedding", bk->embedding_fwd(m->layers[0].res, m->tokens, PACT(-1, 0), M, d));
     for (int l = 0; l < c->n_layer; l++) {
@@ -651,9 +760,13 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
             bk->add_rmsnorm_fwd(L->res, xn, L->rstd, res_in, h_in, PF32(m->params, l, P_NORM), M, d, c->norm_eps));
         REGION(m, "fwd.in_proj",
                bk->matmul_fwd(xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d));  // (M, 2di)
-        REGION(m, "fwd.conv",
-               bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B),
-                                 m->pos, M, T, di, K));  // (M, di)
+        REGION(m, "fwd.conv", {
+            bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M,
+                              T, di, K);  // (M, di)
+            if (carry_in)  // the first tokens of continuing rows see the previous piece's inputs
+                bk->carry_conv_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,
+                                   m->carry_first, carry_hist_at(m, cin, l), M, T, di, K);
+        });
         REGION(m, "fwd.x_proj",
                bk->matmul_fwd(L->xdbl, nx, u, di, PACT(l, P_X_PROJ), NULL, M, nx, di));  // (M, R+2N)
         REGION(m, "fwd.dt_proj", bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R));  // (M, di)
@@ -663,11 +776,24 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
                             act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
                             act_at(m, xz, di), 2 * di, m->pos, M, T, di, N,
                             m->states_valid ? L->scan_states : NULL /* NULL where not kept */));  // (M, di)
+        if (carry_in || carry_out)
+            REGION(m, "fwd.scan", {
+                if (carry_in)  // the carried state's part of y
+                    bk->carry_scan_fwd(y, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
+                                       act_at(m, L->xdbl, R + N), nx, act_at(m, xz, di), 2 * di, m->carry_first,
+                                       carry_h_at(m, cin, l), M, T, di, N);
+                if (carry_out)  // the state the rows that go on end with, for the next batch
+                    bk->carry_state_out(carry_h_at(m, cout, l), carry_hist_at(m, cout, l), u, dpre,
+                                        PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
+                                        nx, xz, 2 * di, m->carry_first, m->carry_last, carry_h_at(m, cin, l), M, T, di,
+                                        N, K);
+            });
         REGION(m, "fwd.out_proj", bk->matmul_fwd(m->h, d, y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
     }
     struct LayerActs *last = &m->layers[c->n_layer - 1];
     REGION(m, "fwd.norm",
            bk->add_rmsnorm_fwd(m->res_f, m->xf, m->rstd_f, last->res, m->h, PF32(m->params, -1, 1), M, d, c->norm_eps));
+    if (carry_out) m->carry_cur = cout;  // the next batch reads what this one left (its backward: carry_used)
 }
 
 static double finish_losses(Model *m, int M) {
@@ -792,6 +918,9 @@ static void recompute_layer(Model *m, int l) {
     if (!L->u) {
         bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T,
                           di, K);
+        if (m->carry_rows_in)
+            bk->carry_conv_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,
+                               m->carry_first, carry_hist_at(m, m->carry_used, l), M, T, di, K);
         bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
     }
 }
@@ -877,6 +1006,17 @@ static void backward_body(Model *m) {
                             act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, xz, di), 2 * di,
                             m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL,
                             L->y ? NULL : y /* written again where not kept */));
+        if (m->carry_rows_in)
+            REGION(m, "bwd.scan", {
+                if (!L->y)  // y written again: add the carried state's part, as the forward did
+                    bk->carry_scan_fwd(y, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
+                                       act_at(m, L->xdbl, R + N), nx, act_at(m, xz, di), 2 * di, m->carry_first,
+                                       carry_h_at(m, m->carry_used, l), M, T, di, N);
+                bk->carry_scan_bwd(ddpre, act_at(m, dxdbl, R + N), act_at(m, m->dxz, di), carry_dp_at(m, l, 1),
+                                   carry_dp_at(m, l, 0), m->dy, dpre, PF32(m->params, l, P_DT_B),
+                                   PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R + N), nx, act_at(m, xz, di),
+                                   2 * di, m->carry_first, carry_h_at(m, m->carry_used, l), M, T, di, N);
+            });
         // weight gradients: alone (a group of one), held for the group (j > 0), or the group's (its bottom layer:
         // each in the region of its op, after the input gradient there)
         const int own_dw = count == 1, queue = count > 1 && j == 0;
@@ -905,9 +1045,14 @@ static void backward_body(Model *m) {
                 queue_dw_batch(m, side, &t_layer, gW, g_dxdbl, nx, g_u, di, count, M, nx, di);
             }
         });
-        REGION(m, "bwd.conv",
-               bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,
-                                 PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K));
+        REGION(m, "bwd.conv", {
+            bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,
+                              PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K);
+            if (m->carry_rows_in)
+                bk->carry_conv_bwd(m->dxz, 2 * di, carry_dp_at(m, l, 2), carry_dp_at(m, l, 3), m->du, xz,
+                                   PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, m->carry_first,
+                                   carry_hist_at(m, m->carry_used, l), M, T, di, K);
+        });
         REGION(m, "bwd.in_proj",
                matmul_bwd_split(bk, side, &t_layer, m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), m->dxz, 2 * di, xn, d,
                                 PACT(l, P_IN_PROJ), M, 2 * di, d));
@@ -938,6 +1083,7 @@ static void classifier_and_backward(Model *m, float loss_scale, float *logits) {
                              loss_scale, m->cur_M, c->d_model, c->vocab_pad, !m->fp32_logits));
     backward_body(m);
     if (write) m->bk->grads_write(0), m->grads_unset = 0;
+    if (m->carry_rows_in) carry_add_grads(m);  // (after every op's own, written or added, gradient)
 }
 
 double model_forward_backward(Model *m, const Batch *b, float loss_scale, float *logits) {

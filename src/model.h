@@ -165,6 +165,20 @@ typedef struct {
     int upd_lo, upd_t, upd_t_layer;
     AdamWArgs upd_args;
 
+    // Carried state (DESIGN §2; model_alloc_carry; Batch.carry_in / carry_out): a row with carry_in starts from
+    // the scan state and conv inputs that the previous batch's same row ended with, as if the document were not
+    // cut (the forward is the unbroken document's; the backward stops at the row start: truncated backpropagation).
+    // Two sets of buffers: the forward reads set carry_cur and writes the other, then makes that one current; the
+    // backward of a batch reads the set its forward read (carry_used).
+    int carry_on;                       // model_alloc_carry was called
+    void *carry_h[2];                   // F32 (n_layer, B, d_inner, N) the rows' final scan states
+    void *carry_hist[2];                // ACT (n_layer, B, K-1, d_inner) the rows' last K-1 conv inputs (xi)
+    void *carry_dparams;                // F32 (n_layer, d_inner * (N + 1 + K + 1)) the carried rows' parts of the
+                                        // gradients of A_log | dt_proj.bias | conv1d.weight | conv1d.bias
+    int32_t *carry_first, *carry_last;  // (B) backend memory: Backend.carry_*'s first and last of the batch
+    int carry_cur, carry_used;          // the set the next forward reads; the set the last forward read
+    int carry_rows_in;                  // rows of the last forward that continue a document (carry_in)
+
     // Optional profiling hook: called with begin = 1 before and 0 after each named region of the forward and
     // backward ("fwd.in_proj", "bwd.scan", ...). NULL (the default) costs nothing. See bench.c.
     void (*hook)(void *ctx, const char *region, int begin);
@@ -238,6 +252,14 @@ int model_state_layers(const ModelConfig *c, const Backend *bk, int keep_scan_st
 // model_activation_bytes.
 size_t model_scan_states_bytes(const ModelConfig *c, const Backend *bk, int B, int T, int keep_scan_states);
 void model_destroy(Model *m);
+// Carried state (Model.carry_on): allocates its buffers for the activations' (B, T) (after model_alloc_activations;
+// again after a re-allocation), the state zeroed. Dies where the backend has no carry ops or T < d_conv - 1.
+void model_alloc_carry(Model *m);
+// The carried state as host bytes (save and restore, for an exact resume): the current set of carry_h then of
+// carry_hist, model_carry_bytes() bytes in the backend's element types.
+size_t model_carry_bytes(const Model *m);
+void model_get_carry(const Model *m, void *host);
+void model_set_carry(Model *m, const void *host);
 
 // Upload host F32 parameters (n_params floats) into the model (and refresh the compute copy); download them.
 void model_set_params(Model *m, const float *host);

@@ -64,7 +64,7 @@ static int64_t truncate_metrics(const char *path, int64_t last_step) {
 typedef struct {
     const char *data, *preset, *out, *device, *packing, *config, *init_from;
     int seq_len, batch, steps, seed, resume, warmup, grad_accum, save_every, keep, log_every, window,
-        deterministic, val_every, val_batches, fp32_logits;
+        deterministic, val_every, val_batches, fp32_logits, carry_state;
     float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
     MemoryFlags mem;
 } TrainArgs;
@@ -84,6 +84,7 @@ static char *train_args_json(const TrainArgs *a) {
                           "recompute_in_proj", a->mem.recompute_in_proj, "in_proj_layers", a->mem.in_proj_layers,
                           "cast_weights", a->mem.cast_weights,
                           "memory_budget", (double)a->mem.memory_budget, "fp32_logits", a->fp32_logits);
+    if (a->carry_state) json_object_set_new(j, "carry_state", json_true());
     if (a->init_from) {  // the checkpoint fixes the model: no preset (a --config of this file must not name both)
         json_object_del(j, "preset");
         json_object_set_new(j, "init_from", json_string(a->init_from));
@@ -223,6 +224,9 @@ int cmd_train(int argc, char **argv) {
         {"--beta2", ARG_FLOAT, &a.beta2, "AdamW beta2"},
         {"--grad-clip", ARG_FLOAT, &a.grad_clip, "global gradient-norm clip (0: off)"},
         {"--window", ARG_INT, &a.window, "pack: best-fit window in document pieces (0: default 512, 1: greedy in order)"},
+        {"--carry-state", ARG_BOOL, &a.carry_state,
+         "pack: a document longer than --seq-len goes on in the same row of the next batch from the state its last "
+         "piece left (the forward as if unbroken; the backward stops at the cut), and no target is lost at a cut"},
         {"--save-every", ARG_INT, &a.save_every, "checkpoint every N steps (0: only at the end)"},
         {"--keep", ARG_INT, &a.keep, "keep the newest K step checkpoints (plus the best by validation loss)"},
         {"--log-every", ARG_INT, &a.log_every, "print a progress line every N steps"},
@@ -256,6 +260,7 @@ int cmd_train(int argc, char **argv) {
     if (policy < 0) pm_die("train: --packing %s: expected single, pad or pack", a.packing);
     if (a.seq_len < 1 || a.batch < 1 || a.grad_accum < 1 || a.steps < 0)
         pm_die("train: --seq-len, --batch and --grad-accum must be >= 1 and --steps >= 0");
+    if (a.carry_state && policy != PM_POLICY_PACK) pm_die("train: --carry-state needs --packing pack");
     memory_flags_check(&a.mem, "train");
 
     // Data parallel (dist.h): MPI only under mpirun with several ranks; rank 0 alone writes files and logs.
@@ -304,9 +309,11 @@ int cmd_train(int argc, char **argv) {
         fprintf(stderr, "packmamba: %s\n", line);
     }
     model_alloc_activations(&m, a.batch, a.seq_len);
+    if (a.carry_state) model_alloc_carry(&m);
     Batcher *bt = batcher_open(a.data, PM_SPLIT_TRAIN, policy, a.batch, a.seq_len, (uint64_t)a.seed, rank, world,
                                a.window);
     if (!bt) pm_die("%s", pm_last_error());
+    if (a.carry_state && batcher_set_carry(bt, 1) != 0) pm_die("train: --carry-state: %s", pm_last_error());
     Batcher *val = NULL;
     if (a.val_every > 0) {
         val = batcher_open(a.data, PM_SPLIT_VAL, PM_POLICY_PACK, a.batch, a.seq_len, 0, rank, world, 0);
@@ -497,7 +504,7 @@ int cmd_train(int argc, char **argv) {
 
 int cmd_eval(int argc, char **argv) {
     const char *checkpoint = NULL, *data = NULL, *packing = "pack", *device = "cpu", *split = "all";
-    int seq_len = 256, batch = 8, per_doc = 0, as_json = 0;
+    int seq_len = 256, batch = 8, per_doc = 0, as_json = 0, carry_state = 0;
     ArgSpec specs[] = {
         {"--checkpoint", ARG_STR, &checkpoint, "checkpoint directory, or a run directory (newest checkpoint)"},
         {"--data", ARG_STR, &data, "prepared data directory, or several joined by commas"},
@@ -507,6 +514,8 @@ int cmd_eval(int argc, char **argv) {
         {"--batch", ARG_INT, &batch, "rows per batch (B)"},
         {"--device", ARG_STR, &device, "cpu or cuda"},
         {"--per-doc", ARG_BOOL, &per_doc, "report the loss of every document"},
+        {"--carry-state", ARG_BOOL, &carry_state,
+         "pack: documents longer than --seq-len are evaluated as if unbroken (each piece from the state the one before left)"},
         {"--json", ARG_BOOL, &as_json, "print one JSON object"},
     };
     args_parse(argc, argv, "packmamba eval --checkpoint PATH --data DIR [options]", specs,
@@ -518,6 +527,7 @@ int cmd_eval(int argc, char **argv) {
              : strcmp(split, "val") == 0 ? PM_SPLIT_VAL : -1;
     if (sp < 0) pm_die("eval: --split %s: expected all, train or val", split);
     if (seq_len < 1 || batch < 1) pm_die("eval: --seq-len and --batch must be >= 1");
+    if (carry_state && policy != PM_POLICY_PACK) pm_die("eval: --carry-state needs --packing pack");
 
     char ckpt[4096];
     if (checkpoint_resolve(checkpoint, ckpt, sizeof ckpt) != 0) pm_die("%s", pm_last_error());
@@ -529,8 +539,10 @@ int cmd_eval(int argc, char **argv) {
     m.keep_scan_states = 0;  // evaluation has no backward: nothing to keep states for
     if (checkpoint_load_model(ckpt, &m) != 0) pm_die("%s", pm_last_error());
     model_alloc_activations(&m, batch, seq_len);
+    if (carry_state) model_alloc_carry(&m);
     Batcher *bt = batcher_open(data, sp, policy, batch, seq_len, 0, 0, 1, 0);
     if (!bt) pm_die("%s", pm_last_error());
+    if (carry_state && batcher_set_carry(bt, 1) != 0) pm_die("eval: --carry-state: %s", pm_last_error());
 
     Batch b = batch_alloc(batch, seq_len);
     double sum = 0;

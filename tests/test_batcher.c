@@ -3,6 +3,8 @@
 // targets are the next token of the same piece (EOD after a document's last token, ignore at a cut), padding is
 // inert; pack beats greedy-in-order and reaches >= 98% fill at T=2048 on the default corpus; resume replays
 // exactly; rank/world splits cover the data once with balanced tokens; eval iteration sees each document once.
+// Carried state (test_carry_*): documents reassembled across batches equal the shard's, chains run through one row of
+// consecutive batches with exact carry flags, fill stays close to plain pack, resume replays, bad uses are refused.
 #define _GNU_SOURCE
 #include <math.h>
 #include <setjmp.h>
@@ -434,6 +436,440 @@ static void test_several_directories(void **state) {
     free(root);
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Carried state (batcher_set_carry). The truth is the shard read on its own: every document reassembled from the
+// batches in batch order must be exactly its tokens, with positions 0..L-1 and L targets (its next tokens, then EOD),
+// each document once per epoch; a document longer than T must run as one piece per batch through one row of
+// consecutive batches, and the carry flags must say exactly where a row continues from or into the next batch.
+
+// Writes documents of the given lengths (ids below EOD from `seed`; every 7th document in the val split).
+static void corpus_lengths(const char *dir, const int *lens, int n, uint64_t seed) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, PM_SHARD_FILE);
+    ShardWriter *w = shard_writer_open(path, VOCAB, EOD);
+    assert_non_null(w);
+    PmRng r;
+    pm_rng_seed(&r, seed);
+    int mx = 1;
+    for (int d = 0; d < n; d++) mx = lens[d] > mx ? lens[d] : mx;
+    int32_t *ids = pm_malloc((size_t)mx * sizeof(int32_t));
+    for (int d = 0; d < n; d++) {
+        for (int i = 0; i < lens[d]; i++) ids[i] = (int32_t)(pm_rng_u64(&r) % EOD);
+        assert_int_equal(shard_writer_add(w, ids, (size_t)lens[d], d % 7 == 3 ? 2 : 1), 0);
+    }
+    free(ids);
+    assert_int_equal(shard_writer_finish(w), 0);
+}
+
+// n_short short documents (long-tailed lengths up to T, a few empty) with documents longer than T spread among
+// them: exactly 2T and 3T+1 (each in both splits), T+1, 2T-1, 4T, 5T-3, 17.5T, and one of exactly T. *n: the count.
+static int *carry_lengths(int T, int n_short, uint64_t seed, int *n) {
+    const int n_long = 12;
+    int longs[12] = {2 * T, 3 * T + 1, T + 1, 2 * T - 1, 4 * T, 5 * T - 3, 17 * T + T / 2, T, 2 * T, 3 * T + 1,
+                     T + 2, 6 * T};
+    int *lens = pm_malloc((size_t)(n_short + n_long) * sizeof(int));
+    PmRng r;
+    pm_rng_seed(&r, seed);
+    int k = 0, j = 0;
+    for (int i = 0; i < n_short; i++) {
+        if (j < n_long && i % (n_short / n_long + 1) == 2) lens[k++] = longs[j++];  // (consecutive ones split)
+        int len = (int)exp(log(T / 6.0) + 1.0 * pm_rng_normal(&r));
+        lens[k++] = i % 41 == 7 ? 0 : len < 1 ? 1 : len > T ? T : len;
+    }
+    while (j < n_long) lens[k++] = longs[j++];
+    *n = k;
+    return lens;
+}
+
+typedef struct {
+    Shard s;
+    int B, T;
+    int64_t *got;         // (docs) tokens of the document served so far this epoch
+    int64_t *chain_from;  // (docs) batch of the document's first piece, -1: not seen
+    int32_t *chain_row;   // (docs) its row
+    Batch prev;           // the batch before, for the placement checks
+    int have_prev;
+    int64_t real, computed, targets, batches, rows;
+    int64_t carried;                // rows with carry_in
+    int64_t ends_full, ends_short;  // chains whose final piece has T tokens (L = kT) / 1 token (L = kT + 1)
+} CarryCheck;
+
+static void carry_check_init(CarryCheck *c, const char *dir, int B, int T) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, PM_SHARD_FILE);
+    assert_int_equal(shard_open(&c->s, path), 0);
+    c->B = B, c->T = T;
+    c->got = pm_calloc(c->s.n_docs, sizeof(int64_t));
+    c->chain_from = pm_malloc(c->s.n_docs * sizeof(int64_t));
+    c->chain_row = pm_malloc(c->s.n_docs * sizeof(int32_t));
+    c->prev = batch_alloc(B, T);
+}
+
+static void carry_check_epoch_start(CarryCheck *c) {
+    for (uint64_t d = 0; d < c->s.n_docs; d++) c->got[d] = 0, c->chain_from[d] = -1;
+    c->have_prev = 0;
+    c->real = c->computed = c->targets = c->batches = c->rows = 0;
+    c->carried = c->ends_full = c->ends_short = 0;
+}
+
+static void carry_check_free(CarryCheck *c) {
+    free(c->got), free(c->chain_from), free(c->chain_row);
+    batch_free(&c->prev);
+    shard_close(&c->s);
+}
+
+// Checks batch g of the epoch (is_last: the epoch's last) against the shard and against the batch before it.
+static void carry_check_batch(CarryCheck *c, const Batch *b, int64_t g, int is_last) {
+    const int T = c->T;
+    assert_int_equal(b->T, T);
+    assert_true(b->B >= 1 && b->B <= c->B);
+    if (!is_last) assert_int_equal(b->B, c->B);  // only the epoch's last batch may drop (empty) rows
+    for (int r = b->B; r < c->B; r++) assert_true(b->carry_in[r] == 0 && b->carry_out[r] == 0);
+    int64_t valid = 0;
+    for (int r = 0; r < b->B; r++) {
+        const int32_t *tok = b->tokens + (size_t)r * T, *pos = b->pos + (size_t)r * T;
+        const int32_t *tgt = b->targets + (size_t)r * T, *doc = b->doc + (size_t)r * T;
+        int col = 0, row_in = 0, row_out = 0, real = 0;
+        while (col < T) {
+            if (doc[col] < 0) {  // padding: inert
+                assert_int_equal(pos[col], 0);
+                assert_int_equal(tgt[col], PM_IGNORE);
+                col++;
+                continue;
+            }
+            int d = doc[col], p0 = pos[col], L = 0;
+            while (col + L < T && doc[col + L] == d && pos[col + L] == p0 + L) L++;
+            int64_t len = (int64_t)shard_doc_len(&c->s, d);
+            assert_int_equal(p0, c->got[d]);  // the document goes on exactly where it stopped: nothing twice or lost
+            for (int i = 0; i < L; i++) {
+                uint64_t at = c->s.offsets[d] + (uint64_t)(p0 + i);
+                assert_int_equal(tok[col + i], (int32_t)shard_token(&c->s, at));
+                int32_t want = p0 + i + 1 < len ? (int32_t)shard_token(&c->s, at + 1) : (int32_t)c->s.eod_id;
+                assert_int_equal(tgt[col + i], want);  // the next token of the document, across the cut too
+                valid++;
+            }
+            if (len > T) {  // a chain: piece k = p0 / T in batch chain_from + k, the same row, at column 0
+                assert_int_equal(col, 0);
+                assert_int_equal(p0 % T, 0);
+                assert_int_equal(L, len - p0 < T ? len - p0 : T);
+                if (p0 == 0) c->chain_from[d] = g, c->chain_row[d] = r;
+                assert_true(c->chain_from[d] >= 0);
+                assert_int_equal(g, c->chain_from[d] + p0 / T);
+                assert_int_equal(r, c->chain_row[d]);
+                if (p0 > 0 && p0 + L == len) c->ends_full += L == T, c->ends_short += L == 1;
+            } else {
+                assert_int_equal(L, len);  // whole
+            }
+            if (col == 0) row_in = p0 > 0;
+            row_out = p0 + L < len;
+            if (row_out) assert_int_equal(col + L, T);  // a piece that goes on fills through column T-1
+            c->got[d] += L;
+            col += L;
+            real += L;
+        }
+        assert_int_equal(b->carry_in[r], row_in);
+        assert_int_equal(b->carry_out[r], row_out);
+        c->carried += row_in;
+        if (row_in) {  // continues row r of the batch before: its carry_out, its doc at the end, positions on
+            assert_true(c->have_prev && r < c->prev.B);
+            assert_int_equal(c->prev.carry_out[r], 1);
+            assert_int_equal(c->prev.doc[(size_t)r * T + T - 1], doc[0]);
+            assert_int_equal(c->prev.pos[(size_t)r * T + T - 1] + 1, pos[0]);
+        }
+        c->real += real;
+    }
+    if (c->have_prev)  // conversely every row carried out of the batch before is carried into this one
+        for (int r = 0; r < c->prev.B; r++)
+            if (c->prev.carry_out[r]) assert_true(r < b->B && b->carry_in[r] == 1);
+    if (is_last)
+        for (int r = 0; r < b->B; r++) assert_int_equal(b->carry_out[r], 0);  // every chain ends in the epoch
+    assert_int_equal(b->n_valid, valid);
+    c->targets += valid;
+    c->computed += (int64_t)b->B * T;
+    c->batches++, c->rows += b->B;
+    // keep this batch for the next one's checks
+    c->prev.B = b->B, c->prev.T = b->T;
+    size_t n = (size_t)b->B * T;
+    memcpy(c->prev.tokens, b->tokens, n * sizeof(int32_t));
+    memcpy(c->prev.pos, b->pos, n * sizeof(int32_t));
+    memcpy(c->prev.targets, b->targets, n * sizeof(int32_t));
+    memcpy(c->prev.doc, b->doc, n * sizeof(int32_t));
+    memcpy(c->prev.carry_in, b->carry_in, (size_t)c->B * sizeof(int32_t));
+    memcpy(c->prev.carry_out, b->carry_out, (size_t)c->B * sizeof(int32_t));
+    c->have_prev = 1;
+}
+
+// Every document of `split` reassembled completely, the others never touched; every token a target.
+static void carry_check_complete(const CarryCheck *c, int split, int64_t tokens) {
+    for (uint64_t d = 0; d < c->s.n_docs; d++) {
+        int in = split == PM_SPLIT_ALL || c->s.split[d] == split;
+        assert_int_equal(c->got[d], in ? (int64_t)shard_doc_len(&c->s, d) : 0);
+    }
+    assert_int_equal(c->real, tokens);
+    assert_int_equal(c->targets, tokens);  // L targets for a document of L tokens: none lost at a cut
+}
+
+static Batcher *open_carry(const char *dir, int split, int B, int T, uint64_t seed, int window) {
+    Batcher *bt = batcher_open(dir, split, PM_POLICY_PACK, B, T, seed, 0, 1, window);
+    assert_non_null(bt);
+    if (batcher_set_carry(bt, 1) != 0) fail_msg("%s", pm_last_error());
+    return bt;
+}
+
+// Runs `epochs` carry epochs of a fresh batcher, checking each; returns the last epoch's check totals in *out.
+static void run_carry(const char *dir, int split, int B, int T, uint64_t seed, int window, int epochs,
+                      CarryCheck *out) {
+    Batcher *bt = open_carry(dir, split, B, T, seed, window);
+    CarryCheck c;
+    carry_check_init(&c, dir, B, T);
+    Batch b = batch_alloc(B, T);
+    for (int e = 0; e < epochs; e++) {
+        carry_check_epoch_start(&c);
+        assert_int_equal(batcher_epoch(bt), e);
+        int end;
+        int64_t g = 0;
+        do {
+            end = batcher_next(bt, &b);
+            carry_check_batch(&c, &b, g, end);
+            g++;
+        } while (!end);
+        assert_int_equal(g, batcher_epoch_batches(bt));  // (the count of the epoch planned last: this one)
+        carry_check_complete(&c, split, batcher_tokens(bt));
+    }
+    if (out) *out = c;
+    carry_check_free(&c);
+    batch_free(&b);
+    batcher_close(bt);
+}
+
+// From the shard: continuation pieces of the split's documents longer than T, and how many of those documents end
+// in a piece of T tokens / of 1 token.
+static void expected_chains(const char *dir, int split, int T, int64_t *carried, int64_t *full, int64_t *one) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, PM_SHARD_FILE);
+    Shard s;
+    assert_int_equal(shard_open(&s, path), 0);
+    *carried = *full = *one = 0;
+    for (uint64_t d = 0; d < s.n_docs; d++) {
+        int64_t len = (int64_t)shard_doc_len(&s, d);
+        if ((split != PM_SPLIT_ALL && s.split[d] != split) || len <= T) continue;
+        *carried += (len + T - 1) / T - 1;
+        *full += len % T == 0, *one += len % T == 1;
+    }
+    shard_close(&s);
+}
+
+// Reassembly and chain placement over two epochs, for several B, T, windows (best fit, next fit) and splits,
+// on a corpus holding documents of exactly T, 2T and 3T+1 among others longer than T.
+static void test_carry_epoch(void **state) {
+    char *dir = make_tmpdir();
+    const int Ts[] = {16, 64, 100};
+    for (int t = 0; t < 3; t++) {
+        int T = Ts[t], n;
+        int *lens = carry_lengths(T, 400, 7 + t, &n);
+        rm_rf(dir);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        corpus_lengths(dir, lens, n, 3 + t);
+        free(lens);
+        const int Bs[] = {1, 3, 8};
+        for (int bi = 0; bi < 3; bi++)
+            for (int split = 0; split <= 2; split++)
+                for (int window = 0; window <= 1; window++) {
+                    CarryCheck c;
+                    run_carry(dir, split, Bs[bi], T, 5 + bi, window, 2, &c);
+                    // every continuation carried in (pieces - 1 per long document of the split), among them the
+                    // final pieces of T tokens (2T, 4T...) and of 1 token (3T+1)
+                    int64_t carried, full, one;
+                    expected_chains(dir, split, T, &carried, &full, &one);
+                    assert_int_equal(c.carried, carried);
+                    assert_int_equal(c.ends_full, full);
+                    assert_int_equal(c.ends_short, one);
+                    if (split == PM_SPLIT_ALL) assert_true(full >= 2 && one >= 2);
+                }
+    }
+    rm_rf(dir);
+    free(dir);
+}
+
+// Fill with carried state against without, same corpus, B, T, window and seed: one carry epoch fully checked
+// (carry_check_*) and counted from its batches, the pack plan's numbers from batcher_policy_stats. On the default
+// corpus when installed (as test_pack_fill_default_corpus), and on synthetic long-tailed corpora.
+static void carry_fill(const char *dir, const char *what, int B, int T, int window, double min_fill, double max_loss) {
+    CarryCheck c;
+    run_carry(dir, PM_SPLIT_ALL, B, T, 1, window, 1, &c);
+    PolicyStats off;
+    assert_int_equal(batcher_policy_stats(dir, PM_SPLIT_ALL, PM_POLICY_PACK, B, T, 1, window, &off), 0);
+    double fill = (double)c.real / (double)c.computed;
+    fprintf(stderr,
+            "test_batcher: %s B=%d T=%d window %d: carry fill %.4f (%lld rows, %lld batches), "
+            "off %.4f (%lld rows, %lld batches)\n",
+            what, B, T, window, fill, (long long)c.rows, (long long)c.batches, off.fill, (long long)off.rows,
+            (long long)off.batches);
+    assert_int_equal(c.real, off.real_tokens);
+    assert_true(fill >= min_fill);
+    assert_true(fill >= off.fill - max_loss);
+}
+
+static void test_carry_fill(void **state) {
+    const char *docs = "/usr/share/doc/linux-doc-6.1/Documentation", *fortunes = "/usr/share/games/fortunes";
+    char *dir = make_tmpdir();
+    char out[600];
+    snprintf(out, sizeof out, "%s/data", dir);
+    struct stat st;
+    if (stat(docs, &st) == 0 && stat(fortunes, &st) == 0) {
+        char *argv[] = {"prepare", "--out", out, "--ext", "rst", (char *)docs, (char *)fortunes};
+        assert_int_equal(cmd_prepare(7, argv), 0);
+        carry_fill(out, "default corpus", 8, 2048, 0, 0.98, 0.01);
+        carry_fill(out, "default corpus", 8, 2048, 1, 0.0, 0.03);  // next fit
+        carry_fill(out, "default corpus", 8, 512, 0, 0.98, 0.01);
+        carry_fill(out, "default corpus", 32, 2048, 0, 0.98, 0.01);
+        rm_rf(out);
+    } else {
+        fprintf(stderr, "test_batcher: default corpus NOT installed; carry fill on synthetic corpora only\n");
+    }
+    assert_int_equal(mkdir(out, 0755), 0);
+    make_corpus(out, 20000, 4.8, 1.6, 300000, 7);
+    carry_fill(out, "synthetic", 8, 2048, 0, 0.98, 0.01);
+    carry_fill(out, "synthetic", 8, 2048, 1, 0.0, 0.03);
+    carry_fill(out, "synthetic", 16, 1024, 0, 0.98, 0.01);
+    for (int k = 0; k < 3; k++) {  // the corpora of test_pack_beats_greedy; the last is mostly long documents
+        rm_rf(out);
+        assert_int_equal(mkdir(out, 0755), 0);
+        make_corpus(out, 3000, 3.0 + k, 1.0 + 0.4 * k, 20000, 100 + k);
+        carry_fill(out, "synthetic small", 8, 256, 0, 0.98, 0.01);
+        carry_fill(out, "synthetic small", 8, 1024, 0, 0.98, 0.01);
+    }
+    rm_rf(dir);
+    free(dir);
+}
+
+static uint64_t carry_hash(const Batch *b, int B) {  // batch_hash and the carry flags of all B rows
+    uint64_t h = batch_hash(b);
+    for (int r = 0; r < B; r++) h = (h ^ (uint64_t)(b->carry_in[r] + 2 * b->carry_out[r])) * 1099511628211ull;
+    return h;
+}
+
+// The same seed gives the same batches; a position saved at batch k (within an epoch, at its start, after an
+// epoch boundary) restored in a fresh carry batcher replays exactly what the original run served from there, across
+// epochs; carry-mode positions and plain ones are not interchangeable; the setting is fixed once batches are served.
+static void test_carry_resume(void **state) {
+    char *dir = make_tmpdir();
+    int T = 64, B = 4, n;
+    int *lens = carry_lengths(T, 300, 17, &n);
+    corpus_lengths(dir, lens, n, 19);
+    free(lens);
+    for (int window = 0; window <= 1; window++) {
+        Batcher *a = open_carry(dir, PM_SPLIT_TRAIN, B, T, 42, window);
+        int per_epoch = batcher_epoch_batches(a);
+        int total = 3 * per_epoch, ks[] = {0, 1, per_epoch / 2, per_epoch - 1, per_epoch, per_epoch + 5};
+        Batch b = batch_alloc(B, T);
+        uint64_t *h = pm_malloc(total * sizeof(uint64_t)), (*pos)[8] = pm_malloc(total * sizeof *pos);
+        int *ends = pm_malloc(total * sizeof(int)), carried = 0;
+        for (int i = 0; i < total; i++) {
+            batcher_get_position(a, pos[i]);
+            ends[i] = batcher_next(a, &b), h[i] = carry_hash(&b, B);
+            for (int r = 0; r < B; r++) carried += b.carry_in[r];
+        }
+        assert_true(carried > 0);
+        assert_int_equal(ends[per_epoch - 1], 1);
+        Batcher *same = open_carry(dir, PM_SPLIT_TRAIN, B, T, 42, window);  // determinism from the start
+        for (int i = 0; i < total; i++) {
+            assert_int_equal(batcher_next(same, &b), ends[i]);
+            assert_true(carry_hash(&b, B) == h[i]);
+        }
+        for (int j = 0; j < 6; j++) {
+            int k = ks[j];
+            Batcher *c = open_carry(dir, PM_SPLIT_TRAIN, B, T, 42, window);
+            if (batcher_set_position(c, pos[k]) != 0) fail_msg("%s", pm_last_error());
+            for (int i = k; i < total; i++) {
+                assert_int_equal(batcher_next(c, &b), ends[i]);
+                assert_true(carry_hash(&b, B) == h[i]);
+            }
+            batcher_close(c);
+        }
+        // Epoch 1 is reshuffled: its first batch differs from epoch 0's.
+        assert_true(h[per_epoch] != h[0]);
+        // A carry position on a plain batcher, a plain position on a carry batcher: refused, saying why.
+        Batcher *plain = batcher_open(dir, PM_SPLIT_TRAIN, PM_POLICY_PACK, B, T, 42, 0, 1, window);
+        assert_int_equal(batcher_set_position(plain, pos[ks[2]]), -1);
+        printf("refused: %s\n", pm_last_error());
+        assert_non_null(strstr(pm_last_error(), "carried state on"));
+        uint64_t plain_pos[8];
+        batcher_get_position(plain, plain_pos);
+        Batcher *c = open_carry(dir, PM_SPLIT_TRAIN, B, T, 42, window);
+        assert_int_equal(batcher_set_position(c, plain_pos), -1);
+        assert_non_null(strstr(pm_last_error(), "carried state off"));
+        // The setting cannot change once a batch was served or a position restored; asking for it again is fine.
+        assert_int_equal(batcher_set_position(plain, plain_pos), 0);
+        assert_int_equal(batcher_set_carry(plain, 1), -1);
+        assert_non_null(strstr(pm_last_error(), "before the first batch"));
+        batcher_next(c, &b);
+        assert_int_equal(batcher_set_carry(c, 0), -1);
+        assert_int_equal(batcher_set_carry(c, 1), 0);
+        batcher_close(a), batcher_close(same), batcher_close(plain), batcher_close(c);
+        batch_free(&b);
+        free(h), free(pos), free(ends);
+    }
+    rm_rf(dir);
+    free(dir);
+}
+
+// batcher_set_carry needs pack and one rank; anything else is refused with the reason. Turning it off is a no-op.
+static void test_carry_errors(void **state) {
+    char *dir = make_tmpdir();
+    make_corpus(dir, 50, 4.0, 1.0, 500, 2);
+    for (int policy = PM_POLICY_SINGLE; policy <= PM_POLICY_PAD; policy++) {
+        Batcher *bt = batcher_open(dir, PM_SPLIT_ALL, policy, 2, 64, 0, 0, 1, 0);
+        assert_non_null(bt);
+        assert_int_equal(batcher_set_carry(bt, 1), -1);
+        printf("refused: %s\n", pm_last_error());
+        assert_non_null(strstr(pm_last_error(), "carried state needs the pack policy"));
+        assert_int_equal(batcher_set_carry(bt, 0), 0);
+        batcher_close(bt);
+    }
+    Batcher *bt = batcher_open(dir, PM_SPLIT_ALL, PM_POLICY_PACK, 2, 64, 0, 1, 2, 0);
+    assert_non_null(bt);
+    assert_int_equal(batcher_set_carry(bt, 1), -1);
+    printf("refused: %s\n", pm_last_error());
+    assert_non_null(strstr(pm_last_error(), "carried state needs one rank"));
+    batcher_close(bt);
+    rm_rf(dir);
+    free(dir);
+}
+
+// Without carry every batch clears the carry flags of all B rows, also in a Batch a carry batcher filled before
+// (pack and pad), and a batcher told batcher_set_carry(bt, 0) serves exactly the batches of one never told.
+static void test_carry_off_clears_flags(void **state) {
+    char *dir = make_tmpdir();
+    int T = 32, B = 4, n;
+    int *lens = carry_lengths(T, 200, 23, &n);
+    corpus_lengths(dir, lens, n, 29);
+    free(lens);
+    Batch b = batch_alloc(B, T), ref = batch_alloc(B, T);
+    for (int policy = PM_POLICY_PAD; policy <= PM_POLICY_PACK; policy++) {
+        Batcher *carry = open_carry(dir, PM_SPLIT_ALL, B, T, 3, 0);
+        Batcher *plain = batcher_open(dir, PM_SPLIT_ALL, policy, B, T, 3, 0, 1, 0);
+        Batcher *told = batcher_open(dir, PM_SPLIT_ALL, policy, B, T, 3, 0, 1, 0);
+        assert_int_equal(batcher_set_carry(told, 0), 0);
+        int end = 0, flagged = 0;
+        while (!end) {
+            batcher_next(carry, &b);  // leaves flags set in some rows
+            int set = 0;
+            for (int r = 0; r < B; r++) set += b.carry_in[r] + b.carry_out[r];
+            flagged += set > 0;
+            end = batcher_next(plain, &b);
+            for (int r = 0; r < B; r++) assert_true(b.carry_in[r] == 0 && b.carry_out[r] == 0);
+            assert_int_equal(batcher_next(told, &ref), end);
+            assert_true(carry_hash(&ref, B) == carry_hash(&b, B));
+        }
+        assert_true(flagged > 0);
+        batcher_close(carry), batcher_close(plain), batcher_close(told);
+    }
+    batch_free(&b), batch_free(&ref);
+    rm_rf(dir);
+    free(dir);
+}
+
 static void test_bad_arguments(void **state) {
     char *dir = make_tmpdir();
     assert_null(batcher_open(dir, 0, PM_POLICY_PACK, 2, 64, 0, 0, 1, 0));  // no shard
@@ -457,6 +893,8 @@ int main(void) {
         cmocka_unit_test(test_pack_fill_default_corpus), cmocka_unit_test(test_resume),
         cmocka_unit_test(test_rank_world), cmocka_unit_test(test_eval_iteration),
         cmocka_unit_test(test_bad_arguments), cmocka_unit_test(test_several_directories),
+        cmocka_unit_test(test_carry_epoch), cmocka_unit_test(test_carry_fill), cmocka_unit_test(test_carry_resume),
+        cmocka_unit_test(test_carry_errors), cmocka_unit_test(test_carry_off_clears_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -539,6 +539,82 @@ static void test_eval_per_doc(void **state) {
     json_decref(j);
 }
 
+// The per-document losses of `eval --per-doc --json` (its output in out_s) by document id: tokens and loss.
+static int per_doc_losses(json_int_t *tokens, double *loss, int cap) {
+    json_t *j = json_loads(out_s, 0, NULL);
+    assert_non_null(j);
+    json_t *docs = json_object_get(j, "per_doc"), *d;
+    size_t i;
+    int n = 0;
+    json_array_foreach(docs, i, d) {
+        const json_int_t id = json_integer_value(json_object_get(d, "doc"));
+        assert_true(id >= 0 && id < cap);
+        tokens[id] = json_integer_value(json_object_get(d, "tokens"));
+        loss[id] = json_number_value(json_object_get(d, "loss"));
+        n++;
+    }
+    json_decref(j);
+    return n;
+}
+
+// eval --carry-state at T = 64 (the longer documents cut into pieces that carry their state from batch to batch)
+// gives every document the loss and the token count it has unbroken, in rows long enough to hold it whole (T =
+// 1024); without --carry-state the cut documents lose a target at every cut and their losses differ.
+static void test_eval_carry_equals_unbroken(void **state) {
+    (void)state;
+    REQUIRE_READY();
+    json_int_t tw[64] = {0}, tc[64] = {0}, tn[64] = {0};
+    double lw[64] = {0}, lc[64] = {0}, ln[64] = {0};
+    assert_int_equal(pm("eval --checkpoint base --data data --seq-len 1024 --batch 1 --per-doc --json"), 0);
+    assert_int_equal(per_doc_losses(tw, lw, 64), 36);
+    assert_int_equal(pm("eval --checkpoint base --data data --seq-len 64 --batch 2 --per-doc --json --carry-state"), 0);
+    assert_int_equal(per_doc_losses(tc, lc, 64), 36);
+    assert_int_equal(pm("eval --checkpoint base --data data --seq-len 64 --batch 2 --per-doc --json"), 0);
+    assert_int_equal(per_doc_losses(tn, ln, 64), 36);
+    int cut = 0;
+    double worst = 0, apart = 0;
+    for (int d = 0; d < 36; d++) {
+        assert_true(tw[d] > 0);
+        assert_int_equal(tc[d], tw[d]);
+        worst = fmax(worst, fabs(lc[d] - lw[d]) / lw[d]);
+        if (tw[d] > 64) {  // cut at T = 64
+            cut++;
+            assert_true(tn[d] < tw[d]);
+            apart = fmax(apart, fabs(ln[d] - lw[d]) / lw[d]);
+        }
+    }
+    fprintf(stderr, "eval: %d documents cut; carried vs unbroken %.2e relative, restarted pieces %.2e\n", cut, worst,
+            apart);
+    assert_true(cut >= 5);
+    assert_true(worst < 1e-5);  // fp32 sums in another order
+    assert_true(apart > 1e-3);
+}
+
+// train --carry-state: 3 steps, then --resume up to 6, against 6 uninterrupted: the same losses bit for bit (the
+// carried state is saved with the checkpoint); a checkpoint with carried state refuses a resume without the flag, and
+// the flag is refused with another policy, each with one line.
+static void test_carry_resume_is_exact(void **state) {
+    (void)state;
+    REQUIRE_READY();
+    assert_int_equal(pm("train --data data --out carry6 " TINY " --steps 6 --carry-state"), 0);
+    assert_int_equal(pm("train --data data --out carry3 " TINY " --steps 3 --carry-state"), 0);
+    assert_int_not_equal(pm("train --data data --out carry3 " TINY " --steps 6 --resume"), 0);
+    assert_int_equal(count_lines(err_s), 1);
+    assert_int_equal(pm("train --data data --out carry3 " TINY " --steps 6 --resume --carry-state"), 0);
+    char *a = read_rel("carry6/metrics.jsonl"), *b = read_rel("carry3/metrics.jsonl"), *c = read_rel("base/metrics.jsonl");
+    char la[16][64], lb[16][64], lc[16][64];
+    assert_int_equal(metric_strings(a, "loss", la, 16), 6);
+    assert_int_equal(metric_strings(b, "loss", lb, 16), 6);
+    assert_int_equal(metric_strings(c, "loss", lc, 16), 6);
+    int differ = 0;
+    for (int i = 0; i < 6; i++) assert_string_equal(la[i], lb[i]), differ += strcmp(la[i], lc[i]) != 0;
+    assert_true(differ > 0);  // the carried run's batches are not the base run's
+    free(a), free(b), free(c);
+    assert_int_not_equal(pm("train --data data --out carrypad " TINY " --steps 1 --packing pad --carry-state"), 0);
+    assert_int_equal(count_lines(err_s), 1);
+    assert_non_null(strstr(err_s, "--carry-state"));
+}
+
 // generate with a fixed seed is deterministic (greedy and sampled), and echoes the prompt; sampling settings
 // outside their ranges are refused with one line naming the flag.
 static void test_generate_deterministic(void **state) {
@@ -735,6 +811,8 @@ int main(void) {
         cmocka_unit_test(test_memory_budget_runs),
         cmocka_unit_test(test_help_everywhere),
         cmocka_unit_test(test_eval_per_doc),
+        cmocka_unit_test(test_eval_carry_equals_unbroken),
+        cmocka_unit_test(test_carry_resume_is_exact),
         cmocka_unit_test(test_generate_deterministic),
         cmocka_unit_test(test_generate_samples),
         cmocka_unit_test(test_train_reports_energy),

@@ -1025,6 +1025,295 @@ static void test_scan(void **state) {
     FINISH();
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// state carried into rows from the batch before (Backend.carry_*): every op on the CPU (fp32, the reference) and
+// the GPU from the same bf16-rounded inputs, in the model's layout (xi and z column slices of xz (M, 2 Cd), B and C
+// of xdbl (M, R + 2N)). Four rows: 0 starts afresh (first 0) and its last document, from token T-10, goes on
+// (last T-10); 1 continues a document that ends at token 5 (pos[5] = 0) and ends with one that does not go on
+// (last -1); 2 is one document throughout (first T, last 0: the state out walks from h0); 3 continues one that ends
+// at token f3 (2: fewer than K-1 tokens) and has its last from token f3 + 5. Carried rows count positions on from 3T.
+
+// Buffers of any backend from host floats (ACT: bf16 on the GPU, the floats themselves on the CPU).
+static void *b_f32(const Backend *be, const float *h, size_t n) {
+    void *p = be->alloc(n * be->f32_bytes);
+    be->upload(p, h, n * 4);
+    return p;
+}
+static void *b_act(const Backend *be, const float *h, size_t n) {
+    if (be->act_bytes == 4) return b_f32(be, h, n);
+    void *t = b_f32(be, h, n), *p = be->alloc(n * be->act_bytes);
+    be->f32_to_act(p, t, n);
+    be->free(t);
+    return p;
+}
+static void *b_i32(const Backend *be, const int32_t *h, size_t n) {
+    void *p = be->alloc(n * sizeof(int32_t));
+    be->upload(p, h, n * sizeof(int32_t));
+    return p;
+}
+static float *b_get_f32(const Backend *be, const void *p, size_t n) {
+    float *h = pm_malloc(n * sizeof(float));
+    be->download(h, p, n * 4);
+    return h;
+}
+static float *b_get_act(const Backend *be, const void *p, size_t n) {
+    if (be->act_bytes == 4) return b_get_f32(be, p, n);
+    void *t = be->alloc(n * 4);
+    be->act_to_f32(t, p, n);
+    float *h = b_get_f32(be, t, n);
+    be->free(t);
+    return h;
+}
+static void *b_off(const Backend *be, void *p, size_t off) { return (char *)p + off * be->act_bytes; }
+
+typedef struct {
+    int rows, T, Cd, N, R, K, M, nx, nadd;
+    int32_t *pos, *first, *last;
+    float *xz, *xdbl, *u, *dpre, *w, *b, *dtb, *Alog, *hist, *h0, *du, *dout;  // inputs
+    float *u0, *dxa0, *out0, *ddp0, *dxdbl0, *dzb0, *hout0, *histo0, *add0, *addsrc;  // outputs' starting values
+} CarryIn;
+typedef struct {
+    float *u, *dxa, *dw, *db, *out, *ddp, *dxdbl, *dzb, *ddtb, *dA, *hout, *histo, *add;
+} CarryOut;
+
+static void carry_out_free(CarryOut *o) {
+    free(o->u), free(o->dxa), free(o->dw), free(o->db), free(o->out), free(o->ddp), free(o->dxdbl), free(o->dzb);
+    free(o->ddtb), free(o->dA), free(o->hout), free(o->histo), free(o->add);
+}
+
+// Every carry op once on backend be (on its side queue when side is set), each into its own output buffer set from
+// the starting values; the parameter gradients, which the ops write, start as NaN.
+static CarryOut run_carry_ops(const Backend *be, const CarryIn *in, int side) {
+    const int M = in->M, T = in->T, Cd = in->Cd, N = in->N, R = in->R, K = in->K, nx = in->nx, rows = in->rows;
+    const size_t mc = (size_t)M * Cd, mz = (size_t)M * 2 * Cd, mx = (size_t)M * nx, nh = (size_t)rows * Cd * N,
+                 nhist = (size_t)rows * (K - 1) * Cd;
+    float *nan = pm_malloc(((size_t)Cd * (N + K)) * sizeof(float));
+    for (size_t i = 0; i < (size_t)Cd * (N + K); i++) nan[i] = NAN;
+    void *pos = b_i32(be, in->pos, M), *first = b_i32(be, in->first, rows), *last = b_i32(be, in->last, rows);
+    void *xz = b_act(be, in->xz, mz), *xdbl = b_act(be, in->xdbl, mx), *uin = b_act(be, in->u, mc);
+    void *dpre = b_act(be, in->dpre, mc), *w = b_f32(be, in->w, (size_t)Cd * K), *b = b_f32(be, in->b, Cd);
+    void *dtb = b_f32(be, in->dtb, Cd), *Alog = b_f32(be, in->Alog, (size_t)Cd * N);
+    void *hist = b_act(be, in->hist, nhist), *h0 = b_f32(be, in->h0, nh), *du = b_act(be, in->du, mc);
+    void *dout = b_act(be, in->dout, mc);
+    void *u = b_act(be, in->u0, mc), *dxa = b_act(be, in->dxa0, mz), *dw = b_f32(be, nan, (size_t)Cd * K);
+    void *db = b_f32(be, nan, Cd), *out = b_act(be, in->out0, mc), *ddp = b_act(be, in->ddp0, mc);
+    void *dxdbl = b_act(be, in->dxdbl0, mx), *dzb = b_act(be, in->dzb0, mz), *ddtb = b_f32(be, nan, Cd);
+    void *dA = b_f32(be, nan, (size_t)Cd * N), *hout = b_f32(be, in->hout0, nh), *histo = b_act(be, in->histo0, nhist);
+    void *add = b_f32(be, in->add0, in->nadd), *addsrc = b_f32(be, in->addsrc, in->nadd);
+    const int on_side = side && be->side_begin;
+    if (on_side) be->side_begin();
+    be->carry_conv_fwd(u, xz, 2 * Cd, w, b, pos, first, hist, M, T, Cd, K);
+    be->carry_conv_bwd(dxa, 2 * Cd, dw, db, du, xz, w, b, pos, first, hist, M, T, Cd, K);
+    be->carry_scan_fwd(out, dpre, dtb, Alog, b_off(be, xdbl, R + N), nx, b_off(be, xz, Cd), 2 * Cd, first, h0, M, T,
+                       Cd, N);
+    be->carry_scan_bwd(ddp, b_off(be, dxdbl, R + N), b_off(be, dzb, Cd), ddtb, dA, dout, dpre, dtb, Alog,
+                       b_off(be, xdbl, R + N), nx, b_off(be, xz, Cd), 2 * Cd, first, h0, M, T, Cd, N);
+    be->carry_state_out(hout, histo, uin, dpre, dtb, Alog, b_off(be, xdbl, R), nx, xz, 2 * Cd, first, last, h0, M, T,
+                        Cd, N, K);
+    be->add_f32(add, addsrc, in->nadd);
+    if (on_side) be->side_wait(be->side_end());
+    be->synchronize();
+    CarryOut o;
+    o.u = b_get_act(be, u, mc), o.dxa = b_get_act(be, dxa, mz), o.dw = b_get_f32(be, dw, (size_t)Cd * K);
+    o.db = b_get_f32(be, db, Cd), o.out = b_get_act(be, out, mc), o.ddp = b_get_act(be, ddp, mc);
+    o.dxdbl = b_get_act(be, dxdbl, mx), o.dzb = b_get_act(be, dzb, mz), o.ddtb = b_get_f32(be, ddtb, Cd);
+    o.dA = b_get_f32(be, dA, (size_t)Cd * N), o.hout = b_get_f32(be, hout, nh), o.histo = b_get_act(be, histo, nhist);
+    o.add = b_get_f32(be, add, in->nadd);
+    void *bufs[] = {pos, first, last, xz, xdbl, uin, dpre, w, b, dtb, Alog, hist, h0, du, dout, u, dxa, dw, db, out,
+                    ddp, dxdbl, dzb, ddtb, dA, hout, histo, add, addsrc};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->free(bufs[i]);
+    free(nan);
+    return o;
+}
+
+// (rows, ld) buffers: on the rows (tokens) `mask` marks, columns [off, off + width) within tol of the CPU's (rel
+// err over those elements); every other element bit-identical to where it started (untouched).
+static void check_carried(const char *what, const float *g, const float *c, const float *orig, int rows, int ld,
+                          int off, int width, const uint8_t *mask, double tol) {
+    size_t n = 0, changed = 0;
+    float *gs = pm_malloc((size_t)rows * width * sizeof(float)), *cs = pm_malloc((size_t)rows * width * sizeof(float));
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < ld; j++) {
+            const size_t i = (size_t)r * ld + j;
+            if (mask[r] && j >= off && j < off + width) gs[n] = g[i], cs[n] = c[i], n++;
+            else changed += memcmp(&g[i], &orig[i], sizeof(float)) != 0;
+        }
+    if (changed) printf("    %s: %zu elements it must not touch changed  <-- FAIL\n", what, changed);
+    g_fails += changed != 0;
+    check_rel(what, gs, cs, n, tol);
+    free(gs), free(cs);
+}
+
+static void carry_case(int T, int Cd, int N, int R, int K, int f3) {
+    CarryIn in;
+    const int rows = 4, M = rows * T, nx = R + 2 * N;
+    in.rows = rows, in.T = T, in.Cd = Cd, in.N = N, in.R = R, in.K = K, in.M = M, in.nx = nx, in.nadd = 1001;
+    printf("  carry rows=%d T=%d Cd=%d N=%d K=%d first[3]=%d\n", rows, T, Cd, N, K, f3);
+    assert_true(T >= 24);
+    const size_t mc = (size_t)M * Cd, mz = (size_t)M * 2 * Cd, mx = (size_t)M * nx, nh = (size_t)rows * Cd * N,
+                 nhist = (size_t)rows * (K - 1) * Cd;
+    int32_t first[4] = {0, 5, T, f3}, last[4] = {T - 10, -1, 0, f3 + 5};
+    // document starts (pos 0) of each row after its first token; carried rows count on from 3T before the first
+    const int starts[4][2] = {{13, T - 10}, {5, 20}, {-1, -1}, {f3, f3 + 5}};
+    in.first = first, in.last = last;
+    in.pos = pm_malloc((size_t)M * sizeof(int32_t));
+    for (int r = 0; r < rows; r++) {
+        int p = first[r] > 0 ? 3 * T : 0;
+        for (int t = 0; t < T; t++) {
+            if (t == starts[r][0] || t == starts[r][1]) p = 0;
+            in.pos[(size_t)r * T + t] = p++;
+        }
+    }
+    in.xz = rnd_bf(mz, -2, 2), in.xdbl = rnd_bf(mx, -1, 1), in.u = rnd_bf(mc, -1, 1), in.dpre = rnd_bf(mc, -1, 1);
+    in.w = rnd((size_t)Cd * K, -0.5f, 0.5f), in.b = rnd(Cd, -0.5f, 0.5f);
+    in.dtb = pm_malloc(Cd * sizeof(float)), in.Alog = pm_malloc((size_t)Cd * N * sizeof(float));
+    for (int c = 0; c < Cd; c++) {  // as scan_case (the reference's initialization)
+        float dt = expf(logf(1e-3f) + (logf(0.1f) - logf(1e-3f)) * pm_rng_uniform(&rng));
+        in.dtb[c] = logf(expm1f(dt));
+        for (int n = 0; n < N; n++) in.Alog[(size_t)c * N + n] = logf((float)(n + 1)) + 0.2f * (pm_rng_uniform(&rng) - 0.5f);
+    }
+    in.hist = rnd_bf(nhist, -2, 2), in.h0 = rnd(nh, -1, 1), in.du = rnd_bf(mc, -1, 1), in.dout = rnd_bf(mc, -1, 1);
+    // the outputs the ops add to start small, so that what they add shows in the comparison
+    in.u0 = rnd_bf(mc, -1, 1), in.dxa0 = rnd_bf(mz, -0.1f, 0.1f), in.out0 = rnd_bf(mc, -0.1f, 0.1f);
+    in.ddp0 = rnd_bf(mc, -0.1f, 0.1f), in.dxdbl0 = rnd_bf(mx, -0.1f, 0.1f), in.dzb0 = rnd_bf(mz, -0.1f, 0.1f);
+    in.hout0 = rnd(nh, -5, 5), in.histo0 = rnd_bf(nhist, -3, 3);
+    in.add0 = rnd(in.nadd, -1, 1), in.addsrc = rnd(in.nadd, -1, 1);
+    // which tokens each op may change: the conv's first min(K-1, first) of carried rows, the scan's first `first`
+    uint8_t *conv_tok = pm_malloc(M), *scan_tok = pm_malloc(M), *hrow = pm_malloc(rows * Cd), *hsrow = pm_malloc(rows * (K - 1));
+    for (int m = 0; m < M; m++) {
+        const int r = m / T, t = m % T;
+        conv_tok[m] = first[r] > 0 && t < first[r] && t < K - 1;
+        scan_tok[m] = first[r] > 0 && t < first[r];
+    }
+    for (int i = 0; i < rows * Cd; i++) hrow[i] = last[i / Cd] >= 0;  // h_out as (rows * Cd, N)
+    for (int i = 0; i < rows * (K - 1); i++) hsrow[i] = last[i / (K - 1)] >= 0;  // hist_out as (rows (K-1), Cd)
+
+    CarryOut ref = run_carry_ops(CPU, &in, 0), g = run_carry_ops(G, &in, 0);
+    check_carried("carry_conv_fwd u (bf16)", g.u, ref.u, in.u0, M, Cd, 0, Cd, conv_tok, 1e-2);
+    check_carried("carry_conv_bwd dxi (bf16)", g.dxa, ref.dxa, in.dxa0, M, 2 * Cd, 0, Cd, conv_tok, 1e-2);
+    check_rel("carry_conv_bwd dw (written)", g.dw, ref.dw, (size_t)Cd * K, 1e-3);
+    check_rel("carry_conv_bwd db (written)", g.db, ref.db, Cd, 1e-3);
+    check_carried("carry_scan_fwd out (bf16)", g.out, ref.out, in.out0, M, Cd, 0, Cd, scan_tok, 1e-2);
+    check_carried("carry_scan_bwd ddpre (bf16)", g.ddp, ref.ddp, in.ddp0, M, Cd, 0, Cd, scan_tok, 1e-2);
+    check_carried("carry_scan_bwd dC (bf16)", g.dxdbl, ref.dxdbl, in.dxdbl0, M, nx, R + N, N, scan_tok, 1e-2);
+    check_carried("carry_scan_bwd dz (bf16)", g.dzb, ref.dzb, in.dzb0, M, 2 * Cd, Cd, Cd, scan_tok, 1e-2);
+    check_rel("carry_scan_bwd ddt_bias (written)", g.ddtb, ref.ddtb, Cd, 1e-3);
+    check_rel("carry_scan_bwd dA_log (written)", g.dA, ref.dA, (size_t)Cd * N, 1e-3);
+    check_carried("carry_state_out h_out", g.hout, ref.hout, in.hout0, rows * Cd, N, 0, N, hrow, 1e-3);
+    check_carried("carry_state_out hist_out (copy)", g.histo, ref.histo, in.histo0, rows * (K - 1), Cd, 0, Cd, hsrow, 0);
+    check_same_bits("add_f32 (= CPU)", g.add, ref.add, (size_t)in.nadd * 4);
+
+    // deterministic: the same bits again, the second time on the side queue (the carry_scan_bwd workspace is the
+    // side stream's own there)
+    CarryOut d1 = run_carry_ops(GD, &in, 0), d2 = run_carry_ops(GD, &in, 1);
+    const struct { const char *what; float *a, *b, *c; size_t n; } same[] = {
+        {"carry_conv_fwd u", g.u, d1.u, d2.u, mc},
+        {"carry_conv_bwd dxi", g.dxa, d1.dxa, d2.dxa, mz},
+        {"carry_conv_bwd dw", g.dw, d1.dw, d2.dw, (size_t)Cd * K},
+        {"carry_conv_bwd db", g.db, d1.db, d2.db, Cd},
+        {"carry_scan_fwd out", g.out, d1.out, d2.out, mc},
+        {"carry_scan_bwd ddpre", g.ddp, d1.ddp, d2.ddp, mc},
+        {"carry_scan_bwd dC", g.dxdbl, d1.dxdbl, d2.dxdbl, mx},
+        {"carry_scan_bwd dz", g.dzb, d1.dzb, d2.dzb, mz},
+        {"carry_scan_bwd ddt_bias", g.ddtb, d1.ddtb, d2.ddtb, Cd},
+        {"carry_scan_bwd dA_log", g.dA, d1.dA, d2.dA, (size_t)Cd * N},
+        {"carry_state_out h_out", g.hout, d1.hout, d2.hout, nh},
+        {"carry_state_out hist_out", g.histo, d1.histo, d2.histo, nhist},
+        {"add_f32", g.add, d1.add, d2.add, (size_t)in.nadd},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        char label[96];
+        snprintf(label, sizeof label, "%s, again", same[i].what);
+        check_same_bits(label, same[i].a, same[i].b, same[i].n * 4);
+        snprintf(label, sizeof label, "%s, side queue", same[i].what);
+        check_same_bits(label, same[i].a, same[i].c, same[i].n * 4);
+    }
+    carry_out_free(&d1), carry_out_free(&d2), carry_out_free(&g), carry_out_free(&ref);
+
+    // no row carried (every first 0, every last -1): the parameter parts are written 0, nothing else changes
+    int32_t none_first[4] = {0, 0, 0, 0}, none_last[4] = {-1, -1, -1, -1};
+    in.first = none_first, in.last = none_last;
+    memset(conv_tok, 0, M), memset(scan_tok, 0, M), memset(hrow, 0, rows * Cd), memset(hsrow, 0, rows * (K - 1));
+    CarryOut z = run_carry_ops(G, &in, 0);
+    float *zeros = calloc((size_t)Cd * N, sizeof(float));
+    check_carried("no carry: u untouched", z.u, in.u0, in.u0, M, Cd, 0, Cd, conv_tok, 0);
+    check_carried("no carry: dxi untouched", z.dxa, in.dxa0, in.dxa0, M, 2 * Cd, 0, Cd, conv_tok, 0);
+    check_carried("no carry: out untouched", z.out, in.out0, in.out0, M, Cd, 0, Cd, scan_tok, 0);
+    check_carried("no carry: ddpre untouched", z.ddp, in.ddp0, in.ddp0, M, Cd, 0, Cd, scan_tok, 0);
+    check_carried("no carry: dC untouched", z.dxdbl, in.dxdbl0, in.dxdbl0, M, nx, R + N, N, scan_tok, 0);
+    check_carried("no carry: dz untouched", z.dzb, in.dzb0, in.dzb0, M, 2 * Cd, Cd, Cd, scan_tok, 0);
+    check_carried("no carry: h_out untouched", z.hout, in.hout0, in.hout0, rows * Cd, N, 0, N, hrow, 0);
+    check_carried("no carry: hist_out untouched", z.histo, in.histo0, in.histo0, rows * (K - 1), Cd, 0, Cd, hsrow, 0);
+    check_same_bits("no carry: conv dw = 0", z.dw, zeros, (size_t)Cd * K * 4);
+    check_same_bits("no carry: conv db = 0", z.db, zeros, (size_t)Cd * 4);
+    check_same_bits("no carry: ddt_bias = 0", z.ddtb, zeros, (size_t)Cd * 4);
+    check_same_bits("no carry: dA_log = 0", z.dA, zeros, (size_t)Cd * N * 4);
+    carry_out_free(&z);
+    free(zeros);
+
+    free(in.pos), free(in.xz), free(in.xdbl), free(in.u), free(in.dpre), free(in.w), free(in.b), free(in.dtb);
+    free(in.Alog), free(in.hist), free(in.h0), free(in.du), free(in.dout), free(in.u0), free(in.dxa0), free(in.out0);
+    free(in.ddp0), free(in.dxdbl0), free(in.dzb0), free(in.hout0), free(in.histo0), free(in.add0), free(in.addsrc);
+    free(conv_tok), free(scan_tok), free(hrow), free(hsrow);
+}
+
+static void test_carry_ops(void **state) {
+    (void)state;
+    NEED_GPU();
+    assert_non_null(G->carry_conv_fwd), assert_non_null(G->carry_conv_bwd), assert_non_null(G->carry_scan_fwd);
+    assert_non_null(G->carry_scan_bwd), assert_non_null(G->carry_state_out), assert_non_null(G->add_f32);
+    carry_case(37, 80, 16, 8, 4, 2);   // one block of channels
+    carry_case(37, 203, 16, 7, 4, 2);  // two blocks (the dC sums over blocks), the second partial; odd strides
+    carry_case(30, 40, 8, 8, 3, 2);    // N < 16 (the kernels for 16 states with a run-time N), K = 3
+    // time segments of 128 tokens (cuda_carry.cu): row 2 carried over 300 tokens (3 segments, the last partial), row
+    // 3 over exactly one (first 128), the state out of rows 2 and 3 over 3 segments (from h0 / from token 133)
+    carry_case(300, 160, 16, 8, 4, 128);
+    carry_case(300, 40, 8, 8, 4, 200);
+    FINISH();
+}
+
+// N > 16: the fallback kernels (arrays of 64 states, partly in local memory; the CUDA scan itself takes N = 16 only)
+static void test_carry_ops_wide_state(void **state) {
+    (void)state;
+    NEED_GPU();
+    carry_case(30, 40, 32, 8, 2, 2);  // K = 2
+    carry_case(200, 40, 32, 8, 2, 150);  // two time segments
+    FINISH();
+}
+
+// add_f32 into a parameter gradient that a held-back reduction still writes (grads_write under defer_reductions):
+// the sum must land after it, as without deferring.
+static void test_carry_add_after_deferred(void **state) {
+    (void)state;
+    NEED_GPU();
+    if (!GD->defer_reductions || !GD->grads_write) {
+        skip();
+        return;
+    }
+    const int B = 2, T = 64, C = 96, K = 4, M = B * T, ldx = 2 * C;
+    int32_t *pos = make_pos(B, T);
+    float *xz = rnd_bf((size_t)M * ldx, -2, 2), *w = rnd(C * K, -0.5f, 0.5f), *b = rnd(C, -0.5f, 0.5f);
+    float *du = rnd_bf((size_t)M * C, -1, 1), *extra = rnd(C * K, -1, 1);
+    void *gp = g_i32(pos, M), *gx = g_act(xz, (size_t)M * ldx), *gw = g_f32(w, C * K), *gb = g_f32(b, C);
+    void *gdu = g_act(du, (size_t)M * C), *gex = g_f32(extra, C * K);
+    float *res[2];
+    for (int defer = 0; defer < 2; defer++) {
+        void *gdx = G->alloc((size_t)M * ldx * G->act_bytes), *gdw = G->alloc(C * K * 4), *gdb = G->alloc(C * 4);
+        GD->grads_write(1);
+        if (defer) GD->defer_reductions(1);
+        GD->conv_silu_bwd(gdx, ldx, gdw, gdb, gdu, gx, gw, gb, gp, M, T, C, K);
+        GD->add_f32(gdw, gex, C * K);
+        if (defer) GD->defer_reductions(0);
+        GD->grads_write(0);
+        res[defer] = g_get_f32(gdw, C * K);
+        G->free(gdx), G->free(gdw), G->free(gdb);
+    }
+    check_same_bits("add_f32 after a held-back reduction", res[0], res[1], C * K * 4);
+    free(res[0]), free(res[1]), free(pos), free(xz), free(w), free(b), free(du), free(extra);
+    G->free(gp), G->free(gx), G->free(gw), G->free(gb), G->free(gdu), G->free(gex);
+    FINISH();
+}
+
 // bf16: the classifier's bf16_logits (the training default); the op then rounds the logits to bf16 unless logits
 // are asked for (then fp32 as before) or Vp is not a multiple of 8 (then fp32: the register-resident kernel needs
 // 16-byte pieces), so the loss agrees with the CPU's to bf16 rounding of a logit (2^-9 relative) instead of fp32's.
@@ -1915,6 +2204,62 @@ static void test_op_timings(void **state) {
     FINISH();
 }
 
+// The carry ops at B 8, T 2048, d_inner 2048 (370m), N 16, every row carried in over all its tokens (first T, last 0:
+// the most work they can have), only with PM_BENCH=1. Not a check: numbers for the report.
+static void test_carry_timings(void **state) {
+    (void)state;
+    NEED_GPU();
+    if (!getenv("PM_BENCH")) {
+        skip();
+        return;
+    }
+    const int rows = 8, T = 2048, M = rows * T, Cd = 2048, N = 16, K = 4, R = 64, nx = R + 2 * N;
+    printf("  carry ops: B=%d T=%d Cd=%d N=%d K=%d, every row carried over all T tokens\n", rows, T, Cd, N, K);
+    size_t big = (size_t)M * 2 * Cd;
+    float *h = rnd(big, -1, 1);
+    int32_t *pos = pm_malloc((size_t)M * sizeof(int32_t)), first[8], last[8];
+    for (int i = 0; i < M; i++) pos[i] = 3 * T + i % T;
+    for (int r = 0; r < rows; r++) first[r] = T, last[r] = 0;
+    float *dtb_h = pm_malloc(Cd * sizeof(float)), *al_h = pm_malloc((size_t)Cd * N * sizeof(float));
+    for (int c = 0; c < Cd; c++) {
+        dtb_h[c] = logf(expm1f(0.01f));
+        for (int n = 0; n < N; n++) al_h[c * N + n] = logf((float)(n + 1));
+    }
+    void *gpos = g_i32(pos, M), *gfirst = g_i32(first, rows), *glast = g_i32(last, rows);
+    void *xz = g_act(h, big), *dxz = g_act(h, big), *u = g_act(h, (size_t)M * Cd), *du = g_act(h, (size_t)M * Cd);
+    void *dpre = g_act(h, (size_t)M * Cd), *ddpre = g_act(h, (size_t)M * Cd), *y = g_act(h, (size_t)M * Cd);
+    void *dy = g_act(h, (size_t)M * Cd), *xdbl = g_act(h, (size_t)M * nx), *dxdbl = g_act(h, (size_t)M * nx);
+    void *hist = g_act(h, (size_t)rows * (K - 1) * Cd), *histo = g_act(h, (size_t)rows * (K - 1) * Cd);
+    void *h0 = g_f32(h, (size_t)rows * Cd * N), *hout = g_f32(h, (size_t)rows * Cd * N);
+    void *cw = g_f32(h, Cd * K), *cb = g_f32(h, Cd), *dcw = g_f32(h, Cd * K), *dcb = g_f32(h, Cd);
+    void *dtb = g_f32(dtb_h, Cd), *Al = g_f32(al_h, (size_t)Cd * N), *ddtb = g_f32(h, Cd), *dAl = g_f32(h, (size_t)Cd * N);
+    if (G->spin) G->spin(PM_SPIN_FMA, 2e13);  // ~0.3 s of work first: the clocks up from idle
+    G->synchronize();
+    const double Md = (double)M;
+    // the scan forward of the same shape, for scale (every row from zero, as in training)
+    TIME_OP("scan_fwd (for scale)", 0, 0, Md * Cd * 10,
+            G->scan_fwd(y, u, dpre, dtb, Al, act_off(xdbl, R), act_off(xdbl, R + N), nx, cb, act_off(xz, Cd), 2 * Cd,
+                        gpos, M, T, Cd, N, NULL));
+    TIME_OP("carry_conv_fwd", 1, 0, 0, G->carry_conv_fwd(u, xz, 2 * Cd, cw, cb, gpos, gfirst, hist, M, T, Cd, K));
+    TIME_OP("carry_conv_bwd", 1, 0, 0,
+            G->carry_conv_bwd(dxz, 2 * Cd, dcw, dcb, du, xz, cw, cb, gpos, gfirst, hist, M, T, Cd, K));
+    TIME_OP("carry_scan_fwd", 1, 0, Md * Cd * 8,
+            G->carry_scan_fwd(y, dpre, dtb, Al, act_off(xdbl, R + N), nx, act_off(xz, Cd), 2 * Cd, gfirst, h0, M, T, Cd,
+                              N));
+    TIME_OP("carry_scan_bwd", 1, 0, Md * Cd * 14,
+            G->carry_scan_bwd(ddpre, act_off(dxdbl, R + N), act_off(dxz, Cd), ddtb, dAl, dy, dpre, dtb, Al,
+                              act_off(xdbl, R + N), nx, act_off(xz, Cd), 2 * Cd, gfirst, h0, M, T, Cd, N));
+    TIME_OP("carry_state_out", 1, 0, Md * Cd * 4,
+            G->carry_state_out(hout, histo, u, dpre, dtb, Al, act_off(xdbl, R), nx, xz, 2 * Cd, gfirst, glast, h0, M, T,
+                               Cd, N, K));
+    TIME_OP("add_f32 (Cd N)", 1, 0, (double)Cd * N * 12, G->add_f32(dAl, h0, (size_t)Cd * N));
+    void *bufs[] = {gpos, gfirst, glast, xz, dxz, u, du, dpre, ddpre, y, dy, xdbl, dxdbl, hist, histo, h0, hout, cw, cb,
+                    dcw, dcb, dtb, Al, ddtb, dAl};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) G->free(bufs[i]);
+    free(h), free(pos), free(dtb_h), free(al_h);
+    FINISH();
+}
+
 int main(void) {
     pm_rng_seed(&rng, 20261129);
     CPU = backend_cpu();
@@ -1937,6 +2282,9 @@ int main(void) {
         cmocka_unit_test(test_matmul_many_shapes),
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_scan),
+        cmocka_unit_test(test_carry_ops),
+        cmocka_unit_test(test_carry_ops_wide_state),
+        cmocka_unit_test(test_carry_add_after_deferred),
         cmocka_unit_test(test_classifier),
         cmocka_unit_test(test_sumsq),
         cmocka_unit_test(test_adamw),
@@ -1951,6 +2299,7 @@ int main(void) {
         cmocka_unit_test(test_model_deferred_reductions),
         cmocka_unit_test(test_model_packing),
         cmocka_unit_test(test_op_timings),
+        cmocka_unit_test(test_carry_timings),
     };
     // PM_TEST_FILTER picks tests by name; dev/gpu.sh: PM_ONLY_BENCH runs just the timings, PM_SKIP_MODEL leaves
     // out the model tests (sanitizer run)

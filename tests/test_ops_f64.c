@@ -344,6 +344,146 @@ static void test_scan(void **state) {
     free(yre), free(du), free(ddpre), free(dxdbl), free(dxz), free(ddtb), free(ddtb0), free(dAl), free(dAl0), free(dD), free(dD0);
 }
 
+// ---- carried state (backend.h: carry_*) ----
+
+// Three rows of T = 12: row 0 starts afresh (documents of 7 and 5 tokens); row 1 continues a document (pos 12 at the
+// row start) for 5 tokens, then a new one; row 2 continues a document throughout (pos 24 ..).
+#define KT 12
+static const int32_t carry_pos[3 * KT] = {0,  1,  2,  3,  4,  5,  6,  0,  1,  2,  3,  4,  12, 13, 14, 15, 16, 0,
+                                          1,  2,  3,  4,  5,  6,  24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35};
+static const int32_t carry_first[3] = {0, 5, KT};
+
+typedef struct {
+    ConvCtx cv;
+    real *hist;
+} CarryConvCtx;
+static long double carry_conv_obj(void *p) {
+    CarryConvCtx *c = p;
+    be->conv_silu_fwd(c->cv.u, c->cv.xi, c->cv.ldx, c->cv.w, c->cv.b, carry_pos, c->cv.M, c->cv.T, c->cv.C, c->cv.K);
+    be->carry_conv_fwd(c->cv.u, c->cv.xi, c->cv.ldx, c->cv.w, c->cv.b, carry_pos, carry_first, c->hist, c->cv.M,
+                       c->cv.T, c->cv.C, c->cv.K);
+    return dot(c->cv.u, c->cv.C, c->cv.R, c->cv.C, c->cv.M, c->cv.C);
+}
+// The conv with carried inputs: its backward (conv_silu_bwd, then carry_conv_bwd's corrections) against finite
+// differences of the forward with them (conv_silu_fwd, then carry_conv_fwd).
+static void test_carry_conv(void **state) {
+    int T = KT, M = 3 * KT, C = 17, K = 4, ldx = 2 * C;
+    CarryConvCtx c = {{rnd((size_t)M * ldx), rnd((size_t)C * K), rnd(C), arr((size_t)M * C), rnd((size_t)M * C), ldx, M,
+                       T, C, K},
+                      rnd((size_t)3 * (K - 1) * C)};
+    real *dxi = arr((size_t)M * ldx), *dw = arr((size_t)C * K), *db = arr(C), *dwc = arr((size_t)C * K), *dbc = arr(C);
+    be->conv_silu_bwd(dxi, ldx, dw, db, c.cv.R, c.cv.xi, c.cv.w, c.cv.b, carry_pos, M, T, C, K);
+    be->carry_conv_bwd(dxi, ldx, dwc, dbc, c.cv.R, c.cv.xi, c.cv.w, c.cv.b, carry_pos, carry_first, c.hist, M, T, C, K);
+    be->add_f32(dw, dwc, (size_t)C * K);
+    be->add_f32(db, dbc, C);
+    check_grad_ld("dxi", c.cv.xi, ldx, dxi, ldx, M, C, carry_conv_obj, &c);
+    check_grad("dw_conv", c.cv.w, dw, (size_t)C * K, carry_conv_obj, &c);
+    check_grad("db_conv", c.cv.b, db, C, carry_conv_obj, &c);
+    free(c.cv.xi), free(c.cv.w), free(c.cv.b), free(c.cv.u), free(c.cv.R), free(c.hist);
+    free(dxi), free(dw), free(db), free(dwc), free(dbc);
+}
+
+typedef struct {
+    ScanCtx sc;
+    real *h0;
+} CarryScanCtx;
+static long double carry_scan_obj(void *p) {
+    CarryScanCtx *c = p;
+    ScanCtx *s = &c->sc;
+    be->scan_fwd(s->out, s->u, s->dpre, s->dt_bias, s->A_log, scan_B(s), scan_C(s), s->ldbc, s->D, scan_z(s), s->ldz,
+                 carry_pos, s->M, s->T, s->Cd, s->N, NULL);
+    be->carry_scan_fwd(s->out, s->dpre, s->dt_bias, s->A_log, scan_C(s), s->ldbc, scan_z(s), s->ldz, carry_first, c->h0,
+                       s->M, s->T, s->Cd, s->N);
+    return dot(s->out, s->Cd, s->R, s->Cd, s->M, s->Cd);
+}
+// The scan started from a carried state: scan_bwd plus carry_scan_bwd against finite differences of scan_fwd plus
+// carry_scan_fwd, for every input (those the carried state does not touch too: nothing may be added there).
+static void test_carry_scan(void **state) {
+    int T = KT, M = 3 * KT, Cd = 17, N = 4, dtr = 2, ldbc = dtr + 2 * N, ldz = 2 * Cd;
+    size_t mc = (size_t)M * Cd;
+    CarryScanCtx c = {{rnd(mc), rnd(mc), rnd(Cd), arr((size_t)Cd * N), rnd((size_t)M * ldbc), arr(Cd),
+                       rnd((size_t)M * ldz), arr(mc), rnd(mc), ldbc, ldz, dtr, M, T, Cd, N},
+                      rnd((size_t)3 * Cd * N)};
+    ScanCtx *s = &c.sc;
+    for (int i = 0; i < Cd * N; i++) s->A_log[i] = log(1 + i % N) + 0.3 * (urand() - 0.5);
+    for (int i = 0; i < Cd; i++) s->D[i] = 0.5 + urand(), s->dt_bias[i] = -1 + urand();
+    for (size_t i = 0; i < mc; i++) s->dpre[i] *= 0.5;  // delta ~0.2..1: the carried state decays over a few tokens
+    real *du = arr(mc), *ddpre = arr(mc), *dxdbl = arr((size_t)M * ldbc), *dxz = arr((size_t)M * ldz);
+    real *ddtb = arr(Cd), *dAl = arr((size_t)Cd * N), *dD = arr(Cd), *ddtbc = arr(Cd), *dAlc = arr((size_t)Cd * N);
+    be->scan_bwd(du, ddpre, dxdbl + dtr, dxdbl + dtr + N, dxz + Cd, ddtb, dAl, dD, s->R, s->u, s->dpre, s->dt_bias,
+                 s->A_log, scan_B(s), scan_C(s), ldbc, s->D, scan_z(s), ldz, carry_pos, M, T, Cd, N, NULL, NULL);
+    be->carry_scan_bwd(ddpre, dxdbl + dtr + N, dxz + Cd, ddtbc, dAlc, s->R, s->dpre, s->dt_bias, s->A_log, scan_C(s),
+                       ldbc, scan_z(s), ldz, carry_first, c.h0, M, T, Cd, N);
+    be->add_f32(ddtb, ddtbc, Cd);
+    be->add_f32(dAl, dAlc, (size_t)Cd * N);
+    check_grad("du", s->u, du, mc, carry_scan_obj, &c);
+    check_grad("ddpre", s->dpre, ddpre, mc, carry_scan_obj, &c);
+    check_grad_ld("dB", scan_B(s), ldbc, dxdbl + dtr, ldbc, M, N, carry_scan_obj, &c);
+    check_grad_ld("dC", scan_C(s), ldbc, dxdbl + dtr + N, ldbc, M, N, carry_scan_obj, &c);
+    check_grad_ld("dz", scan_z(s), ldz, dxz + Cd, ldz, M, Cd, carry_scan_obj, &c);
+    check_grad("ddt_bias", s->dt_bias, ddtb, Cd, carry_scan_obj, &c);
+    check_grad("dA_log", s->A_log, dAl, (size_t)Cd * N, carry_scan_obj, &c);
+    check_grad("dD", s->D, dD, Cd, carry_scan_obj, &c);
+    free(s->u), free(s->dpre), free(s->dt_bias), free(s->A_log), free(s->xdbl), free(s->D), free(s->xz), free(s->out);
+    free(s->R), free(c.h0), free(du), free(ddpre), free(dxdbl), free(dxz), free(ddtb), free(dAl), free(dD), free(ddtbc);
+    free(dAlc);
+}
+
+// A document of 3T' tokens in one row of 3T', against the same document in three rows of T' carried from row to row
+// (carry_state_out after each, carry_*_fwd into the next): the conv's and the scan's outputs agree to rounding, and
+// the state the last row leaves is the unbroken walk's. The unbroken walk is the ops' own (the definition), so
+// this checks that the carried pieces add up to it.
+static void test_carry_equals_unbroken(void **state) {
+    const int Tp = 9, L = 3 * Tp, C = 6, K = 4, N = 4, dtr = 2, ldbc = dtr + 2 * N, ldx = 2 * C;
+    real *xz = rnd((size_t)L * ldx), *w = rnd((size_t)C * K), *b = rnd(C), *dpre = rnd((size_t)L * C), *dtb = rnd(C);
+    real *A_log = arr((size_t)C * N), *xdbl = rnd((size_t)L * ldbc), *D = rnd(C);
+    for (int i = 0; i < C * N; i++) A_log[i] = log(1 + i % N) - 1.5;  // slow decay: the state matters rows later
+    for (size_t i = 0; i < (size_t)L * C; i++) dpre[i] *= 0.3;
+    int32_t *pos = malloc(L * sizeof(int32_t));
+    for (int t = 0; t < L; t++) pos[t] = t;
+    // unbroken: one row of L
+    real *u1 = arr((size_t)L * C), *y1 = arr((size_t)L * C);
+    be->conv_silu_fwd(u1, xz, ldx, w, b, pos, L, L, C, K);
+    be->scan_fwd(y1, u1, dpre, dtb, A_log, xdbl + dtr, xdbl + dtr + N, ldbc, D, xz + C, ldx, pos, L, L, C, N, NULL);
+    // carried: rows of Tp, one at a time (each a batch of one row), the state passed on
+    real *u = arr((size_t)L * C), *y = arr((size_t)L * C), *h[2] = {arr((size_t)C * N), arr((size_t)C * N)};
+    real *hist[2] = {arr((size_t)(K - 1) * C), arr((size_t)(K - 1) * C)};
+    for (int r = 0; r < 3; r++) {
+        const size_t o = (size_t)r * Tp;
+        const int32_t first = r > 0 ? Tp : 0, last = r < 2 ? 0 : -1;
+        const int in = r & 1, out = in ^ 1;
+        be->conv_silu_fwd(u + o * C, xz + o * ldx, ldx, w, b, pos + o, Tp, Tp, C, K);
+        be->carry_conv_fwd(u + o * C, xz + o * ldx, ldx, w, b, pos + o, &first, hist[in], Tp, Tp, C, K);
+        be->scan_fwd(y + o * C, u + o * C, dpre + o * C, dtb, A_log, xdbl + o * ldbc + dtr, xdbl + o * ldbc + dtr + N,
+                     ldbc, D, xz + o * ldx + C, ldx, pos + o, Tp, Tp, C, N, NULL);
+        be->carry_scan_fwd(y + o * C, dpre + o * C, dtb, A_log, xdbl + o * ldbc + dtr + N, ldbc, xz + o * ldx + C, ldx,
+                           &first, h[in], Tp, Tp, C, N);
+        if (last >= 0)
+            be->carry_state_out(h[out], hist[out], u + o * C, dpre + o * C, dtb, A_log, xdbl + o * ldbc + dtr, ldbc,
+                                xz + o * ldx, ldx, &first, &last, h[in], Tp, Tp, C, N, K);
+    }
+    double worst_u = 0, worst_y = 0;
+    for (size_t i = 0; i < (size_t)L * C; i++) {
+        worst_u = fmax(worst_u, fabs((double)(u[i] - u1[i])) / (1e-3 + fabs((double)u1[i])));
+        worst_y = fmax(worst_y, fabs((double)(y[i] - y1[i])) / (1e-3 + fabs((double)y1[i])));
+    }
+    print_message("  carried vs unbroken: u %.2e, y %.2e\n", worst_u, worst_y);
+    assert_true(worst_u < 1e-12);
+    assert_true(worst_y < 1e-12);
+    // and the control: without the carried state the later rows differ (the test can tell)
+    real *y0 = arr((size_t)L * C);
+    for (int r = 0; r < 3; r++) {
+        const size_t o = (size_t)r * Tp;
+        be->scan_fwd(y0 + o * C, u1 + o * C, dpre + o * C, dtb, A_log, xdbl + o * ldbc + dtr, xdbl + o * ldbc + dtr + N,
+                     ldbc, D, xz + o * ldx + C, ldx, pos + o, Tp, Tp, C, N, NULL);
+    }
+    double diff = 0;
+    for (size_t i = (size_t)Tp * C; i < (size_t)L * C; i++) diff = fmax(diff, fabs((double)(y0[i] - y1[i])));
+    assert_true(diff > 1e-3);
+    free(xz), free(w), free(b), free(dpre), free(dtb), free(A_log), free(xdbl), free(D), free(pos), free(u1), free(y1);
+    free(u), free(y), free(h[0]), free(h[1]), free(hist[0]), free(hist[1]), free(y0);
+}
+
 // ---- classifier ----
 
 typedef struct {
@@ -396,6 +536,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_embedding), cmocka_unit_test(test_rmsnorm), cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_conv),      cmocka_unit_test(test_scan),    cmocka_unit_test(test_classifier),
+        cmocka_unit_test(test_carry_conv), cmocka_unit_test(test_carry_scan), cmocka_unit_test(test_carry_equals_unbroken),
     };
     return cmocka_run_group_tests_name("ops_f64 finite differences", tests, NULL, NULL);
 }
