@@ -129,7 +129,8 @@ static void test_carried_model_gradients(void **state) {
     const double loss_carried = model_forward(&m, &b, NULL);
     model_backward(&m, 1.0f);
     const double *g = (const double *)m.grads;
-    // the state the forward read stays what it was: the forward wrote the rows' final states to the other set
+    // (the forward wrote the rows' final states to the other set and made it current: each forward below first
+    // puts the state under test back with model_set_carry)
     // the carried state matters (else the check would not test the carry ops)
     double *zero = (double *)pm_calloc(1, cb);
     model_set_carry(&m, zero);
