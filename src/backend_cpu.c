@@ -907,14 +907,14 @@ static void carry_scan_fwd(void *out_, const void *dpre_, const void *dt_bias_, 
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < Cd; c++) {
             if (first[r] <= 0) continue;
-            real P[64];  // (N) decay of the carried state since the row start (N <= 64: model.c checks)
+            real P[64], A[64];  // (N) decay of the carried state since the row start (N <= 64: model.c checks); A
             const real *h = h0 + ((size_t)r * Cd + c) * N;
-            for (int n = 0; n < N; n++) P[n] = 1;
+            for (int n = 0; n < N; n++) P[n] = 1, A[n] = -exp(A_log[(size_t)c * N + n]);
             for (int t = r * T; t < r * T + first[r]; t++) {
                 const real dl = carry_delta(dpre, dt_bias, (size_t)t, Cd, c);
                 real e = 0;
                 for (int n = 0; n < N; n++) {
-                    P[n] *= exp_r(dl * -exp(A_log[(size_t)c * N + n]));
+                    P[n] *= exp_r(dl * A[n]);
                     e += Cm[(size_t)t * ldbc + n] * P[n] * h[n];
                 }
                 out[(size_t)t * Cd + c] += e * silu_v(z[(size_t)t * ldz + c]);
@@ -981,11 +981,12 @@ static void carry_state_out(void *h_out_, void *hist_out_, const void *u_, const
             if (last[r] < 0) continue;
             real *s = h_out + ((size_t)r * Cd + c) * N;
             const int from_h0 = last[r] == 0 && first[r] > 0;
-            for (int n = 0; n < N; n++) s[n] = from_h0 ? h0[((size_t)r * Cd + c) * N + n] : 0;
+            real A[64];
+            for (int n = 0; n < N; n++) s[n] = from_h0 ? h0[((size_t)r * Cd + c) * N + n] : 0, A[n] = -exp(A_log[(size_t)c * N + n]);
             for (int t = r * T + last[r]; t < (r + 1) * T; t++) {
                 const real dl = carry_delta(dpre, dt_bias, (size_t)t, Cd, c), ut = u[(size_t)t * Cd + c];
                 for (int n = 0; n < N; n++)
-                    s[n] = exp_r(dl * -exp(A_log[(size_t)c * N + n])) * s[n] + dl * Bm[(size_t)t * ldbc + n] * ut;
+                    s[n] = exp_r(dl * A[n]) * s[n] + dl * Bm[(size_t)t * ldbc + n] * ut;
             }
             for (int k = 0; k < K - 1; k++)
                 hist_out[((size_t)r * (K - 1) + k) * Cd + c] = xi[(size_t)(r * T + T - (K - 1) + k) * ldx + c];

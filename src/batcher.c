@@ -74,6 +74,23 @@ static int64_t pack_greedy(const Piece *p, int64_t n, int T, int64_t *row_start,
     return rows;
 }
 
+// The oldest waiting piece of the longest waiting length L <= space, taken from its per-length FIFO queue
+// (head/tail/next; occ: bit L set while some piece of length L waits); -1 when none fits. A bitset over lengths
+// finds that L in T/64 steps.
+static int64_t take_longest_fitting(int space, int64_t *head, int64_t *tail, const int64_t *next, uint64_t *occ) {
+    int L = -1;
+    for (int w = space >> 6; w >= 0 && L < 0; w--) {
+        uint64_t bits = occ[w];
+        if (w == space >> 6) bits &= (space & 63) == 63 ? ~0ull : ((1ull << ((space & 63) + 1)) - 1);
+        if (bits) L = w * 64 + 63 - __builtin_clzll(bits);
+    }
+    if (L <= 0) return -1;
+    const int64_t i = head[L];
+    head[L] = next[i];
+    if (head[L] < 0) tail[L] = -1, occ[L >> 6] &= ~(1ull << (L & 63));
+    return i;
+}
+
 // Best fit over a window: the next `window` pieces (in order) wait in per-length FIFO queues; a row is filled by
 // repeatedly taking the longest waiting piece that still fits (oldest first among equal lengths), refilling the
 // window from the order after each take. A bitset over lengths finds "longest length <= space" in T/64 steps.
@@ -98,20 +115,11 @@ static int64_t pack_best_fit(const Piece *p, int64_t n, int T, int window, int64
     while (waiting > 0) {
         int space = T;
         while (space > 0 && waiting > 0) {
-            // Longest waiting length L <= space.
-            int L = -1;
-            for (int w = space >> 6; w >= 0 && L < 0; w--) {
-                uint64_t bits = occ[w];
-                if (w == space >> 6) bits &= (space & 63) == 63 ? ~0ull : ((1ull << ((space & 63) + 1)) - 1);
-                if (bits) L = w * 64 + 63 - __builtin_clzll(bits);
-            }
-            if (L <= 0) break;
-            int64_t i = head[L];
-            head[L] = next[i];
-            if (head[L] < 0) tail[L] = -1, occ[L >> 6] &= ~(1ull << (L & 63));
+            const int64_t i = take_longest_fitting(space, head, tail, next, occ);
+            if (i < 0) break;
             waiting--;
             row_piece[placed++] = i;
-            space -= L;
+            space -= p[i].len;
             ENQUEUE();
         }
         row_start[++rows] = placed;
@@ -216,19 +224,11 @@ static int64_t pack_carry(const Piece *p, int64_t n, int B, int T, int window, i
                 ENQUEUE();
             }
             while (space > 0 && waiting > chains.n) {
-                int L = -1;  // longest waiting length L <= space
-                for (int w = space >> 6; w >= 0 && L < 0; w--) {
-                    uint64_t bits = occ[w];
-                    if (w == space >> 6) bits &= (space & 63) == 63 ? ~0ull : ((1ull << ((space & 63) + 1)) - 1);
-                    if (bits) L = w * 64 + 63 - __builtin_clzll(bits);
-                }
-                if (L <= 0) break;
-                int64_t i = head[L];
-                head[L] = next[i];
-                if (head[L] < 0) tail[L] = -1, occ[L >> 6] &= ~(1ull << (L & 63));
+                const int64_t i = take_longest_fitting(space, head, tail, next, occ);
+                if (i < 0) break;
                 waiting--;
                 row_piece[placed++] = i;
-                space -= L;
+                space -= p[i].len;
                 ENQUEUE();
             }
             if (rows + 1 >= *row_cap) {
