@@ -120,20 +120,29 @@ typedef struct Backend {
     // dt_bias, D (Cd) F32; A_log (Cd, N) F32; out (M, Cd) ACT.
     // states: NULL, or a buffer of scan_states_bytes(M, T, Cd, N) bytes where the forward leaves what the
     // backward would otherwise recompute (backends without scan_states_bytes ignore it).
+    // first, h0: NULL (every row starts from s = 0), or the state carried into rows from the batch before
+    // (DESIGN §2; model.c): a row r with first[r] > 0 continues a document, and its state before its first token
+    // is h0[r] (Cd, N) F32 instead of 0 (up to its next document start, where the state restarts as anywhere).
+    // first int32 (M / T rows) and h0 (rows, Cd, N) F32 are in backend memory.
     void (*scan_fwd)(void *out, const void *u, const void *dpre, const void *dt_bias, const void *A_log,
                      const void *Bm, const void *Cm, int ldbc, const void *D, const void *z, int ldz,
-                     const int32_t *pos, int M, int T, int Cd, int N, void *states);
+                     const int32_t *pos, int M, int T, int Cd, int N, void *states, const int32_t *first,
+                     const void *h0);
     // Backward of scan_fwd given dout (M, Cd) ACT. Overwrites du, ddpre (M, Cd) ACT, dB, dC (ldbc) ACT,
     // dz (ldz) ACT; accumulates ddt_bias, dD (Cd) and dA_log (Cd, N) F32. states: NULL (recompute what it needs)
     // or what scan_fwd left there for these same inputs; the results are the same either way. out: NULL, or
     // (M, Cd) ACT where the backward writes scan_fwd's output again, from the states it recomputes anyway (the
     // out_proj weight gradient needs it, so the model keeps no copy of it per layer). Both backends write the
-    // forward's bits: the same states, summed over n in the forward's order.
+    // forward's bits: the same states, summed over n in the forward's order (rows carried in: see below).
+    // first, h0: as scan_fwd's (and the same as the forward's that left states). h0 is a constant here: no
+    // gradient flows into the batch before (truncated backpropagation at the row start). On the GPU a carried
+    // row's forward output is the zero-start output plus the carried part, rounded to bf16 twice, while out is
+    // formed from the true states once: the two may differ there in the last bf16 place.
     void (*scan_bwd)(void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log,
                      void *dD, const void *dout, const void *u, const void *dpre, const void *dt_bias,
                      const void *A_log, const void *Bm, const void *Cm, int ldbc, const void *D,
                      const void *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N, const void *states,
-                     void *out);
+                     void *out, const int32_t *first, const void *h0);
     // Optional (NULL: the backend cannot keep scan states): bytes of the states buffer above.
     size_t (*scan_states_bytes)(int M, int T, int Cd, int N);
 
@@ -142,9 +151,10 @@ typedef struct Backend {
     // Rows are the M / T rows of T tokens. A row r with first[r] > 0 continues a document from the previous batch:
     // its first first[r] tokens (up to the row's next document start, else T) start from the carried scan state
     // h0 (rows, Cd, N) F32 and see the carried conv inputs hist (rows, K-1, Cd) ACT (the previous piece's last K-1
-    // xi rows, oldest first) in place of zeros; first[r] == 0: the row starts afresh. The ops above still restart
-    // every row from zero; these add what the carried state changes, so that together they compute the values of
-    // the unbroken document. first and last are int32 (rows) in backend memory.
+    // xi rows, oldest first) in place of zeros; first[r] == 0: the row starts afresh. The scan takes its carried
+    // state itself (scan_fwd's first, h0); conv_silu_fwd/bwd still restart every row, and the carry_conv ops add
+    // what the carried inputs change, so that together they compute the values of the unbroken document. first and
+    // last are int32 (rows) in backend memory.
     // carry_conv_fwd: rewrites u's first min(K-1, first[r]) tokens of such rows with the history taps included
     //   (tap j steps back from token t reads hist[K-1+t-j] where t < j <= pos[t]).
     void (*carry_conv_fwd)(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
@@ -154,18 +164,6 @@ typedef struct Backend {
     void (*carry_conv_bwd)(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi, const void *w,
                            const void *b, const int32_t *pos, const int32_t *first, const void *hist, int M, int T,
                            int C, int K);
-    // carry_scan_fwd: out (M, Cd) ACT += silu(z_t) * sum_n C_t[n] * P_t[n] * h0[n], P_t = prod_{s<=t} exp(delta_s A)
-    //   (delta and A as scan_fwd's), over each such row's first first[r] tokens: the carried state's contribution.
-    void (*carry_scan_fwd)(void *out, const void *dpre, const void *dt_bias, const void *A_log, const void *Cm,
-                           int ldbc, const void *z, int ldz, const int32_t *first, const void *h0, int M, int T,
-                           int Cd, int N);
-    // carry_scan_bwd: carry_scan_fwd's backward given dout: ADDS to ddpre (M, Cd), dC (ldbc) and dz (ldz) ACT over
-    //   those tokens and WRITES (=) its ddt_bias (Cd) and dA_log (Cd, N) F32 parts. h0 is a constant: no gradient
-    //   flows into the batch before (truncated backpropagation, as the rows' own backward stops at the row start).
-    void (*carry_scan_bwd)(void *ddpre, void *dC, void *dz, void *ddt_bias, void *dA_log, const void *dout,
-                           const void *dpre, const void *dt_bias, const void *A_log, const void *Cm, int ldbc,
-                           const void *z, int ldz, const int32_t *first, const void *h0, int M, int T, int Cd,
-                           int N);
     // carry_state_out: for each row with last[r] >= 0 (the start of its last document's segment, which goes on in
     //   the next batch): h_out[r] (Cd, N) F32 = the scan state after the row's last token, walked from token
     //   last[r] from zero, or from h0[r] where last[r] == 0 and first[r] > 0 (one document throughout the row);

@@ -451,7 +451,7 @@ static void conv_silu_bwd(void *dxi_, int ldx, void *dw_, void *db_, const void 
 }
 
 // ----------------------------------------------------------------------------------------------------------
-// selective scan. Rows are independent (the state restarts at every row start), and so are channels. The
+// selective scan. Rows are independent (each starts from 0 or its carried state h0), and so are channels. The
 // work unit is one row and a block of SCAN_CB consecutive channels: the block is the vector (lane j = channel
 // c0 + j, contiguous in the token-major layout), the N states of each channel live in s (N, SCAN_CB), and the
 // unit walks its T tokens. A last partial block (Cd not a multiple of SCAN_CB) runs with zero-filled lanes:
@@ -480,18 +480,30 @@ static void scan_block_A(real *A, const real *A_log, int c0, int w, int N) {
         for (int j = 0; j < SCAN_CB; j++) A[n * SCAN_CB + j] = j < w ? -exp(A_log[(size_t)(c0 + j) * N + n]) : 0;
 }
 
+// The state a row starts from (backend.h: scan_fwd's first, h0): its carried state h0[r] (Cd, N), or NULL for 0.
+static const real *carried_row(const int32_t *first, const void *h0, int r, int Cd, int N) {
+    return first && h0 && first[r] > 0 ? (const real *)h0 + (size_t)r * Cd * N : NULL;
+}
+// s (N, SCAN_CB) = the block's lanes of h0r (Cd, N), or 0 (h0r NULL; padded lanes 0)
+static void scan_state_init(real *s, const real *h0r, int c0, int w, int N) {
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < SCAN_CB; j++) s[n * SCAN_CB + j] = h0r && j < w ? h0r[(size_t)(c0 + j) * N + n] : 0;
+}
+
 PM_CLONES static void scan_fwd_unit(real *out, const real *u, const real *dpre, const real *dt_bias,
                                     const real *A_log, const real *Bm, const real *Cm, int ldbc, const real *D,
                                     const real *z, int ldz, const int32_t *pos, int T, int Cd, int N, int t0,
-                                    int t1, int c0, int w) {
+                                    int t1, int c0, int w, const real *h0r) {
     real *A = thread_scratch(2 * (size_t)N * SCAN_CB);  // A (N, SCAN_CB), then the states s (N, SCAN_CB)
     real *s = A + (size_t)N * SCAN_CB;
+    (void)T;
     _Alignas(64) real dtb[SCAN_CB], Dc[SCAN_CB], uu[SCAN_CB], dl[SCAN_CB], zz[SCAN_CB], y[SCAN_CB];
     scan_block_A(A, A_log, c0, w, N);
     lanes_load(dtb, dt_bias + c0, w);
     lanes_load(Dc, D + c0, w);
+    scan_state_init(s, h0r, c0, w, N);
     for (int t = t0; t < t1; t++) {
-        if (pos[t] == 0 || t % T == 0) memset(s, 0, (size_t)N * SCAN_CB * sizeof(real));
+        if (pos[t] == 0) memset(s, 0, (size_t)N * SCAN_CB * sizeof(real));
         lanes_load(uu, u + (size_t)t * Cd + c0, w);
         lanes_load(dl, dpre + (size_t)t * Cd + c0, w);
         lanes_load(zz, z + (size_t)t * ldz + c0, w);
@@ -518,7 +530,8 @@ PM_CLONES static void scan_fwd_unit(real *out, const real *u, const real *dpre, 
 
 static void scan_fwd(void *out_, const void *u_, const void *dpre_, const void *dt_bias_, const void *A_log_,
                      const void *Bm_, const void *Cm_, int ldbc, const void *D_, const void *z_, int ldz,
-                     const int32_t *pos, int M, int T, int Cd, int N, void *states) {
+                     const int32_t *pos, int M, int T, int Cd, int N, void *states, const int32_t *first,
+                     const void *h0) {
     (void)states;  // the CPU backend keeps no scan states (scan_states_bytes is NULL): its backward recomputes
     real *out = out_;                                                // (M, Cd)
     const real *u = u_, *dpre = dpre_, *z = z_;                      // (M, Cd), (M, Cd), (M, Cd) ldz
@@ -530,7 +543,8 @@ static void scan_fwd(void *out_, const void *u_, const void *dpre_, const void *
         for (int b = 0; b < nb; b++) {
             int c0 = b * SCAN_CB, w = Cd - c0 < SCAN_CB ? Cd - c0 : SCAN_CB;
             int t1 = (r + 1) * T < M ? (r + 1) * T : M;
-            scan_fwd_unit(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, N, r * T, t1, c0, w);
+            scan_fwd_unit(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, N, r * T, t1, c0, w,
+                          carried_row(first, h0, r, Cd, N));
         }
 }
 
@@ -560,11 +574,12 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
                                     const real *dout, const real *u, const real *dpre, const real *dt_bias,
                                     const real *A_log, const real *Bm, const real *Cm, int ldbc, const real *D,
                                     const real *z, int ldz, const int32_t *pos, int T, int Cd, int N, int t0,
-                                    int t1, int c0, int w) {
+                                    int t1, int c0, int w, const real *h0r) {
     const size_t NL = (size_t)N * SCAN_CB;
-    real *A = thread_scratch((2 * (size_t)T * N + 7 * (size_t)N + T) * SCAN_CB);
+    real *A = thread_scratch((2 * (size_t)T * N + 8 * (size_t)N + T) * SCAN_CB);
     real *h = A + NL, *dA = h + NL, *tB = dA + NL, *tC = tB + NL, *dAa = tC + NL, *sz = dAa + NL;
-    real *delt = sz + NL;        // delta (T, SCAN_CB)
+    real *s_in = sz + NL;        // the state before the row's first token (N, SCAN_CB): h0's lanes or 0
+    real *delt = s_in + NL;      // delta (T, SCAN_CB)
     real *S = delt + (size_t)T * SCAN_CB;  // states (T, N, SCAN_CB)
     real *Ea = S + (size_t)T * NL;         // decays a_t = exp(delta_t A) (T, N, SCAN_CB)
     _Alignas(64) real dtb[SCAN_CB], Dc[SCAN_CB], uu[SCAN_CB], zz[SCAN_CB], go[SCAN_CB], y[SCAN_CB],
@@ -573,10 +588,11 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
     lanes_load(dtb, dt_bias + c0, w);
     lanes_load(Dc, D + c0, w);
     memset(sz, 0, NL * sizeof(real));
+    scan_state_init(s_in, h0r, c0, w, N);
     // forward recompute: S[t - t0] = s_t, delt[t - t0] = delta_t
     for (int t = t0; t < t1; t++) {
         real *st = S + (size_t)(t - t0) * NL, *at = Ea + (size_t)(t - t0) * NL, *dl = delt + (size_t)(t - t0) * SCAN_CB;
-        const real *sp = (pos[t] == 0 || t % T == 0) ? sz : st - NL;  // s_{t-1}, zeros at a start
+        const real *sp = pos[t] == 0 ? sz : t == t0 ? s_in : st - NL;  // s_{t-1}: zeros at a start
         lanes_load(uu, u + (size_t)t * Cd + c0, w);
         lanes_load(dl, dpre + (size_t)t * Cd + c0, w);
 #pragma omp simd
@@ -601,8 +617,8 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
     for (int t = t1 - 1; t >= t0; t--) {
         const real *st = S + (size_t)(t - t0) * NL, *at = Ea + (size_t)(t - t0) * NL;
         const real *dl = delt + (size_t)(t - t0) * SCAN_CB;
-        int start = pos[t] == 0 || t % T == 0;
-        const real *sp = start ? sz : st - NL;
+        const int start = pos[t] == 0 || t == t0;  // (nothing flows on before the row's first token)
+        const real *sp = pos[t] == 0 ? sz : t == t0 ? s_in : st - NL;
         lanes_load(uu, u + (size_t)t * Cd + c0, w);
         lanes_load(zz, z + (size_t)t * ldz + c0, w);
         lanes_load(go, dout + (size_t)t * Cd + c0, w);
@@ -640,7 +656,7 @@ PM_CLONES static void scan_bwd_unit(real *du, real *ddpre, real *gB, real *gC, r
                 duu[j] += hn[j] * dl[j] * bn;
                 dd[j] += hn[j] * bn * uu[j];
                 real a = atn[j];
-                real da = hn[j] * spn[j];                 // dL/da_t (0 at a start: s_{t-1} = 0 there)
+                real da = hn[j] * spn[j];                 // dL/da_t (0 at a start: s_{t-1} = 0 there; h0 is a constant)
                 dd[j] += da * a * An[j];
                 dAn[j] += da * a * dl[j];
                 hn[j] = start ? 0 : hn[j] * a;            // flows on to s_{t-1}; nothing crosses a start
@@ -676,7 +692,7 @@ static void scan_bwd(void *du_, void *ddpre_, void *dB_, void *dC_, void *dz_, v
                      void *dD_, const void *dout_, const void *u_, const void *dpre_, const void *dt_bias_,
                      const void *A_log_, const void *Bm_, const void *Cm_, int ldbc, const void *D_,
                      const void *z_, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                     const void *states, void *out_) {
+                     const void *states, void *out_, const int32_t *first, const void *h0) {
     (void)states;
     real *du = du_, *ddpre = ddpre_, *dz = dz_, *outp = out_;        // (M, Cd), (M, Cd), (M, Cd) ldz, (M, Cd)
     real *dB = dB_, *dC = dC_;                                       // (M, N) ldbc
@@ -699,7 +715,7 @@ static void scan_bwd(void *du_, void *ddpre_, void *dB_, void *dC_, void *dz_, v
                 int c0 = b * SCAN_CB, w = Cd - c0 < SCAN_CB ? Cd - c0 : SCAN_CB;
                 scan_bwd_unit(du, ddpre, dBp + (size_t)g * M * N, dCp + (size_t)g * M * N, dz,
                               pp + (size_t)r * Cd * P, outp, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                              pos, T, Cd, N, t0, t1, c0, w);
+                              pos, T, Cd, N, t0, t1, c0, w, carried_row(first, h0, r, Cd, N));
             }
         }
     // reduce the partials in a fixed order
@@ -896,78 +912,6 @@ static inline real carry_delta(const real *dpre, const real *dt_bias, size_t t, 
     return softplus_v(dpre[t * Cd + c] + dt_bias[c]);
 }
 
-static void carry_scan_fwd(void *out_, const void *dpre_, const void *dt_bias_, const void *A_log_, const void *Cm_,
-                           int ldbc, const void *z_, int ldz, const int32_t *first, const void *h0_, int M, int T,
-                           int Cd, int N) {
-    real *out = out_;                                                          // (M, Cd)
-    const real *dpre = dpre_, *dt_bias = dt_bias_, *A_log = A_log_, *Cm = Cm_;  // (M, Cd), (Cd), (Cd, N), (M, N) ldbc
-    const real *z = z_, *h0 = h0_;                                             // (M, Cd) ldz, (rows, Cd, N)
-    const int rows = M / T;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < Cd; c++) {
-            if (first[r] <= 0) continue;
-            real P[64], A[64];  // (N) decay of the carried state since the row start (N <= 64: model.c checks); A
-            const real *h = h0 + ((size_t)r * Cd + c) * N;
-            for (int n = 0; n < N; n++) P[n] = 1, A[n] = -exp(A_log[(size_t)c * N + n]);
-            for (int t = r * T; t < r * T + first[r]; t++) {
-                const real dl = carry_delta(dpre, dt_bias, (size_t)t, Cd, c);
-                real e = 0;
-                for (int n = 0; n < N; n++) {
-                    P[n] *= exp_r(dl * A[n]);
-                    e += Cm[(size_t)t * ldbc + n] * P[n] * h[n];
-                }
-                out[(size_t)t * Cd + c] += e * silu_v(z[(size_t)t * ldz + c]);
-            }
-        }
-}
-
-static void carry_scan_bwd(void *ddpre_, void *dC_, void *dz_, void *ddt_bias_, void *dA_log_, const void *dout_,
-                           const void *dpre_, const void *dt_bias_, const void *A_log_, const void *Cm_, int ldbc,
-                           const void *z_, int ldz, const int32_t *first, const void *h0_, int M, int T, int Cd,
-                           int N) {
-    real *ddpre = ddpre_, *dC = dC_, *dz = dz_, *ddt_bias = ddt_bias_, *dA_log = dA_log_;
-    const real *dout = dout_, *dpre = dpre_, *dt_bias = dt_bias_, *A_log = A_log_, *Cm = Cm_, *z = z_, *h0 = h0_;
-    const int rows = M / T;
-    memset(ddt_bias, 0, (size_t)Cd * sizeof(real));
-    memset(dA_log, 0, (size_t)Cd * N * sizeof(real));
-    real *q = pm_malloc(((size_t)T + 1) * sizeof(real));  // (T) sum_n A[n] w_t[n] of one channel's tokens
-    for (int r = 0; r < rows; r++) {
-        if (first[r] <= 0) continue;
-        const int t0 = r * T, t1 = r * T + first[r];
-        for (int c = 0; c < Cd; c++) {
-            real P[64], A[64], cum = 0;
-            const real *h = h0 + ((size_t)r * Cd + c) * N;
-            for (int n = 0; n < N; n++) P[n] = 1, A[n] = -exp(A_log[(size_t)c * N + n]);
-            for (int t = t0; t < t1; t++) {
-                const real dl = carry_delta(dpre, dt_bias, (size_t)t, Cd, c);
-                cum += dl;
-                const real zt = z[(size_t)t * ldz + c], g = dout[(size_t)t * Cd + c] * silu_v(zt);
-                real e = 0, qt = 0;
-                for (int n = 0; n < N; n++) {
-                    P[n] *= exp_r(dl * A[n]);
-                    const real ph = P[n] * h[n], wn = g * Cm[(size_t)t * ldbc + n] * ph;
-                    e += Cm[(size_t)t * ldbc + n] * ph;
-                    dC[(size_t)t * ldbc + n] += g * ph;
-                    qt += A[n] * wn;
-                    dA_log[(size_t)c * N + n] += wn * cum * A[n];  // dP/dA = cum * P; dA/dA_log = A
-                }
-                q[t - t0] = qt;
-                dz[(size_t)t * ldz + c] += dout[(size_t)t * Cd + c] * e * silu_grad_v(zt);
-            }
-            // d delta_s = sum over t >= s of q_t (P_t holds exp(delta_s A) for every s <= t)
-            real acc = 0;
-            for (int t = t1 - 1; t >= t0; t--) {
-                acc += q[t - t0];
-                const real v = dpre[(size_t)t * Cd + c] + dt_bias[c], gd = acc * softplus_grad_v(v);
-                ddpre[(size_t)t * Cd + c] += gd;
-                ddt_bias[c] += gd;
-            }
-        }
-    }
-    free(q);
-}
-
 static void carry_state_out(void *h_out_, void *hist_out_, const void *u_, const void *dpre_, const void *dt_bias_,
                             const void *A_log_, const void *Bm_, int ldbc, const void *xi_, int ldx,
                             const int32_t *first, const int32_t *last, const void *h0_, int M, int T, int Cd, int N,
@@ -1028,8 +972,6 @@ const Backend *backend_cpu(void) {
         .scan_bwd = scan_bwd,
         .carry_conv_fwd = carry_conv_fwd,
         .carry_conv_bwd = carry_conv_bwd,
-        .carry_scan_fwd = carry_scan_fwd,
-        .carry_scan_bwd = carry_scan_bwd,
         .carry_state_out = carry_state_out,
         .add_f32 = add_f32,
         .classifier = classifier,

@@ -1133,15 +1133,27 @@ static void cu_conv_silu_bwd(void *dxi, int ldx, void *dw, void *db, const void 
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// selective scan: cuda_scan.cu
+// selective scan: cuda_scan.cu (the carried rows' parts: cuda_carry.cu)
+
+// the carry kernels' workspace (segment sums, segment states), one per stream: the side stream's must not be shared
+// with work queued on the main stream
+static Scratch s_carry, s_carry_side;
+static void *carry_ws(int M, int T, int Cd, int N) {
+    const size_t b = cuda_carry_ws_bytes(M, T, Cd, N);
+    return b ? scratch_get(g_stream == g_main ? &s_carry : &s_carry_side, b) : NULL;
+}
 
 static void cu_scan_fwd(void *out, const void *u, const void *dpre, const void *dt_bias, const void *A_log,
                         const void *Bm, const void *Cm, int ldbc, const void *D, const void *z, int ldz,
-                        const int32_t *pos, int M, int T, int Cd, int N, void *states) {
+                        const int32_t *pos, int M, int T, int Cd, int N, void *states, const int32_t *first,
+                        const void *h0) {
     if (M == 0) return;
+    const bool carry = first && h0;
     cuda_scan_fwd_ex((bf16 *)out, (const bf16 *)u, (const bf16 *)dpre, (const float *)dt_bias,
                      (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc, (const float *)D, (const bf16 *)z,
-                     ldz, pos, M, T, Cd, N, (float *)states, g_stream);  // (checks its own launches)
+                     ldz, pos, M, T, Cd, N, (float *)states, g_stream, carry ? first : NULL,
+                     carry ? (const float *)h0 : NULL,
+                     carry ? carry_ws(M, T, Cd, N) : NULL);  // (checks its own launches)
 }
 static size_t cu_scan_states_bytes(int M, int T, int Cd, int N) { return cuda_scan_states_bytes(M, T, Cd, N); }
 
@@ -1149,8 +1161,9 @@ static void scan_bwd_impl(void *du, void *ddpre, void *dB, void *dC, void *dz, v
                           void *dD, const void *dout, const void *u, const void *dpre, const void *dt_bias,
                           const void *A_log, const void *Bm, const void *Cm, int ldbc, const void *D,
                           const void *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                          const void *states, void *out, int det) {
+                          const void *states, void *out, const int32_t *first, const void *h0, int det) {
     if (M == 0) return;
+    const bool carry = first && h0;
     size_t wsb = cuda_scan_workspace_bytes(M, T, Cd, N);
     void *ws = wsb ? scratch_get(&s_big, wsb) : NULL;
     // the parameter gradients' partial rows: to the reduction queue (on the side stream, the scan's workspace)
@@ -1159,8 +1172,9 @@ static void scan_bwd_impl(void *du, void *ddpre, void *dB, void *dC, void *dz, v
                                 (float *)dA_log, (float *)dD, (const bf16 *)dout, (const bf16 *)u, (const bf16 *)dpre,
                                 (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc,
                                 (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, (const float *)states,
-                                (bf16 *)out, ws, wsb ? s_big.bytes : 0, det, g_stream, !g_grads_write,
-                                par);  // (checks its own launches)
+                                (bf16 *)out, ws, wsb ? s_big.bytes : 0, det, g_stream, !g_grads_write, par,
+                                carry ? first : NULL, carry ? (const float *)h0 : NULL,
+                                carry ? carry_ws(M, T, Cd, N) : NULL);  // (checks its own launches)
     if (par)
         red_job(cuda_scan_param_job((float *)ddt_bias, (float *)dA_log, (float *)dD, par, rows, Cd, N,
                                     !g_grads_write));
@@ -1169,23 +1183,15 @@ static void scan_bwd_impl(void *du, void *ddpre, void *dB, void *dC, void *dz, v
     void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log, void *dD,             \
         const void *dout, const void *u, const void *dpre, const void *dt_bias, const void *A_log,           \
         const void *Bm, const void *Cm, int ldbc, const void *D, const void *z, int ldz, const int32_t *pos, \
-        int M, int T, int Cd, int N, const void *states, void *out
+        int M, int T, int Cd, int N, const void *states, void *out, const int32_t *first, const void *h0
 #define SCAN_BWD_PASS                                                                                             \
     du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, \
-        Cd, N, states, out
+        Cd, N, states, out, first, h0
 static void cu_scan_bwd_det(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 1); }
 static void cu_scan_bwd_fast(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 0); }
 
 // ---------------------------------------------------------------------------------------------------------
 // state carried into rows from the batch before (Backend.carry_*): cuda_carry.cu. Deterministic in both modes.
-
-// the carry scan ops' workspace (segment sums, partial sums), one per stream: the side stream's must not be shared
-// with the main's
-static Scratch s_carry, s_carry_side;
-static void *carry_ws(int M, int T, int Cd, int N) {
-    const size_t b = cuda_carry_ws_bytes(M, T, Cd, N);
-    return b ? scratch_get(g_stream == g_main ? &s_carry : &s_carry_side, b) : NULL;
-}
 
 static void cu_carry_conv_fwd(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
                               const int32_t *first, const void *hist, int M, int T, int C, int K) {
@@ -1197,22 +1203,6 @@ static void cu_carry_conv_bwd(void *dxi, int ldx, void *dw, void *db, const void
                               int C, int K) {
     cuda_carry_conv_bwd((bf16 *)dxi, ldx, (float *)dw, (float *)db, (const bf16 *)du, (const bf16 *)xi,
                         (const float *)w, (const float *)b, pos, first, (const bf16 *)hist, M, T, C, K, g_stream);
-}
-static void cu_carry_scan_fwd(void *out, const void *dpre, const void *dt_bias, const void *A_log, const void *Cm,
-                              int ldbc, const void *z, int ldz, const int32_t *first, const void *h0, int M, int T,
-                              int Cd, int N) {
-    cuda_carry_scan_fwd((bf16 *)out, (const bf16 *)dpre, (const float *)dt_bias, (const float *)A_log,
-                        (const bf16 *)Cm, ldbc, (const bf16 *)z, ldz, first, (const float *)h0, M, T, Cd, N,
-                        carry_ws(M, T, Cd, N), g_stream);
-}
-static void cu_carry_scan_bwd(void *ddpre, void *dC, void *dz, void *ddt_bias, void *dA_log, const void *dout,
-                              const void *dpre, const void *dt_bias, const void *A_log, const void *Cm, int ldbc,
-                              const void *z, int ldz, const int32_t *first, const void *h0, int M, int T, int Cd,
-                              int N) {
-    cuda_carry_scan_bwd((bf16 *)ddpre, (bf16 *)dC, (bf16 *)dz, (float *)ddt_bias, (float *)dA_log,
-                        (const bf16 *)dout, (const bf16 *)dpre, (const float *)dt_bias, (const float *)A_log,
-                        (const bf16 *)Cm, ldbc, (const bf16 *)z, ldz, first, (const float *)h0, M, T, Cd, N,
-                        carry_ws(M, T, Cd, N), g_stream);
 }
 static void cu_carry_state_out(void *h_out, void *hist_out, const void *u, const void *dpre, const void *dt_bias,
                                const void *A_log, const void *Bm, int ldbc, const void *xi, int ldx,
@@ -1938,8 +1928,6 @@ static int cuda_init(void) {
         b->scan_bwd = d ? cu_scan_bwd_det : cu_scan_bwd_fast;
         b->carry_conv_fwd = cu_carry_conv_fwd;
         b->carry_conv_bwd = cu_carry_conv_bwd;
-        b->carry_scan_fwd = cu_carry_scan_fwd;
-        b->carry_scan_bwd = cu_carry_scan_bwd;
         b->carry_state_out = cu_carry_state_out;
         b->add_f32 = cu_add_f32;
         b->classifier = d ? cu_classifier_det : cu_classifier;

@@ -8,23 +8,19 @@
 // - conv: a thread per (row, channel) rewrites u's first min(K-1, first[r]) tokens (forward); the backward takes a
 //   thread per channel that walks the rows in order, so its dw/db sums need no second pass and the dxi corrections
 //   of a row (at most K-1 tokens) are added in registers and stored once.
-// - scan: a block of 128 channels (a thread each, its N states in registers: N = 16 compiled for it, N < 16 in the
-//   same registers, N <= 64 in spilling arrays) walks one time segment of 128 tokens of a row (grid z), in chunks
-//   whose B or C rows (the same for every channel) it stages in shared memory, with the chunk's per-thread inputs
-//   loaded before its walk. A segment starts from the decay up to it, exp(A cum0), cum0 the sum of delta over the
-//   segments before it (a first kernel sums delta per segment; each block adds the sums up in segment order).
+// - scan: the scan kernels (cuda_scan.cu) start every row from 0; the scan is linear in its initial state, so a
+//   carried row's true values are the zero-start ones plus the carried state's part, exp(A sum of delta) h0. Two
+//   kernels add that part: to the forward's output (a block of 128 channels, a thread each, walks one time segment
+//   of 128 tokens of a row (grid z) in chunks whose C rows it stages in shared memory, starting from the decay up
+//   to the segment, exp(A cum0), cum0 the sum of delta over the segments before it: a first kernel sums delta per
+//   segment, each block adds the sums up in segment order), and to the scan states the backward reads (its
+//   checkpoints, every 16th token: one exp per state and checkpoint). With those states the scan's own backward is
+//   the carried rows' (h0 a constant), so the backward needs nothing of its own here (v3; v1-v2 had a separate
+//   backward, as costly as the scan's, docs/perf.md).
 //   State out: each segment's state from zero, then a kernel chains them in segment order from zero or h0.
-// - scan backward: walk 1 (one kernel) sums q_t = sum_n A[n] w_t[n] over chunks of CARRY_QC tokens (the chunk sums
-//   turned into suffix sums within the segment) and per segment. Walk 2 (the next kernel) recomputes the same
-//   products (the same operations, so the same bits), adds dz, accumulates dA_log and ddt_bias in registers, keeps
-//   q_t and softplus' of a q-chunk in shared memory and walks each q-chunk back at its end: d delta_s = (the later
-//   segments' totals + the later chunks' sums) + the chunk's q_t for t >= s. dC_t[n] sums over channels: each warp
-//   reduces its 32 channels' values by a transposing butterfly (16 shuffles for 16 values), the block adds its
-//   warps' sums in warp order into one partial row per (block, token), and a kernel adds the blocks' rows in block
-//   order into dC. ddt_bias and dA_log: a partial row per (row, segment), added in order by a last kernel (written,
-//   =). Every order is fixed by the shape and first/last: the results repeat bit for bit.
-// H200, B 8, T 2048, Cd 2048, N 16, every row carried over all its tokens (test_carry_timings): carry_scan_fwd
-// 0.45 ms, carry_scan_bwd 1.69 ms, carry_state_out 0.42 ms, the conv ops ~0.01-0.02 ms (scan_fwd itself: 0.22 ms).
+// Every order is fixed by the shape and first/last: the results repeat bit for bit.
+// H200, B 8, T 2048, Cd 2048, N 16, every row carried over all its tokens (test_carry_timings, v2): carry_scan_fwd
+// 0.45 ms, carry_state_out 0.42 ms, the conv ops ~0.01-0.02 ms (scan_fwd itself: 0.22 ms).
 #include "cuda_carry.h"
 
 #include "cuda_common.h"
@@ -38,11 +34,8 @@ constexpr int CARRY_NMAX = 64;  // the largest d_state (model.c checks N <= 64)
 constexpr int CARRY_KMAX = 4;   // the largest conv width (as cuda_conv.cu)
 constexpr int CARRY_CB = 128;   // channels (threads) a block of the scan kernels
 constexpr int CARRY_TC = 16;    // tokens a staged chunk, forward and state out
-constexpr int CARRY_TCB = 8;    // tokens a staged chunk, backward (four inputs a token in registers)
-constexpr int CARRY_QC = 32;    // tokens a q-chunk of the backward (its q_t and softplus' in shared memory)
-constexpr int CARRY_NW = CARRY_CB / 32;
-constexpr int CARRY_SEG = 128;  // tokens a time segment (a multiple of CARRY_QC and of the chunks)
-static_assert(CARRY_SEG % CARRY_QC == 0 && CARRY_QC % CARRY_TCB == 0 && CARRY_SEG % CARRY_TC == 0, "segments");
+constexpr int CARRY_SEG = 128;  // tokens a time segment (a multiple of the chunks)
+static_assert(CARRY_SEG % CARRY_TC == 0, "segments");
 
 template <typename... Args>
 void carry_die(const char *fmt, Args... args) {
@@ -60,8 +53,6 @@ __device__ __forceinline__ float softplus_f(float v) {
     return v > 20.f ? v : lg2_approx(1.f + ex2_approx(v * LOG2E)) * 0.69314718055994531f;
 }
 __device__ __forceinline__ float sigmoid_f(float v) { return pm_sigmoid_tanh(v); }
-// d softplus / dv, exactly 1 on the linear branch
-__device__ __forceinline__ float softplus_grad_f(float v) { return v > 20.f ? 1.f : sigmoid_f(v); }
 // g * d silu(v) / dv (the conv's dsilu)
 __device__ __forceinline__ float dsilu_f(float g, float v) {
     const float s = sigmoid_f(v);
@@ -290,265 +281,50 @@ __global__ void __launch_bounds__(CARRY_CB)
     }
 }
 
-// One warp's sums over its 32 lanes of v[0..15]: afterwards lanes 2n and 2n+1 hold the sum of v[n] in v[0]
-// (transposing butterfly: each level keeps half the values and adds the partner lane's copy of them; 16 shuffles).
-template <int HALF>
-__device__ __forceinline__ void tr_level(float (&v)[16], int lane) {
-    const bool up = (lane & (2 * HALF)) != 0;
+// The scan states the backward reads (cuda_scan.cu's checkpoints: the state before every SCAN_K-th token) of the
+// carried rows, made those of the true recurrence: the scan kernels start every row from 0, and the carried state's
+// part of the state before token t is exp(A sum_{s<t} delta_s) h0 (the recurrence is linear in its initial state), so
+// each checkpoint inside a row's first document segment (t <= first[r]) gets it added. With those, the scan's own
+// backward gives the carried rows' gradients (h0 held constant), and its copy of the forward's output includes the
+// carried part. CN: the staged layout (rows, nck, Cd, N); else the generic kernels' (rows, nck, N, Cd). grid
+// (ceil(Cd / CB), rows, nseg): thread = (row, channel, segment of CARRY_SEG tokens); the segment's cum starts from
+// the sums of the segments before it, as the forward's.
+template <bool CN>
+__global__ void __launch_bounds__(CARRY_CB)
+    carry_scan_states_kernel(float *__restrict__ ckpt, const bf16 *__restrict__ dpre, const float *__restrict__ dt_bias,
+                             const float *__restrict__ A_log, const int32_t *__restrict__ first,
+                             const float *__restrict__ h0, const float *__restrict__ dls, int T, int Cd, int ckk,
+                             int nseg) {
+    constexpr int N = 16;  // (the scan kernels' d_state)
+    const int r = blockIdx.y, seg = blockIdx.z, c = blockIdx.x * CARRY_CB + threadIdx.x;
+    int a, b;
+    if (c >= Cd || !carry_range(first, 0, r, T, &a, &b)) return;
+    const int ts = seg * CARRY_SEG, te = ts + CARRY_SEG < b ? ts + CARRY_SEG : b;
+    if (ts >= te) return;
+    const int nck = (T + ckk - 1) / ckk;
+    float A2[N], h[N];
 #pragma unroll
-    for (int i = 0; i < HALF; i++) {
-        const float keep = up ? v[i + HALF] : v[i], send = up ? v[i] : v[i + HALF];
-        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, 2 * HALF);
+    for (int n = 0; n < N; n++) {
+        A2[n] = -__expf(A_log[(size_t)c * N + n]) * LOG2E;
+        h[n] = h0[((size_t)r * Cd + c) * N + n];
     }
-}
-__device__ __forceinline__ void warp_tr_sum16(float (&v)[16], int lane) {
-    tr_level<8>(v, lane);  // lane bit 4
-    tr_level<4>(v, lane);  // bit 3
-    tr_level<2>(v, lane);  // bit 2
-    tr_level<1>(v, lane);  // bit 1: v[0] is value (lane >> 1) summed over the 16 lanes of lane's bit 0
-    v[0] += __shfl_xor_sync(0xffffffffu, v[0], 1);
-}
-
-// The warp's sums of vv[0..N) into red[warp][0..N) (vv[n] for n >= N: 0).
-template <int NA>
-__device__ __forceinline__ void warp_sums(float (&vv)[NA], float *red, int N, int lane) {
-    if constexpr (NA == 16) {
-        warp_tr_sum16(vv, lane);
-        if ((lane & 1) == 0 && (lane >> 1) < N) red[lane >> 1] = vv[0];
-    } else {
+    const float bias = dt_bias[c];
+    const bf16 *dp = dpre + (size_t)r * T * Cd + c;
+    float cum = cum_before(dls, r, seg, c, Cd, nseg);  // the sum of delta over the tokens before t
+    int t = ts;
+    // the checkpoints at tokens in [ts, te), and in the row's last segment also the one at te == b (the state
+    // before the next document's start, which the backward does not read through)
+    const int last_ck = te == b ? te : te - 1;
+    for (int tk = (ts + ckk - 1) / ckk * ckk; tk <= last_ck && tk < T; tk += ckk) {
+        for (; t < tk; t++) cum += softplus_f(bf2f(dp[(size_t)t * Cd]) + bias);
+        const int k = tk / ckk;
+        float *ck = CN ? ckpt + (((size_t)r * nck + k) * Cd + c) * N : ckpt + ((size_t)r * nck + k) * N * Cd + c;
+#pragma unroll
         for (int n = 0; n < N; n++) {
-            float s = vv[n];
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-            if (lane == 0) red[n] = s;
+            float &v = CN ? ck[n] : ck[(size_t)n * Cd];
+            v = fmaf(ex2_approx(cum * A2[n]), h[n], v);
         }
     }
-}
-
-// The backward's per-thread constants: A = -exp(A_log), A2 = A log2(e), the carried state h (0 past Cd).
-template <int NA, bool EXACT>
-__device__ __forceinline__ void bwd_setup(float (&A)[NA], float (&A2)[NA], float (&h)[NA], const float *A_log,
-                                          const float *h0, int r, int cc, bool act, int Cd, int N) {
-#pragma unroll
-    for (int n = 0; n < NA; n++) if (EXACT || n < N) {
-        A[n] = -__expf(A_log[(size_t)cc * N + n]);
-        A2[n] = A[n] * LOG2E;
-        h[n] = act ? h0[((size_t)r * Cd + cc) * N + n] : 0.f;
-    }
-}
-
-// Backward walk 1, grid (ceil(Cd / CB), rows, nseg): the q-chunk sums of q_t = sum_n A[n] w_t[n] over the segment,
-// turned into exclusive suffix sums within the segment (Qc (rows, nq, Cd): chunk k holds the sum of the segment's
-// chunks after k), and the segment's total (segq (rows, nseg, Cd)).
-template <int NC, bool EXACT>
-__global__ void __launch_bounds__(CARRY_CB)
-    carry_scan_bwd_q_kernel(float *__restrict__ Qc, float *__restrict__ segq, const bf16 *__restrict__ dout,
-                            const bf16 *__restrict__ dpre, const float *__restrict__ dt_bias,
-                            const float *__restrict__ A_log, const bf16 *__restrict__ Cm, int ldbc,
-                            const bf16 *__restrict__ z, int ldz, const int32_t *__restrict__ first,
-                            const float *__restrict__ h0, const float *__restrict__ dls, int T, int Cd, int Nrt,
-                            int nq, int nseg) {
-    constexpr int NA = NC, TC = CARRY_TCB, QC = CARRY_QC;
-    const int N = EXACT ? NC : Nrt;
-    __shared__ float Cs[TC][NA];
-    const int r = blockIdx.y, seg = blockIdx.z;
-    int a, b;
-    if (!carry_range(first, 0, r, T, &a, &b)) return;  // (the whole block)
-    const int ts = seg * CARRY_SEG, te = ts + CARRY_SEG < b ? ts + CARRY_SEG : b;
-    if (ts >= te) return;
-    const int c = blockIdx.x * CARRY_CB + threadIdx.x;
-    const bool act = c < Cd;
-    const int cc = act ? c : Cd - 1;
-    float A[NA], A2[NA], h[NA], P[NA];
-    bwd_setup<NA, EXACT>(A, A2, h, A_log, h0, r, cc, act, Cd, N);
-    const float cum0 = cum_before(dls, r, seg, cc, Cd, nseg);
-#pragma unroll
-    for (int n = 0; n < NA; n++) if (EXACT || n < N) P[n] = seg ? ex2_approx(cum0 * A2[n]) : 1.f;
-    const float bias = dt_bias[cc];
-    const size_t base = (size_t)r * T;
-    float *Qr = Qc + (size_t)r * nq * Cd + cc;  // Qr[k * Cd]: q-chunk k of the row
-    float qsum = 0.f;
-    for (int t0 = ts; t0 < te; t0 += TC) {
-        const int len = te - t0 < TC ? te - t0 : TC;
-        __syncthreads();
-        stage_rows<TC, NA>(Cs, Cm, ldbc, base + t0, len, N);
-        float dp[TC], zz[TC], go[TC];
-#pragma unroll
-        for (int j = 0; j < TC; j++)
-            if (j < len) {
-                const size_t m = base + t0 + j;
-                dp[j] = bf2f(dpre[m * Cd + cc]), zz[j] = bf2f(z[m * ldz + cc]), go[j] = bf2f(dout[m * Cd + cc]);
-            }
-        __syncthreads();
-#pragma unroll
-        for (int j = 0; j < TC; j++)
-            if (j < len) {
-                const int t = t0 + j;
-                const float dl = softplus_f(dp[j] + bias), g = go[j] * (zz[j] * sigmoid_f(zz[j]));
-                float q = 0.f;
-#pragma unroll
-                for (int n = 0; n < NA; n++) if (EXACT || n < N) {
-                    P[n] *= ex2_approx(dl * A2[n]);
-                    const float ph = P[n] * h[n], vn = g * ph, wn = vn * Cs[j][n];
-                    q = fmaf(A[n], wn, q);
-                }
-                qsum += q;
-                if ((t + 1) % QC == 0 || t + 1 == te) {
-                    if (act) Qr[(size_t)(t / QC) * Cd] = qsum;
-                    qsum = 0.f;
-                }
-            }
-    }
-    if (act) {  // exclusive suffix sums within the segment (its chunks: ts / QC .. (te - 1) / QC), then its total
-        float acc = 0.f;
-        for (int k = (te - 1) / QC; k >= ts / QC; k--) {
-            const float v = Qr[(size_t)k * Cd];
-            Qr[(size_t)k * Cd] = acc;
-            acc += v;
-        }
-        segq[((size_t)r * nseg + seg) * Cd + c] = acc;
-    }
-}
-
-// Backward walk 2, grid (nblk = ceil(Cd / CB), rows, nseg): thread = (row, channel, segment). Writes dz and ddpre
-// (+=), dCpart (nblk, M, N) — the block's channel sums of dC's terms, per token — and par (rows, nseg, Cd (1 + N))
-// — the segment's ddt_bias | dA_log.
-template <int NC, bool EXACT>
-__global__ void __launch_bounds__(CARRY_CB)
-    carry_scan_bwd_kernel(bf16 *__restrict__ ddpre, float *__restrict__ dCpart, bf16 *__restrict__ dz,
-                          const float *__restrict__ Qc, const float *__restrict__ segq, float *__restrict__ par,
-                          const bf16 *__restrict__ dout, const bf16 *__restrict__ dpre,
-                          const float *__restrict__ dt_bias, const float *__restrict__ A_log,
-                          const bf16 *__restrict__ Cm, int ldbc, const bf16 *__restrict__ z, int ldz,
-                          const int32_t *__restrict__ first, const float *__restrict__ h0,
-                          const float *__restrict__ dls, int M, int T, int Cd, int Nrt, int nq, int nseg) {
-    constexpr int NA = NC, TC = CARRY_TCB, QC = CARRY_QC, NW = CARRY_NW;
-    const int N = EXACT ? NC : Nrt;
-    __shared__ float Cs[TC][NA];
-    __shared__ float red[TC][NW][NA];
-    __shared__ float qs[QC][CARRY_CB], sg[QC][CARRY_CB];  // a q-chunk's q_t and softplus', then d delta
-    const int r = blockIdx.y, seg = blockIdx.z;
-    int a, b;
-    if (!carry_range(first, 0, r, T, &a, &b)) return;  // (the whole block)
-    const int ts = seg * CARRY_SEG, te = ts + CARRY_SEG < b ? ts + CARRY_SEG : b;
-    if (ts >= te) return;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int c = blockIdx.x * CARRY_CB + tid;
-    const bool act = c < Cd;
-    const int cc = act ? c : Cd - 1;  // threads past Cd: h = 0, so every term they add is 0; they store nothing
-    float A[NA], A2[NA], h[NA], P[NA], dA[NA];
-    bwd_setup<NA, EXACT>(A, A2, h, A_log, h0, r, cc, act, Cd, N);
-    const float cum0 = cum_before(dls, r, seg, cc, Cd, nseg);
-#pragma unroll
-    for (int n = 0; n < NA; n++) if (EXACT || n < N) P[n] = seg ? ex2_approx(cum0 * A2[n]) : 1.f, dA[n] = 0.f;
-    // d delta of the tokens after this segment's: the later segments' q totals, from the last
-    float qafter = 0.f;
-    for (int s = seg_count(a, b) - 1; s > seg; s--) qafter += segq[((size_t)r * nseg + s) * Cd + cc];
-    const float *Qr = Qc + (size_t)r * nq * Cd + cc;
-    const float bias = dt_bias[cc];
-    const size_t base = (size_t)r * T;
-    float cum = cum0, dtb = 0.f;
-    for (int t0 = ts; t0 < te; t0 += TC) {
-        const int len = te - t0 < TC ? te - t0 : TC;
-        __syncthreads();  // the chunk before is done with Cs and red
-        stage_rows<TC, NA>(Cs, Cm, ldbc, base + t0, len, N);
-        float dp[TC], zz[TC], go[TC], dzo[TC];
-#pragma unroll
-        for (int j = 0; j < TC; j++)
-            if (j < len) {
-                const size_t m = base + t0 + j;
-                dp[j] = bf2f(dpre[m * Cd + cc]), zz[j] = bf2f(z[m * ldz + cc]), go[j] = bf2f(dout[m * Cd + cc]);
-                dzo[j] = bf2f(dz[m * ldz + cc]);
-            }
-        __syncthreads();
-#pragma unroll
-        for (int j = 0; j < TC; j++)
-            if (j < len) {
-                const int t = t0 + j;
-                const float v = dp[j] + bias, dl = softplus_f(v);
-                cum += dl;
-                const float s = sigmoid_f(zz[j]), g = go[j] * (zz[j] * s);
-                float e = 0.f, q = 0.f, vv[NA];
-#pragma unroll
-                for (int n = 0; n < NA; n++) vv[n] = 0.f;
-#pragma unroll
-                for (int n = 0; n < NA; n++) if (EXACT || n < N) {
-                    P[n] *= ex2_approx(dl * A2[n]);
-                    const float ph = P[n] * h[n], vn = g * ph, wn = vn * Cs[j][n];
-                    e = fmaf(Cs[j][n], ph, e);
-                    q = fmaf(A[n], wn, q);
-                    dA[n] = fmaf(wn * cum, A[n], dA[n]);  // dP/dA = cum P; dA/dA_log = A
-                    vv[n] = vn;                           // dC_t[n]'s term
-                }
-                if (act) dz[(base + t) * ldz + c] = f2bf(dzo[j] + go[j] * e * (s * (1.f + zz[j] * (1.f - s))));
-                qs[t % QC][tid] = q;
-                sg[t % QC][tid] = softplus_grad_f(v);
-                warp_sums<NA>(vv, &red[j][warp][0], N, lane);
-                if ((t + 1) % QC == 0 || t + 1 == te) {
-                    // the q-chunk's d delta, walked back from its end (the chunks after it summed in Qr and qafter)
-                    const int k0 = t - t % QC;
-                    float acc = act ? qafter + Qr[(size_t)(t / QC) * Cd] : 0.f;
-                    for (int i = t % QC; i >= 0; i--) {
-                        acc += qs[i][tid];
-                        const float gd = acc * sg[i][tid];
-                        sg[i][tid] = gd;
-                        dtb += gd;
-                    }
-                    if (act) {
-#pragma unroll 8
-                        for (int i = 0; i <= t % QC; i++) {
-                            bf16 *p = ddpre + (base + k0 + i) * Cd + c;
-                            *p = f2bf(bf2f(*p) + sg[i][tid]);
-                        }
-                    }
-                }
-            }
-        __syncthreads();  // red complete
-        // the block's channel sums of the chunk's dC terms, warps added in order
-        for (int i = tid; i < len * N; i += CARRY_CB) {
-            const int j = i / N, n = i - j * N;
-            float s = 0.f;
-#pragma unroll
-            for (int w = 0; w < NW; w++) s += red[j][w][n];
-            dCpart[((size_t)blockIdx.x * M + base + t0 + j) * N + n] = s;
-        }
-    }
-    if (act) {
-        float *pr = par + ((size_t)r * nseg + seg) * Cd * (N + 1);
-        pr[c] = dtb;
-#pragma unroll
-        for (int n = 0; n < NA; n++) if (EXACT || n < N) pr[Cd + (size_t)c * N + n] = dA[n];
-    }
-}
-
-// dC[m, n] += the blocks' partial sums in block order, for the carried tokens. Thread = (m, n).
-__global__ void carry_dC_kernel(bf16 *__restrict__ dC, int ldbc, const float *__restrict__ part,
-                                const int32_t *__restrict__ first, int M, int T, int N, int nblk) {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (size_t)M * N) return;
-    const size_t m = i / N;
-    const int n = (int)(i - m * N), r = (int)(m / T), t = (int)(m - (size_t)r * T);
-    if (t >= first[r]) return;  // (also rows with first[r] <= 0)
-    float s = 0.f;
-    for (int b = 0; b < nblk; b++) s += part[((size_t)b * M + m) * N + n];
-    bf16 *p = dC + m * ldbc + n;
-    *p = f2bf(bf2f(*p) + s);
-}
-
-// ddt_bias (Cd) | dA_log (Cd, N) = the carried rows' segments' partial rows added in order (0 where none is carried).
-__global__ void carry_param_kernel(float *__restrict__ ddt_bias, float *__restrict__ dA_log,
-                                   const float *__restrict__ par, const int32_t *__restrict__ first, int rows, int T,
-                                   int Cd, int N, int nseg) {
-    const size_t W = (size_t)Cd * (N + 1), j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= W) return;
-    float s = 0.f;
-    for (int r = 0; r < rows; r++) {
-        int a, b;
-        if (!carry_range(first, 0, r, T, &a, &b)) continue;
-        for (int g = 0, ns = seg_count(a, b); g < ns; g++) s += par[((size_t)r * nseg + g) * W + j];
-    }
-    if (j < (size_t)Cd) ddt_bias[j] = s;
-    else dA_log[j - Cd] = s;
 }
 
 // State out, grid (ceil(Cd / CB), rows, nseg): thread = (row, channel, segment): the state after the segment's last
@@ -645,32 +421,24 @@ __global__ void add_f32_kernel(float *__restrict__ dst, const float *__restrict_
 
 size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
 int nblocks(int Cd) { return (Cd + CARRY_CB - 1) / CARRY_CB; }
-int nqchunks(int T) { return (T + CARRY_QC - 1) / CARRY_QC; }
 int nsegments(int T) { return (T + CARRY_SEG - 1) / CARRY_SEG; }
 
-// The workspace's pieces (cuda_carry_ws_bytes): each op takes what it needs from the start of one buffer.
+// The workspace's pieces (cuda_carry_ws_bytes): the segments' delta sums (rows, nseg, Cd), then the state out's
+// segment states (rows, nseg, Cd, N).
 struct CarryWs {
-    float *dls, *dCpart, *Qc, *segq, *par, *part;
+    float *dls, *part;
 };
 CarryWs carry_ws(void *ws, int M, int T, int Cd, int N) {
+    (void)N;
     const size_t rows = (size_t)M / T, nseg = nsegments(T);
     CarryWs w;
-    char *p = (char *)ws;
-    w.dls = (float *)p, p += align256(rows * nseg * Cd * sizeof(float));
-    w.segq = (float *)p, p += align256(rows * nseg * Cd * sizeof(float));
-    w.Qc = (float *)p, p += align256(rows * nqchunks(T) * Cd * sizeof(float));
-    w.dCpart = (float *)p, p += align256((size_t)nblocks(Cd) * M * N * sizeof(float));
-    w.par = (float *)p, p += align256(rows * nseg * Cd * (N + 1) * sizeof(float));
-    w.part = w.Qc;  // (the state out's segment states, in place of the backward's pieces after dls)
+    w.dls = (float *)ws;
+    w.part = (float *)((char *)ws + align256(rows * nseg * Cd * sizeof(float)));
     return w;
 }
 size_t carry_ws_end(int M, int T, int Cd, int N) {
     const size_t rows = (size_t)M / T, nseg = nsegments(T);
-    const size_t bwd = 2 * align256(rows * nseg * Cd * sizeof(float)) + align256(rows * nqchunks(T) * Cd * sizeof(float)) +
-                       align256((size_t)nblocks(Cd) * M * N * sizeof(float)) +
-                       align256(rows * nseg * Cd * (N + 1) * sizeof(float));
-    const size_t out = 2 * align256(rows * nseg * Cd * sizeof(float)) + align256(rows * nseg * Cd * N * sizeof(float));
-    return bwd > out ? bwd : out;
+    return align256(rows * nseg * Cd * sizeof(float)) + align256(rows * nseg * Cd * N * sizeof(float));
 }
 
 // The delta sums of the segments (carry_dl_sums_kernel), where a row can have more than one.
@@ -745,28 +513,22 @@ void cuda_carry_scan_fwd(bf16 *out, const bf16 *dpre, const float *dt_bias, cons
                ldz, first, h0, w.dls, T, Cd, N, nseg);
 }
 
-void cuda_carry_scan_bwd(bf16 *ddpre, bf16 *dC, bf16 *dz, float *ddt_bias, float *dA_log, const bf16 *dout,
-                         const bf16 *dpre, const float *dt_bias, const float *A_log, const bf16 *Cm, int ldbc,
-                         const bf16 *z, int ldz, const int32_t *first, const float *h0, int M, int T, int Cd, int N,
-                         void *ws, cudaStream_t st) {
+void cuda_carry_scan_states(float *ckpt, int cn_layout, int ck_tokens, const bf16 *dpre, const float *dt_bias,
+                            const float *A_log, const int32_t *first, const float *h0, int M, int T, int Cd, int N,
+                            void *ws, cudaStream_t st) {
     carry_check(M, T, Cd, N);
-    if (M == 0) {  // nothing carried: the parameter parts are 0
-        cudaCheck(cudaMemsetAsync(ddt_bias, 0, (size_t)Cd * sizeof(float), st));
-        cudaCheck(cudaMemsetAsync(dA_log, 0, (size_t)Cd * N * sizeof(float), st));
-        return;
-    }
-    const int rows = M / T, nblk = nblocks(Cd), nq = nqchunks(T), nseg = nsegments(T);
+    if (N != 16) carry_die("the scan's states are built for d_state 16 (got %d)", N);
+    if (M == 0) return;
     const CarryWs w = carry_ws(ws, M, T, Cd, N);
-    const dim3 grid(nblk, rows, nseg);
+    const int nseg = nsegments(T);
     carry_dl_sums(w.dls, dpre, dt_bias, first, 0, M, T, Cd, st);
-    CARRY_BY_N(carry_scan_bwd_q_kernel, grid, CARRY_CB, w.Qc, w.segq, dout, dpre, dt_bias, A_log, Cm, ldbc, z, ldz,
-               first, h0, w.dls, T, Cd, N, nq, nseg);
-    CARRY_BY_N(carry_scan_bwd_kernel, grid, CARRY_CB, ddpre, w.dCpart, dz, w.Qc, w.segq, w.par, dout, dpre, dt_bias,
-               A_log, Cm, ldbc, z, ldz, first, h0, w.dls, M, T, Cd, N, nq, nseg);
-    carry_dC_kernel<<<pm_ceil_div((size_t)M * N, 256), 256, 0, st>>>(dC, ldbc, w.dCpart, first, M, T, N, nblk);
-    cudaLaunchCheck();
-    carry_param_kernel<<<pm_ceil_div((size_t)Cd * (N + 1), 256), 256, 0, st>>>(ddt_bias, dA_log, w.par, first, rows, T,
-                                                                               Cd, N, nseg);
+    const dim3 grid(nblocks(Cd), M / T, nseg);
+    if (cn_layout)
+        carry_scan_states_kernel<true><<<grid, CARRY_CB, 0, st>>>(ckpt, dpre, dt_bias, A_log, first, h0, w.dls, T, Cd,
+                                                                  ck_tokens, nseg);
+    else
+        carry_scan_states_kernel<false><<<grid, CARRY_CB, 0, st>>>(ckpt, dpre, dt_bias, A_log, first, h0, w.dls, T, Cd,
+                                                                   ck_tokens, nseg);
     cudaLaunchCheck();
 }
 

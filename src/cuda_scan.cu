@@ -89,6 +89,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cuda_carry.h"   // the carried rows' parts (cuda_carry_scan_fwd, cuda_carry_scan_states)
 #include "cuda_common.h"  // bf2f, pm_cuda_device, pm_cuda_die
 
 static constexpr int SCAN_N = 16;         // states per channel (Mamba-1 d_state); the kernels are built for it
@@ -264,7 +265,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
         float uu = bf2f(u[m * Cd + c]);
         float dl = softplus_f(bf2f(dpre[m * Cd + c]) + bias);
         float zz = bf2f(z[m * ldz + c]);
-        if (t == 0 || pos[m] == 0) {  // document start: the state restarts (warp-uniform branch)
+        if (pos[m] == 0) {  // document start: the state restarts (warp-uniform branch)
 #pragma unroll
             for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
         }
@@ -305,7 +306,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
         }
         float uu = bf2f(u[m * Cd + c]);
         float dl = softplus_f(bf2f(dpre[m * Cd + c]) + bias);
-        if (t == 0 || pos[m] == 0) {
+        if (pos[m] == 0) {
 #pragma unroll
             for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
         }
@@ -382,7 +383,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
                 size_t m = (size_t)row * T + t0 + j;
                 float uu = active ? bf2f(u[m * Cd + c]) : 0.f;
                 float dl = softplus_f((active ? bf2f(dpre[m * Cd + c]) : 0.f) + bias);
-                if (t0 + j == 0 || pos[m] == 0) {
+                if (pos[m] == 0) {
 #pragma unroll
                     for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
                 }
@@ -407,7 +408,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
                 go = bf2f(dout[m * Cd + c]);
             }
             float dl = softplus_f(v);
-            bool start = t == 0 || pos[m] == 0;
+            bool start = pos[m] == 0;
             const __nv_bfloat16 *Bt = Bm + m * ldbc, *Ct = Cm + m * ldbc;
             float sz = sigmoid_f(zz);
             float y = Dc * uu;
@@ -559,14 +560,17 @@ struct BCFetch {
 
 // Document starts of a chunk, in two steps so the load of pos is in flight while the chunk before is computed
 // (v11): pos_fetch loads lane j's pos (token t0 + j); start_mask then has bit j set when token t0 + j
-// (row-relative) starts a document. Every warp computes it for itself.
+// (row-relative) starts a document. Every warp computes it for itself. A row's first token is no start unless its
+// pos is 0: the forward's states begin at 0 there anyway, and the backward reads the state before it from the
+// checkpoint of chunk 0, which is 0, or the carried state where the row continues a document (cuda_carry.cu).
 __device__ __forceinline__ int pos_fetch(const int32_t *pos, size_t m0, int len) {
     int lane = threadIdx.x & 31;
     return lane < len ? pos[m0 + lane] : 1;
 }
 __device__ __forceinline__ unsigned start_mask(int pv, int t0, int len) {
     int lane = threadIdx.x & 31;
-    return __ballot_sync(0xffffffffu, lane < len && (t0 + lane == 0 || pv == 0));
+    (void)t0;
+    return __ballot_sync(0xffffffffu, lane < len && pv == 0);
 }
 
 // Store a (TK tokens, CH channels) bf16 tile src (TK, CH) of shared memory into X (row stride ld) at token row
@@ -3038,8 +3042,16 @@ static void scan_fwd_impl(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv
 void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                       const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                      float *states, cudaStream_t stream) {
+                      float *states, cudaStream_t stream, const int32_t *carry_first, const float *carry_h0,
+                      void *carry_ws) {
     scan_fwd_impl(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, states, stream);
+    if (carry_first) {  // the carried rows' part of the output, and of the states left to the backward
+        cuda_carry_scan_fwd(out, dpre, dt_bias, A_log, Cm, ldbc, z, ldz, carry_first, carry_h0, M, T, Cd, N, carry_ws,
+                            stream);
+        if (states)
+            cuda_carry_scan_states(states, 1, SCAN_K, dpre, dt_bias, A_log, carry_first, carry_h0, M, T, Cd, N,
+                                   carry_ws, stream);
+    }
 }
 
 static int scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
@@ -3048,7 +3060,8 @@ static int scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 
                           const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                           const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd,
                           int N, const float *states, __nv_bfloat16 *y_out, void *workspace, size_t workspace_bytes,
-                          int deterministic, cudaStream_t stream, int add_params, float *par_out) {
+                          int deterministic, cudaStream_t stream, int add_params, float *par_out,
+                          const int32_t *carry_first, const float *carry_h0, void *carry_ws) {
     (void)deterministic;  // always deterministic: no atomics are used
     scan_check_shape(M, T, Cd, N);
     size_t bc_off, par_off, seg_off, need;
@@ -3063,11 +3076,15 @@ static int scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 
     if (scan_staged_ok(u, dpre, z, ldz, dout, Cd, du, ddpre, dz) && (y_out == NULL || pm_is_aligned(y_out, 16))) {
         // the staged checkpoints are (rows, nchunk, Cd, N): each thread's states are contiguous. When the forward
         // left them (states), the checkpoint pass is skipped (v12).
-        if (states)
-            ckpt = (float *)states;
-        else
+        if (states) {
+            ckpt = (float *)states;  // (the forward's: with the carried rows' parts)
+        } else {
             scan_fwd_dispatch(scan_fwd_plan(rows, Cd, T), true, NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm,
                               ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, stream);
+            if (carry_first)
+                cuda_carry_scan_states(ckpt, 1, SCAN_K, dpre, dt_bias, A_log, carry_first, carry_h0, M, T, Cd, N,
+                                       carry_ws, stream);
+        }
         // the main pass: its own block width and time segments (v10)
         const BwdPlan bp = scan_bwd_plan(rows, Cd, T);
         par_rows = rows * bp.nseg;
@@ -3116,6 +3133,9 @@ static int scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 
         scan_ckpt_generic_kernel<<<grid, SCAN_THREADS, 0, stream>>>(ckpt, u, dpre, dt_bias, A_log, Bm, ldbc, pos, T,
                                                                     Cd, nchunk);
         scan_check_launch("scan_ckpt_generic_kernel");
+        if (carry_first)
+            cuda_carry_scan_states(ckpt, 0, SCAN_K, dpre, dt_bias, A_log, carry_first, carry_h0, M, T, Cd, N, carry_ws,
+                                   stream);
         size_t smem = (size_t)(SCAN_K * SCAN_N * SCAN_THREADS + SCAN_K * (SCAN_THREADS / 32) * 2 * SCAN_N) * 4;
         static int optin = 0;
         scan_smem_optin((const void *)scan_bwd_generic_kernel, smem, &optin, "scan_bwd_generic_kernel");
@@ -3149,8 +3169,9 @@ int cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB,
                       const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
                       const float *states, __nv_bfloat16 *out, void *workspace, size_t workspace_bytes,
-                      int deterministic, cudaStream_t stream, int add_params, float *par_out) {
+                      int deterministic, cudaStream_t stream, int add_params, float *par_out,
+                      const int32_t *carry_first, const float *carry_h0, void *carry_ws) {
     return scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D,
                          z, ldz, pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream,
-                         add_params, par_out);
+                         add_params, par_out, carry_first, carry_h0, carry_ws);
 }

@@ -550,8 +550,8 @@ int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size
 
 static size_t carry_h_layer(const Model *m) { return (size_t)m->B * m->cfg.d_inner * m->cfg.d_state; }
 static size_t carry_hist_layer(const Model *m) { return (size_t)m->B * (m->cfg.d_conv - 1) * m->cfg.d_inner; }
-// one layer's gradient parts: A_log (d_inner, N) | dt_proj.bias (d_inner) | conv1d.weight (d_inner, K) | conv1d.bias
-static size_t carry_dparams_layer(const ModelConfig *c) { return (size_t)c->d_inner * (c->d_state + 1 + c->d_conv + 1); }
+// one layer's conv gradient parts: conv1d.weight (d_inner, K) | conv1d.bias (d_inner)
+static size_t carry_dparams_layer(const ModelConfig *c) { return (size_t)c->d_inner * (c->d_conv + 1); }
 
 static void free_carry(Model *m) {
     if (!m->carry_on) return;
@@ -564,8 +564,7 @@ static void free_carry(Model *m) {
 void model_alloc_carry(Model *m) {
     const Backend *bk = m->bk;
     const ModelConfig *c = &m->cfg;
-    if (!bk->carry_conv_fwd || !bk->carry_conv_bwd || !bk->carry_scan_fwd || !bk->carry_scan_bwd ||
-        !bk->carry_state_out || !bk->add_f32)
+    if (!bk->carry_conv_fwd || !bk->carry_conv_bwd || !bk->carry_state_out || !bk->add_f32)
         pm_die("the %s backend cannot carry state from batch to batch", bk->name);
     if (!m->layers) pm_die("model: carried state before the activations are allocated");
     if (m->T < c->d_conv - 1) pm_die("carried state needs rows of at least d_conv - 1 = %d tokens (got %d)", c->d_conv - 1, m->T);
@@ -626,28 +625,26 @@ static int carry_prepare(Model *m, const Batch *b) {
     return out > 0;
 }
 
-// Layer l's slices of the carried state: the set `set`'s scan states h (F32) and conv inputs (ACT), and its
-// gradient parts (carry_dparams: which 0 A_log, 1 dt bias, 2 conv weight, 3 conv bias).
+// Layer l's slices of the carried state: the set `set`'s scan states h (F32) and conv inputs (ACT), and its conv
+// gradient parts (carry_dparams: which 0 conv weight, 1 conv bias; the scan's backward adds its own).
 static void *carry_h_at(const Model *m, int set, int l) { return f32_at(m, m->carry_h[set], (size_t)l * carry_h_layer(m)); }
 static void *carry_hist_at(const Model *m, int set, int l) {
     return act_at(m, m->carry_hist[set], (size_t)l * carry_hist_layer(m));
 }
 static void *carry_dp_at(const Model *m, int l, int which) {
     const ModelConfig *c = &m->cfg;
-    const size_t di = c->d_inner, off[4] = {0, di * c->d_state, di * (c->d_state + 1), di * (c->d_state + 1 + c->d_conv)};
+    const size_t off[2] = {0, (size_t)c->d_inner * c->d_conv};
     return f32_at(m, m->carry_dparams, (size_t)l * carry_dparams_layer(c) + off[which]);
 }
 
-// After a backward with carried rows: their parts of the A_log, dt bias and conv gradients (written per layer by
-// carry_scan_bwd and carry_conv_bwd, beside the ops' own reductions) added into the gradients.
+// After a backward with carried rows: their parts of the conv gradients (written per layer by carry_conv_bwd,
+// beside the op's own reductions) added into the gradients.
 static void carry_add_grads(Model *m) {
     const ModelConfig *c = &m->cfg;
     const size_t di = c->d_inner;
     for (int l = 0; l < c->n_layer; l++) {
-        m->bk->add_f32(PF32(m->grads, l, P_A_LOG), carry_dp_at(m, l, 0), di * c->d_state);
-        m->bk->add_f32(PF32(m->grads, l, P_DT_B), carry_dp_at(m, l, 1), di);
-        m->bk->add_f32(PF32(m->grads, l, P_CONV_W), carry_dp_at(m, l, 2), di * c->d_conv);
-        m->bk->add_f32(PF32(m->grads, l, P_CONV_B), carry_dp_at(m, l, 3), di);
+        m->bk->add_f32(PF32(m->grads, l, P_CONV_W), carry_dp_at(m, l, 0), di * c->d_conv);
+        m->bk->add_f32(PF32(m->grads, l, P_CONV_B), carry_dp_at(m, l, 1), di);
     }
 }
 
@@ -775,19 +772,14 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
                bk->scan_fwd(y, u, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
                             act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
                             act_at(m, xz, di), 2 * di, m->pos, M, T, di, N,
-                            m->states_valid ? L->scan_states : NULL /* NULL where not kept */));  // (M, di)
-        if (carry_in || carry_out)
-            REGION(m, "fwd.scan", {
-                if (carry_in)  // the carried state's part of y
-                    bk->carry_scan_fwd(y, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
-                                       act_at(m, L->xdbl, R + N), nx, act_at(m, xz, di), 2 * di, m->carry_first,
-                                       carry_h_at(m, cin, l), M, T, di, N);
-                if (carry_out)  // the state the rows that go on end with, for the next batch
-                    bk->carry_state_out(carry_h_at(m, cout, l), carry_hist_at(m, cout, l), u, dpre,
-                                        PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
-                                        nx, xz, 2 * di, m->carry_first, m->carry_last, carry_h_at(m, cin, l), M, T, di,
-                                        N, K);
-            });
+                            m->states_valid ? L->scan_states : NULL /* NULL where not kept */,
+                            carry_in ? m->carry_first : NULL, carry_in ? carry_h_at(m, cin, l) : NULL));  // (M, di)
+        if (carry_out)  // the state the rows that go on end with, for the next batch
+            REGION(m, "fwd.scan",
+                   bk->carry_state_out(carry_h_at(m, cout, l), carry_hist_at(m, cout, l), u, dpre,
+                                       PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
+                                       nx, xz, 2 * di, m->carry_first, m->carry_last, carry_h_at(m, cin, l), M, T, di,
+                                       N, K));
         REGION(m, "fwd.out_proj", bk->matmul_fwd(m->h, d, y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
     }
     struct LayerActs *last = &m->layers[c->n_layer - 1];
@@ -1005,18 +997,8 @@ static void backward_body(Model *m) {
                             dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
                             act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, xz, di), 2 * di,
                             m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL,
-                            L->y ? NULL : y /* written again where not kept */));
-        if (m->carry_rows_in)
-            REGION(m, "bwd.scan", {
-                if (!L->y)  // y written again: add the carried state's part, as the forward did
-                    bk->carry_scan_fwd(y, dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG),
-                                       act_at(m, L->xdbl, R + N), nx, act_at(m, xz, di), 2 * di, m->carry_first,
-                                       carry_h_at(m, m->carry_used, l), M, T, di, N);
-                bk->carry_scan_bwd(ddpre, act_at(m, dxdbl, R + N), act_at(m, m->dxz, di), carry_dp_at(m, l, 1),
-                                   carry_dp_at(m, l, 0), m->dy, dpre, PF32(m->params, l, P_DT_B),
-                                   PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R + N), nx, act_at(m, xz, di),
-                                   2 * di, m->carry_first, carry_h_at(m, m->carry_used, l), M, T, di, N);
-            });
+                            L->y ? NULL : y /* written again where not kept */, m->carry_rows_in ? m->carry_first : NULL,
+                            m->carry_rows_in ? carry_h_at(m, m->carry_used, l) : NULL));
         // weight gradients: alone (a group of one), held for the group (j > 0), or the group's (its bottom layer:
         // each in the region of its op, after the input gradient there)
         const int own_dw = count == 1, queue = count > 1 && j == 0;
@@ -1049,7 +1031,7 @@ static void backward_body(Model *m) {
             bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,
                               PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K);
             if (m->carry_rows_in)
-                bk->carry_conv_bwd(m->dxz, 2 * di, carry_dp_at(m, l, 2), carry_dp_at(m, l, 3), m->du, xz,
+                bk->carry_conv_bwd(m->dxz, 2 * di, carry_dp_at(m, l, 0), carry_dp_at(m, l, 1), m->du, xz,
                                    PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, m->carry_first,
                                    carry_hist_at(m, m->carry_used, l), M, T, di, K);
         });

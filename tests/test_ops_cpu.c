@@ -93,12 +93,12 @@ static Outputs run_ops(const Inputs *in, const int32_t *pos, const real *dy, int
     Outputs o = {arr(M * C), arr(M * C), arr(M * LDX), arr(M * LDBC), arr(M * C), arr(M * C)};
     be->conv_silu_fwd(o.u, in->xz, LDX, in->wconv, in->bconv, pos, M, T, C, KC);
     be->scan_fwd(o.y, o.u, in->dpre, in->dt_bias, in->A_log, in->xdbl + DTR, in->xdbl + DTR + N, LDBC, in->D,
-                 in->xz + C, LDX, pos, M, T, C, N, NULL);
+                 in->xz + C, LDX, pos, M, T, C, N, NULL, NULL, NULL);
     if (dy) {
         real *dwc = arr(C * KC), *dbc = arr(C), *ddtb = arr(C), *dAl = arr(C * N), *dD = arr(C), *yre = arr(M * C);
         be->scan_bwd(o.du, o.ddpre, o.dxdbl + DTR, o.dxdbl + DTR + N, o.dxz + C, ddtb, dAl, dD, dy, o.u, in->dpre,
                      in->dt_bias, in->A_log, in->xdbl + DTR, in->xdbl + DTR + N, LDBC, in->D, in->xz + C, LDX, pos,
-                     M, T, C, N, NULL, yre);
+                     M, T, C, N, NULL, yre, NULL, NULL);
         // the backward's copy of the forward's output (for the out_proj weight gradient): the forward's, bit for bit
         assert_memory_equal(yre, o.y, (size_t)M * C * sizeof(real));
         free(yre);

@@ -294,7 +294,7 @@ static real *scan_z(ScanCtx *c) { return c->xz + c->Cd; }
 static long double scan_obj(void *p) {
     ScanCtx *c = p;
     be->scan_fwd(c->out, c->u, c->dpre, c->dt_bias, c->A_log, scan_B(c), scan_C(c), c->ldbc, c->D, scan_z(c),
-                 c->ldz, scan_pos, c->M, c->T, c->Cd, c->N, NULL);
+                 c->ldz, scan_pos, c->M, c->T, c->Cd, c->N, NULL, NULL, NULL);
     return dot(c->out, c->Cd, c->R, c->Cd, c->M, c->Cd);
 }
 static void test_scan(void **state) {
@@ -314,7 +314,7 @@ static void test_scan(void **state) {
     real *ddtb = rnd(Cd), *ddtb0 = copy_of(ddtb, Cd), *dAl = rnd((size_t)Cd * N), *dAl0 = copy_of(dAl, (size_t)Cd * N);
     real *dD = rnd(Cd), *dD0 = copy_of(dD, Cd), *yre = arr(mc);
     be->scan_bwd(du, ddpre, dxdbl + dtr, dxdbl + dtr + N, dxz + Cd, ddtb, dAl, dD, c.R, c.u, c.dpre, c.dt_bias,
-                 c.A_log, scan_B(&c), scan_C(&c), ldbc, c.D, scan_z(&c), ldz, scan_pos, M, T, Cd, N, NULL, yre);
+                 c.A_log, scan_B(&c), scan_C(&c), ldbc, c.D, scan_z(&c), ldz, scan_pos, M, T, Cd, N, NULL, yre, NULL, NULL);
     // the backward's second output: the forward's output again, from the states it recomputes
     scan_obj(&c);
     for (size_t i = 0; i < mc; i++) assert_true(fabs((double)(yre[i] - c.out[i])) <= 1e-12 * (1 + fabs((double)c.out[i])));
@@ -337,7 +337,7 @@ static void test_scan(void **state) {
     for (size_t i = 0; i < mc; i++) c.dpre[i] *= 0.01;  // tiny A so that exp(delta A) stays representable
     for (int i = 0; i < Cd * N; i++) c.A_log[i] = -4 + 0.5 * urand();
     be->scan_bwd(du, ddpre, dxdbl + dtr, dxdbl + dtr + N, dxz + Cd, ddtb, dAl, dD, c.R, c.u, c.dpre, c.dt_bias,
-                 c.A_log, scan_B(&c), scan_C(&c), ldbc, c.D, scan_z(&c), ldz, scan_pos, M, T, Cd, N, NULL, NULL);
+                 c.A_log, scan_B(&c), scan_C(&c), ldbc, c.D, scan_z(&c), ldz, scan_pos, M, T, Cd, N, NULL, NULL, NULL, NULL);
     check_grad("ddpre(v>20)", c.dpre, ddpre, mc, scan_obj, &c);
 
     free(c.u), free(c.dpre), free(c.dt_bias), free(c.A_log), free(c.xdbl), free(c.D), free(c.xz), free(c.out), free(c.R);
@@ -391,13 +391,12 @@ static long double carry_scan_obj(void *p) {
     CarryScanCtx *c = p;
     ScanCtx *s = &c->sc;
     be->scan_fwd(s->out, s->u, s->dpre, s->dt_bias, s->A_log, scan_B(s), scan_C(s), s->ldbc, s->D, scan_z(s), s->ldz,
-                 carry_pos, s->M, s->T, s->Cd, s->N, NULL);
-    be->carry_scan_fwd(s->out, s->dpre, s->dt_bias, s->A_log, scan_C(s), s->ldbc, scan_z(s), s->ldz, carry_first, c->h0,
-                       s->M, s->T, s->Cd, s->N);
+                 carry_pos, s->M, s->T, s->Cd, s->N, NULL, carry_first, c->h0);
     return dot(s->out, s->Cd, s->R, s->Cd, s->M, s->Cd);
 }
-// The scan started from a carried state: scan_bwd plus carry_scan_bwd against finite differences of scan_fwd plus
-// carry_scan_fwd, for every input (those the carried state does not touch too: nothing may be added there).
+// The scan started from a carried state (scan_fwd's first, h0): scan_bwd with the same against finite differences
+// of scan_fwd, for every input (h0 held constant, as the backward takes it). Its copy of the forward's output is
+// the forward's, and the rows that carry nothing are the zero-start scan's.
 static void test_carry_scan(void **state) {
     int T = KT, M = 3 * KT, Cd = 17, N = 4, dtr = 2, ldbc = dtr + 2 * N, ldz = 2 * Cd;
     size_t mc = (size_t)M * Cd;
@@ -409,13 +408,19 @@ static void test_carry_scan(void **state) {
     for (int i = 0; i < Cd; i++) s->D[i] = 0.5 + urand(), s->dt_bias[i] = -1 + urand();
     for (size_t i = 0; i < mc; i++) s->dpre[i] *= 0.5;  // delta ~0.2..1: the carried state decays over a few tokens
     real *du = arr(mc), *ddpre = arr(mc), *dxdbl = arr((size_t)M * ldbc), *dxz = arr((size_t)M * ldz);
-    real *ddtb = arr(Cd), *dAl = arr((size_t)Cd * N), *dD = arr(Cd), *ddtbc = arr(Cd), *dAlc = arr((size_t)Cd * N);
+    real *ddtb = arr(Cd), *dAl = arr((size_t)Cd * N), *dD = arr(Cd), *yre = arr(mc), *y0 = arr(mc);
     be->scan_bwd(du, ddpre, dxdbl + dtr, dxdbl + dtr + N, dxz + Cd, ddtb, dAl, dD, s->R, s->u, s->dpre, s->dt_bias,
-                 s->A_log, scan_B(s), scan_C(s), ldbc, s->D, scan_z(s), ldz, carry_pos, M, T, Cd, N, NULL, NULL);
-    be->carry_scan_bwd(ddpre, dxdbl + dtr + N, dxz + Cd, ddtbc, dAlc, s->R, s->dpre, s->dt_bias, s->A_log, scan_C(s),
-                       ldbc, scan_z(s), ldz, carry_first, c.h0, M, T, Cd, N);
-    be->add_f32(ddtb, ddtbc, Cd);
-    be->add_f32(dAl, dAlc, (size_t)Cd * N);
+                 s->A_log, scan_B(s), scan_C(s), ldbc, s->D, scan_z(s), ldz, carry_pos, M, T, Cd, N, NULL, yre,
+                 carry_first, c.h0);
+    carry_scan_obj(&c);
+    assert_memory_equal(yre, s->out, mc * sizeof(real));  // the backward's copy of the output: the forward's bits
+    // row 0 carries nothing: its outputs are the zero-start scan's, bit for bit
+    be->scan_fwd(y0, s->u, s->dpre, s->dt_bias, s->A_log, scan_B(s), scan_C(s), ldbc, s->D, scan_z(s), ldz, carry_pos,
+                 M, T, Cd, N, NULL, NULL, NULL);
+    assert_memory_equal(y0, s->out, (size_t)T * Cd * sizeof(real));
+    double moved = 0;  // and the carried rows' are not (the test would pass with h0 ignored otherwise)
+    for (size_t i = (size_t)T * Cd; i < mc; i++) moved = fmax(moved, fabs((double)(y0[i] - s->out[i])));
+    assert_true(moved > 1e-3);
     check_grad("du", s->u, du, mc, carry_scan_obj, &c);
     check_grad("ddpre", s->dpre, ddpre, mc, carry_scan_obj, &c);
     check_grad_ld("dB", scan_B(s), ldbc, dxdbl + dtr, ldbc, M, N, carry_scan_obj, &c);
@@ -425,12 +430,12 @@ static void test_carry_scan(void **state) {
     check_grad("dA_log", s->A_log, dAl, (size_t)Cd * N, carry_scan_obj, &c);
     check_grad("dD", s->D, dD, Cd, carry_scan_obj, &c);
     free(s->u), free(s->dpre), free(s->dt_bias), free(s->A_log), free(s->xdbl), free(s->D), free(s->xz), free(s->out);
-    free(s->R), free(c.h0), free(du), free(ddpre), free(dxdbl), free(dxz), free(ddtb), free(dAl), free(dD), free(ddtbc);
-    free(dAlc);
+    free(s->R), free(c.h0), free(du), free(ddpre), free(dxdbl), free(dxz), free(ddtb), free(dAl), free(dD), free(yre);
+    free(y0);
 }
 
 // A document of 3T' tokens in one row of 3T', against the same document in three rows of T' carried from row to row
-// (carry_state_out after each, carry_*_fwd into the next): the conv's and the scan's outputs agree to rounding, and
+// (carry_state_out after each, carry_conv_fwd and scan_fwd's h0 into the next): the conv's and the scan's outputs agree to rounding, and
 // the state the last row leaves is the unbroken walk's. The unbroken walk is the ops' own (the definition), so
 // this checks that the carried pieces add up to it.
 static void test_carry_equals_unbroken(void **state) {
@@ -444,7 +449,7 @@ static void test_carry_equals_unbroken(void **state) {
     // unbroken: one row of L
     real *u1 = arr((size_t)L * C), *y1 = arr((size_t)L * C);
     be->conv_silu_fwd(u1, xz, ldx, w, b, pos, L, L, C, K);
-    be->scan_fwd(y1, u1, dpre, dtb, A_log, xdbl + dtr, xdbl + dtr + N, ldbc, D, xz + C, ldx, pos, L, L, C, N, NULL);
+    be->scan_fwd(y1, u1, dpre, dtb, A_log, xdbl + dtr, xdbl + dtr + N, ldbc, D, xz + C, ldx, pos, L, L, C, N, NULL, NULL, NULL);
     // carried: rows of Tp, one at a time (each a batch of one row), the state passed on
     real *u = arr((size_t)L * C), *y = arr((size_t)L * C), *h[2] = {arr((size_t)C * N), arr((size_t)C * N)};
     real *hist[2] = {arr((size_t)(K - 1) * C), arr((size_t)(K - 1) * C)};
@@ -455,9 +460,7 @@ static void test_carry_equals_unbroken(void **state) {
         be->conv_silu_fwd(u + o * C, xz + o * ldx, ldx, w, b, pos + o, Tp, Tp, C, K);
         be->carry_conv_fwd(u + o * C, xz + o * ldx, ldx, w, b, pos + o, &first, hist[in], Tp, Tp, C, K);
         be->scan_fwd(y + o * C, u + o * C, dpre + o * C, dtb, A_log, xdbl + o * ldbc + dtr, xdbl + o * ldbc + dtr + N,
-                     ldbc, D, xz + o * ldx + C, ldx, pos + o, Tp, Tp, C, N, NULL);
-        be->carry_scan_fwd(y + o * C, dpre + o * C, dtb, A_log, xdbl + o * ldbc + dtr + N, ldbc, xz + o * ldx + C, ldx,
-                           &first, h[in], Tp, Tp, C, N);
+                     ldbc, D, xz + o * ldx + C, ldx, pos + o, Tp, Tp, C, N, NULL, &first, h[in]);
         if (last >= 0)
             be->carry_state_out(h[out], hist[out], u + o * C, dpre + o * C, dtb, A_log, xdbl + o * ldbc + dtr, ldbc,
                                 xz + o * ldx, ldx, &first, &last, h[in], Tp, Tp, C, N, K);
@@ -475,7 +478,7 @@ static void test_carry_equals_unbroken(void **state) {
     for (int r = 0; r < 3; r++) {
         const size_t o = (size_t)r * Tp;
         be->scan_fwd(y0 + o * C, u1 + o * C, dpre + o * C, dtb, A_log, xdbl + o * ldbc + dtr, xdbl + o * ldbc + dtr + N,
-                     ldbc, D, xz + o * ldx + C, ldx, pos + o, Tp, Tp, C, N, NULL);
+                     ldbc, D, xz + o * ldx + C, ldx, pos + o, Tp, Tp, C, N, NULL, NULL, NULL);
     }
     double diff = 0;
     for (size_t i = (size_t)Tp * C; i < (size_t)L * C; i++) diff = fmax(diff, fabs((double)(y0[i] - y1[i])));

@@ -9,6 +9,8 @@
 #   generate_370m            a 370m checkpoint after two training steps (.gpu/data), then `generate --device cuda`
 #                            after an 800-token prompt, 1024 tokens at top-k 0 and 40: its closing line each
 #                            (calls 325 and 326, which ran these lines in place)
+#   carry_eval               eval --carry-state against unbroken documents, GPU and CPU (call336 ran these lines
+#                            in place)
 pm_gpu_env() {
     export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 }
@@ -39,4 +41,40 @@ generate_370m() {
             --no-stop --temperature 0.8 --top-k $k >"$OUT/gen_k$k.txt" 2>"$OUT/gen_k$k.log"
         echo "370m top-k $k rc $?: $(grep 'packmamba: prefill' "$OUT/gen_k$k.log")"
     done
+}
+
+carry_eval() {
+    # the carried state's exactness end to end (call336, then call337): a tiny corpus of generated documents, some
+    # longer than T = 64 (to ~9000 tokens); eval --carry-state at T = 64 against eval at T = 16384 (documents whole),
+    # per document, on the GPU and on the CPU, and the restarted pieces (no carry) for contrast. Leaves the corpus
+    # in /tmp/c/data for a training run.
+local P=$PWD/.gpu/bin/packmamba
+mkdir -p /tmp/c && cd /tmp/c
+python3 - <<'PY'
+import os, random
+random.seed(5)
+os.makedirs('corpus', exist_ok=True)
+w = "the cat a dog river sees follows paints the hill long road window market stone".split()
+for i in range(60):
+    n = random.choice([5, 20, 60, 200, 700, 2500, 9000])
+    open('corpus/d%02d.txt' % i, 'w').write(' '.join(random.choice(w) for _ in range(n // 4 + 1)) + '\n')
+PY
+$P prepare --out data corpus >/dev/null 2>&1 || echo "prepare failed"
+$P train --data data --out base --preset tiny --seq-len 64 --batch 2 --steps 30 --log-every 0 >/dev/null 2>&1 || echo "train failed"
+for dev in cuda cpu; do
+  $P eval --checkpoint base --data data --seq-len 16384 --batch 1 --per-doc --json --device $dev > whole_$dev.json 2>/dev/null || echo "eval whole $dev failed"
+  $P eval --checkpoint base --data data --seq-len 64 --batch 4 --per-doc --json --carry-state --device $dev > carry_$dev.json 2>carry_$dev.err || { echo "eval carry $dev failed"; tail -2 carry_$dev.err; }
+  $P eval --checkpoint base --data data --seq-len 64 --batch 4 --per-doc --json --device $dev > cut_$dev.json 2>/dev/null
+done
+python3 - <<'PY'
+import json
+def load(f):
+    j = json.load(open(f)); return j['mean_loss'], {d['doc']: (d['tokens'], d['loss']) for d in j['per_doc']}
+for dev in ['cuda', 'cpu']:
+    mw, w = load('whole_%s.json' % dev); mc, c = load('carry_%s.json' % dev); mx, x = load('cut_%s.json' % dev)
+    worst = max(abs(c[k][1] - w[k][1]) / w[k][1] for k in w); same_tokens = all(c[k][0] == w[k][0] for k in w)
+    apart = max(abs(x[k][1] - w[k][1]) / w[k][1] for k in w)
+    print('%s: mean whole %.6f carried %.6f restarted %.6f; per doc carried vs whole worst %.2e (tokens equal %s), restarted %.2e' % (dev, mw, mc, mx, worst, same_tokens, apart))
+PY
+cd $OLDPWD
 }

@@ -71,13 +71,13 @@ static void op_conv(void) { G->conv_silu_fwd(u, xz, 2 * DI, cw, cb, pos, M, T, D
 static void op_scan_fwd(void) {
     G->scan_fwd(y, u, dpre, dtb, alog, (char *)xdbl + (size_t)R * G->act_bytes,
                 (char *)xdbl + (size_t)(R + N) * G->act_bytes, NX, dd, (char *)xz + (size_t)DI * G->act_bytes, 2 * DI,
-                pos, M, T, DI, N, states);
+                pos, M, T, DI, N, states, NULL, NULL);
 }
 static void op_scan_bwd(void) {
     G->scan_bwd(du, ddpre, (char *)dxdbl + (size_t)R * G->act_bytes, (char *)dxdbl + (size_t)(R + N) * G->act_bytes,
                 (char *)dxz + (size_t)DI * G->act_bytes, gdtb, galog, gd, dy, u, dpre, dtb, alog,
                 (char *)xdbl + (size_t)R * G->act_bytes, (char *)xdbl + (size_t)(R + N) * G->act_bytes, NX, dd,
-                (char *)xz + (size_t)DI * G->act_bytes, 2 * DI, pos, M, T, DI, N, states, y);
+                (char *)xz + (size_t)DI * G->act_bytes, 2 * DI, pos, M, T, DI, N, states, y, NULL, NULL);
 }
 static void op_out_proj(void) { G->matmul_fwd(out, D, y, DI, w_out, NULL, M, D, DI); }
 static void op_in_proj_dx(void) { G->matmul_bwd(xn, D, 0, NULL, NULL, xz, 2 * DI, NULL, D, w_in, M, 2 * DI, D); }
