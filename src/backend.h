@@ -168,11 +168,12 @@ typedef struct Backend {
     //   the next batch): h_out[r] (Cd, N) F32 = the scan state after the row's last token, walked from token
     //   last[r] from zero, or from h0[r] where last[r] == 0 and first[r] > 0 (one document throughout the row);
     //   hist_out[r] (K-1, Cd) ACT = xi of the row's last K-1 tokens. Rows with last[r] < 0 are left as they are.
-    //   h_out, hist_out must not alias h0, hist.
+    //   h_out, hist_out must not alias h0, hist. states: NULL, or what scan_fwd left for this batch (the same
+    //   first, h0), which a backend may walk on from (the CUDA backend: from the last state checkpoint).
     void (*carry_state_out)(void *h_out, void *hist_out, const void *u, const void *dpre, const void *dt_bias,
                             const void *A_log, const void *Bm, int ldbc, const void *xi, int ldx,
                             const int32_t *first, const int32_t *last, const void *h0, int M, int T, int Cd, int N,
-                            int K);
+                            int K, const void *states);
     // add_f32: dst (n) F32 += src (n) F32 (the model adds the carry ops' parameter-gradient parts).
     void (*add_f32)(void *dst, const void *src, size_t n);
 

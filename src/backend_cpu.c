@@ -915,7 +915,8 @@ static inline real carry_delta(const real *dpre, const real *dt_bias, size_t t, 
 static void carry_state_out(void *h_out_, void *hist_out_, const void *u_, const void *dpre_, const void *dt_bias_,
                             const void *A_log_, const void *Bm_, int ldbc, const void *xi_, int ldx,
                             const int32_t *first, const int32_t *last, const void *h0_, int M, int T, int Cd, int N,
-                            int K) {
+                            int K, const void *states) {
+    (void)states;  // (the CPU keeps none: it walks the last segment)
     real *h_out = h_out_, *hist_out = hist_out_;
     const real *u = u_, *dpre = dpre_, *dt_bias = dt_bias_, *A_log = A_log_, *Bm = Bm_, *xi = xi_, *h0 = h0_;
     const int rows = M / T;

@@ -1207,10 +1207,11 @@ static void cu_carry_conv_bwd(void *dxi, int ldx, void *dw, void *db, const void
 static void cu_carry_state_out(void *h_out, void *hist_out, const void *u, const void *dpre, const void *dt_bias,
                                const void *A_log, const void *Bm, int ldbc, const void *xi, int ldx,
                                const int32_t *first, const int32_t *last, const void *h0, int M, int T, int Cd, int N,
-                               int K) {
+                               int K, const void *states) {
     cuda_carry_state_out((float *)h_out, (bf16 *)hist_out, (const bf16 *)u, (const bf16 *)dpre,
                          (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, ldbc, (const bf16 *)xi, ldx,
-                         first, last, (const float *)h0, M, T, Cd, N, K, carry_ws(M, T, Cd, N), g_stream);
+                         first, last, (const float *)h0, M, T, Cd, N, K, (const float *)states, carry_ws(M, T, Cd, N),
+                         g_stream);
 }
 // dst may be a parameter gradient that a held-back reduction (Backend.defer_reductions) still writes: run those
 // first, so the sum lands after them (under grads_write they write =, and would overwrite it).

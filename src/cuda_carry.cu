@@ -9,18 +9,21 @@
 //   thread per channel that walks the rows in order, so its dw/db sums need no second pass and the dxi corrections
 //   of a row (at most K-1 tokens) are added in registers and stored once.
 // - scan: the scan kernels (cuda_scan.cu) start every row from 0; the scan is linear in its initial state, so a
-//   carried row's true values are the zero-start ones plus the carried state's part, exp(A sum of delta) h0. Two
-//   kernels add that part: to the forward's output (a block of 128 channels, a thread each, walks one time segment
-//   of 128 tokens of a row (grid z) in chunks whose C rows it stages in shared memory, starting from the decay up
-//   to the segment, exp(A cum0), cum0 the sum of delta over the segments before it: a first kernel sums delta per
-//   segment, each block adds the sums up in segment order), and to the scan states the backward reads (its
-//   checkpoints, every 16th token: one exp per state and checkpoint). With those states the scan's own backward is
-//   the carried rows' (h0 a constant), so the backward needs nothing of its own here (v3; v1-v2 had a separate
-//   backward, as costly as the scan's, docs/perf.md).
-//   State out: each segment's state from zero, then a kernel chains them in segment order from zero or h0.
+//   carried row's true values are the zero-start ones plus the carried state's part, P_t h0 with P_t the decay
+//   exp(A sum of delta) up to t. One kernel adds it to the forward's output and to the scan states the forward
+//   leaves the backward (its checkpoints, every 16th token, where the walk has P at hand): a block of 128 channels,
+//   a thread each, walks one time segment of 128 tokens of a row (grid z) in chunks whose C rows it stages in shared
+//   memory, starting from the decay up to the segment, exp(A cum0), cum0 the sum of delta over the segments before
+//   it (a first kernel sums delta per segment; each block adds the sums up in segment order). Where the backward
+//   recomputes its checkpoints, the same kernel gives them their part alone (the same bits). With those states the
+//   scan's own backward is the carried rows' (h0 a constant), so the backward needs nothing of its own here (v3-v4;
+//   v1-v2 had a separate backward, as costly as the scan's: docs/perf.md).
+// - state out: from the forward's scan states, the last checkpoint walked over the row's last <= 16 tokens (v4);
+//   without them (eval, or a memory budget that keeps none), each 128-token segment's state from zero, then a kernel
+//   chains them in segment order from zero or h0.
 // Every order is fixed by the shape and first/last: the results repeat bit for bit.
-// H200, B 8, T 2048, Cd 2048, N 16, every row carried over all its tokens (test_carry_timings, v2): carry_scan_fwd
-// 0.45 ms, carry_state_out 0.42 ms, the conv ops ~0.01-0.02 ms (scan_fwd itself: 0.22 ms).
+// H200, B 8, T 2048, Cd 2048, N 16, every row carried over all its tokens (test_carry_timings): docs/perf.md,
+// forty-fourth session.
 #include "cuda_carry.h"
 
 #include "cuda_common.h"
@@ -226,13 +229,21 @@ __device__ __forceinline__ float cum_before(const float *__restrict__ dls, int r
 // grid (ceil(Cd / CB), rows, nseg): thread = (row, channel, segment). NC: the N the arrays hold (16 or 64); EXACT:
 // N == NC (at compile time), else N < NC at run time (every loop over n is unrolled to NC with a test, so the
 // arrays' indices stay constants: registers; NC = 64 spills).
+// ckpt: NULL, or the scan states the backward reads (cuda_scan.cu's checkpoints: the state before every CARRY_TC-th
+// token, where the chunks start; cn: the staged kernels' layout (rows, nck, Cd, N), else the generic kernels' (rows,
+// nck, N, Cd)), made those of the true recurrence: the scan kernels start every row from 0, and the carried state's
+// part of the state before token t is P h0, P the decay before t (the recurrence is linear in its initial state),
+// which the walk has at hand; so each checkpoint in a row's first document segment (t <= first[r]) gets it added.
+// With those, the scan's own backward gives the carried rows' gradients (h0 held constant), and its copy of the
+// forward's output includes the carried part. out NULL: the states alone (where the backward recomputes them), by
+// the same operations, so the same bits as the forward leaves.
 template <int NC, bool EXACT>
 __global__ void __launch_bounds__(CARRY_CB)
-    carry_scan_fwd_kernel(bf16 *__restrict__ out, const bf16 *__restrict__ dpre, const float *__restrict__ dt_bias,
-                          const float *__restrict__ A_log, const bf16 *__restrict__ Cm, int ldbc,
-                          const bf16 *__restrict__ z, int ldz, const int32_t *__restrict__ first,
-                          const float *__restrict__ h0, const float *__restrict__ dls, int T, int Cd, int Nrt,
-                          int nseg) {
+    carry_scan_fwd_kernel(bf16 *__restrict__ out, float *__restrict__ ckpt, int cn, const bf16 *__restrict__ dpre,
+                          const float *__restrict__ dt_bias, const float *__restrict__ A_log,
+                          const bf16 *__restrict__ Cm, int ldbc, const bf16 *__restrict__ z, int ldz,
+                          const int32_t *__restrict__ first, const float *__restrict__ h0,
+                          const float *__restrict__ dls, int T, int Cd, int Nrt, int nseg) {
     constexpr int NA = NC, TC = CARRY_TC;
     const int N = EXACT ? NC : Nrt;
     __shared__ float Cs[TC][NA];
@@ -254,18 +265,44 @@ __global__ void __launch_bounds__(CARRY_CB)
     }
     const float bias = dt_bias[cc];
     const size_t base = (size_t)r * T;
+    const int nck = (T + TC - 1) / TC;
+    auto add_ckpt = [&](int t) {  // the state before token t (a multiple of TC) += P h0
+        const size_t k = (size_t)r * nck + t / TC;
+        // 16-byte accesses where a thread's states are 64 contiguous bytes (scalar ones at a 64-byte stride from
+        // lane to lane measured ~0.4 ms at B8 T2048 Cd2048, every row carried: call338)
+        if (EXACT && NA % 4 == 0 && cn) {
+            float4 *p = (float4 *)(ckpt + (k * Cd + c) * N);
+#pragma unroll
+            for (int i = 0; i < NA / 4; i++) {
+                float4 v = p[i];
+                v.x = fmaf(P[4 * i], h[4 * i], v.x), v.y = fmaf(P[4 * i + 1], h[4 * i + 1], v.y);
+                v.z = fmaf(P[4 * i + 2], h[4 * i + 2], v.z), v.w = fmaf(P[4 * i + 3], h[4 * i + 3], v.w);
+                p[i] = v;
+            }
+            return;
+        }
+#pragma unroll
+        for (int n = 0; n < NA; n++) if (EXACT || n < N) {
+            float &v = cn ? ckpt[(k * Cd + c) * N + n] : ckpt[(k * N + n) * Cd + c];
+            v = fmaf(P[n], h[n], v);
+        }
+    };
     for (int t0 = ts; t0 < te; t0 += TC) {
         const int len = te - t0 < TC ? te - t0 : TC;
-        __syncthreads();  // the chunk before is done with Cs
-        stage_rows<TC, NA>(Cs, Cm, ldbc, base + t0, len, N);
+        if (ckpt && act) add_ckpt(t0);
         float dp[TC], zz[TC], oo[TC];
+        if (out) {  // (block-uniform)
+            __syncthreads();  // the chunk before is done with Cs
+            stage_rows<TC, NA>(Cs, Cm, ldbc, base + t0, len, N);
+        }
 #pragma unroll
         for (int j = 0; j < TC; j++)
             if (j < len) {
                 const size_t m = base + t0 + j;
-                dp[j] = bf2f(dpre[m * Cd + cc]), zz[j] = bf2f(z[m * ldz + cc]), oo[j] = bf2f(out[m * Cd + cc]);
+                dp[j] = bf2f(dpre[m * Cd + cc]);
+                if (out) zz[j] = bf2f(z[m * ldz + cc]), oo[j] = bf2f(out[m * Cd + cc]);
             }
-        __syncthreads();
+        if (out) __syncthreads();
 #pragma unroll
         for (int j = 0; j < TC; j++)
             if (j < len) {
@@ -274,57 +311,13 @@ __global__ void __launch_bounds__(CARRY_CB)
 #pragma unroll
                 for (int n = 0; n < NA; n++) if (EXACT || n < N) {
                     P[n] *= ex2_approx(dl * A2[n]);
-                    e = fmaf(Cs[j][n] * P[n], h[n], e);
+                    if (out) e = fmaf(Cs[j][n] * P[n], h[n], e);
                 }
-                if (act) out[(base + t0 + j) * Cd + c] = f2bf(oo[j] + e * (zz[j] * sigmoid_f(zz[j])));
+                if (out && act) out[(base + t0 + j) * Cd + c] = f2bf(oo[j] + e * (zz[j] * sigmoid_f(zz[j])));
             }
     }
-}
-
-// The scan states the backward reads (cuda_scan.cu's checkpoints: the state before every SCAN_K-th token) of the
-// carried rows, made those of the true recurrence: the scan kernels start every row from 0, and the carried state's
-// part of the state before token t is exp(A sum_{s<t} delta_s) h0 (the recurrence is linear in its initial state), so
-// each checkpoint inside a row's first document segment (t <= first[r]) gets it added. With those, the scan's own
-// backward gives the carried rows' gradients (h0 held constant), and its copy of the forward's output includes the
-// carried part. CN: the staged layout (rows, nck, Cd, N); else the generic kernels' (rows, nck, N, Cd). grid
-// (ceil(Cd / CB), rows, nseg): thread = (row, channel, segment of CARRY_SEG tokens); the segment's cum starts from
-// the sums of the segments before it, as the forward's.
-template <bool CN>
-__global__ void __launch_bounds__(CARRY_CB)
-    carry_scan_states_kernel(float *__restrict__ ckpt, const bf16 *__restrict__ dpre, const float *__restrict__ dt_bias,
-                             const float *__restrict__ A_log, const int32_t *__restrict__ first,
-                             const float *__restrict__ h0, const float *__restrict__ dls, int T, int Cd, int ckk,
-                             int nseg) {
-    constexpr int N = 16;  // (the scan kernels' d_state)
-    const int r = blockIdx.y, seg = blockIdx.z, c = blockIdx.x * CARRY_CB + threadIdx.x;
-    int a, b;
-    if (c >= Cd || !carry_range(first, 0, r, T, &a, &b)) return;
-    const int ts = seg * CARRY_SEG, te = ts + CARRY_SEG < b ? ts + CARRY_SEG : b;
-    if (ts >= te) return;
-    const int nck = (T + ckk - 1) / ckk;
-    float A2[N], h[N];
-#pragma unroll
-    for (int n = 0; n < N; n++) {
-        A2[n] = -__expf(A_log[(size_t)c * N + n]) * LOG2E;
-        h[n] = h0[((size_t)r * Cd + c) * N + n];
-    }
-    const float bias = dt_bias[c];
-    const bf16 *dp = dpre + (size_t)r * T * Cd + c;
-    float cum = cum_before(dls, r, seg, c, Cd, nseg);  // the sum of delta over the tokens before t
-    int t = ts;
-    // the checkpoints at tokens in [ts, te), and in the row's last segment also the one at te == b (the state
-    // before the next document's start, which the backward does not read through)
-    const int last_ck = te == b ? te : te - 1;
-    for (int tk = (ts + ckk - 1) / ckk * ckk; tk <= last_ck && tk < T; tk += ckk) {
-        for (; t < tk; t++) cum += softplus_f(bf2f(dp[(size_t)t * Cd]) + bias);
-        const int k = tk / ckk;
-        float *ck = CN ? ckpt + (((size_t)r * nck + k) * Cd + c) * N : ckpt + ((size_t)r * nck + k) * N * Cd + c;
-#pragma unroll
-        for (int n = 0; n < N; n++) {
-            float &v = CN ? ck[n] : ck[(size_t)n * Cd];
-            v = fmaf(ex2_approx(cum * A2[n]), h[n], v);
-        }
-    }
+    // the row's last segment: also the state before its next document's start, where that is a checkpoint's token
+    if (ckpt && act && te == b && b < T && b % TC == 0) add_ckpt(b);
 }
 
 // State out, grid (ceil(Cd / CB), rows, nseg): thread = (row, channel, segment): the state after the segment's last
@@ -408,6 +401,45 @@ __global__ void __launch_bounds__(128)
     }
 #pragma unroll
     for (int n = 0; n < NA; n++) if (EXACT || n < N) h_out[((size_t)r * Cd + c) * N + n] = s[n];
+    for (int k = 0; k < K - 1; k++) {
+        const long long m = (long long)r * T + T - (K - 1) + k;  // (T >= K-1: in the row)
+        hist_out[((size_t)r * (K - 1) + k) * Cd + c] = m >= 0 ? xi[(size_t)m * ldx + c] : f2bf(0.f);
+    }
+}
+
+// State out from the forward's scan states (v4), thread = (row, channel): the state before the last checkpoint's
+// token t0 (which holds the carried part where the row is one document carried in), walked over the row's last
+// tokens; where the last document starts at or after t0, from zero (or h0: a carried row of T <= 16) at its start.
+// N = 16 (the scan's); ckpt (rows, nck, Cd, N), every CARRY_TC tokens.
+__global__ void __launch_bounds__(128)
+    carry_state_ckpt_kernel(float *__restrict__ h_out, bf16 *__restrict__ hist_out, const float *__restrict__ ckpt,
+                            const bf16 *__restrict__ u, const bf16 *__restrict__ dpre,
+                            const float *__restrict__ dt_bias, const float *__restrict__ A_log,
+                            const bf16 *__restrict__ Bm, int ldbc, const bf16 *__restrict__ xi, int ldx,
+                            const int32_t *__restrict__ first, const int32_t *__restrict__ last,
+                            const float *__restrict__ h0, int T, int Cd, int K) {
+    constexpr int N = 16;
+    const int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+    if (c >= Cd || last[r] < 0) return;
+    const int lr = last[r], nck = (T + CARRY_TC - 1) / CARRY_TC, t0 = (nck - 1) * CARRY_TC;
+    const bool from_ck = lr < t0, from_h0 = !from_ck && lr == 0 && first[r] > 0;
+    const float *s0 = from_ck ? ckpt + (((size_t)r * nck + nck - 1) * Cd + c) * N : h0 + ((size_t)r * Cd + c) * N;
+    float A2[N], s[N];
+#pragma unroll
+    for (int n = 0; n < N; n++) {
+        A2[n] = -__expf(A_log[(size_t)c * N + n]) * LOG2E;
+        s[n] = from_ck || from_h0 ? s0[n] : 0.f;
+    }
+    const float bias = dt_bias[c];
+    for (int t = from_ck ? t0 : lr; t < T; t++) {
+        const size_t m = (size_t)r * T + t;
+        const float dl = softplus_f(bf2f(dpre[m * Cd + c]) + bias), du = dl * bf2f(u[m * Cd + c]);
+        const bf16 *Bt = Bm + m * ldbc;
+#pragma unroll
+        for (int n = 0; n < N; n++) s[n] = fmaf(ex2_approx(dl * A2[n]), s[n], du * bf2f(Bt[n]));
+    }
+#pragma unroll
+    for (int n = 0; n < N; n++) h_out[((size_t)r * Cd + c) * N + n] = s[n];
     for (int k = 0; k < K - 1; k++) {
         const long long m = (long long)r * T + T - (K - 1) + k;  // (T >= K-1: in the row)
         hist_out[((size_t)r * (K - 1) + k) * Cd + c] = m >= 0 ? xi[(size_t)m * ldx + c] : f2bf(0.f);
@@ -501,44 +533,45 @@ size_t cuda_carry_ws_bytes(int M, int T, int Cd, int N) {
         cudaLaunchCheck();                                                             \
     } while (0)
 
-void cuda_carry_scan_fwd(bf16 *out, const bf16 *dpre, const float *dt_bias, const float *A_log, const bf16 *Cm,
-                         int ldbc, const bf16 *z, int ldz, const int32_t *first, const float *h0, int M, int T, int Cd,
-                         int N, void *ws, cudaStream_t st) {
+void cuda_carry_scan_fwd(bf16 *out, float *ckpt, int ck_tokens, const bf16 *dpre, const float *dt_bias,
+                         const float *A_log, const bf16 *Cm, int ldbc, const bf16 *z, int ldz, const int32_t *first,
+                         const float *h0, int M, int T, int Cd, int N, void *ws, cudaStream_t st) {
     carry_check(M, T, Cd, N);
+    if (ckpt && ck_tokens != CARRY_TC) carry_die("scan states every %d tokens; the carry kernels write every %d", ck_tokens, CARRY_TC);
     if (M == 0) return;
     const CarryWs w = carry_ws(ws, M, T, Cd, N);
     const int nseg = nsegments(T);
     carry_dl_sums(w.dls, dpre, dt_bias, first, 0, M, T, Cd, st);
-    CARRY_BY_N(carry_scan_fwd_kernel, dim3(nblocks(Cd), M / T, nseg), CARRY_CB, out, dpre, dt_bias, A_log, Cm, ldbc, z,
-               ldz, first, h0, w.dls, T, Cd, N, nseg);
+    CARRY_BY_N(carry_scan_fwd_kernel, dim3(nblocks(Cd), M / T, nseg), CARRY_CB, out, ckpt, 1, dpre, dt_bias, A_log, Cm,
+               ldbc, z, ldz, first, h0, w.dls, T, Cd, N, nseg);
 }
 
 void cuda_carry_scan_states(float *ckpt, int cn_layout, int ck_tokens, const bf16 *dpre, const float *dt_bias,
                             const float *A_log, const int32_t *first, const float *h0, int M, int T, int Cd, int N,
                             void *ws, cudaStream_t st) {
     carry_check(M, T, Cd, N);
-    if (N != 16) carry_die("the scan's states are built for d_state 16 (got %d)", N);
+    if (ck_tokens != CARRY_TC) carry_die("scan states every %d tokens; the carry kernels write every %d", ck_tokens, CARRY_TC);
     if (M == 0) return;
     const CarryWs w = carry_ws(ws, M, T, Cd, N);
     const int nseg = nsegments(T);
     carry_dl_sums(w.dls, dpre, dt_bias, first, 0, M, T, Cd, st);
-    const dim3 grid(nblocks(Cd), M / T, nseg);
-    if (cn_layout)
-        carry_scan_states_kernel<true><<<grid, CARRY_CB, 0, st>>>(ckpt, dpre, dt_bias, A_log, first, h0, w.dls, T, Cd,
-                                                                  ck_tokens, nseg);
-    else
-        carry_scan_states_kernel<false><<<grid, CARRY_CB, 0, st>>>(ckpt, dpre, dt_bias, A_log, first, h0, w.dls, T, Cd,
-                                                                   ck_tokens, nseg);
-    cudaLaunchCheck();
+    CARRY_BY_N(carry_scan_fwd_kernel, dim3(nblocks(Cd), M / T, nseg), CARRY_CB, nullptr, ckpt, cn_layout, dpre, dt_bias,
+               A_log, nullptr, 0, nullptr, 0, first, h0, w.dls, T, Cd, N, nseg);
 }
 
 void cuda_carry_state_out(float *h_out, bf16 *hist_out, const bf16 *u, const bf16 *dpre, const float *dt_bias,
                           const float *A_log, const bf16 *Bm, int ldbc, const bf16 *xi, int ldx, const int32_t *first,
-                          const int32_t *last, const float *h0, int M, int T, int Cd, int N, int K, void *ws,
-                          cudaStream_t st) {
+                          const int32_t *last, const float *h0, int M, int T, int Cd, int N, int K,
+                          const float *states, void *ws, cudaStream_t st) {
     carry_check(M, T, Cd, N);
     if (K < 1 || K > CARRY_KMAX) carry_die("conv width K=%d is not supported (1..%d)", K, CARRY_KMAX);
     if (M == 0) return;
+    if (states && N == 16) {  // v4: at most 16 tokens a row from the last checkpoint
+        carry_state_ckpt_kernel<<<dim3(pm_ceil_div(Cd, 128), M / T), 128, 0, st>>>(
+            h_out, hist_out, states, u, dpre, dt_bias, A_log, Bm, ldbc, xi, ldx, first, last, h0, T, Cd, K);
+        cudaLaunchCheck();
+        return;
+    }
     const int nseg = nsegments(T);
     const CarryWs w = carry_ws(ws, M, T, Cd, N);
     carry_dl_sums(w.dls, dpre, dt_bias, last, 1, M, T, Cd, st);

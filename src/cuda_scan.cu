@@ -3045,13 +3045,9 @@ void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfl
                       float *states, cudaStream_t stream, const int32_t *carry_first, const float *carry_h0,
                       void *carry_ws) {
     scan_fwd_impl(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, states, stream);
-    if (carry_first) {  // the carried rows' part of the output, and of the states left to the backward
-        cuda_carry_scan_fwd(out, dpre, dt_bias, A_log, Cm, ldbc, z, ldz, carry_first, carry_h0, M, T, Cd, N, carry_ws,
-                            stream);
-        if (states)
-            cuda_carry_scan_states(states, 1, SCAN_K, dpre, dt_bias, A_log, carry_first, carry_h0, M, T, Cd, N,
-                                   carry_ws, stream);
-    }
+    if (carry_first)  // the carried rows' part of the output, and of the states left to the backward
+        cuda_carry_scan_fwd(out, states, SCAN_K, dpre, dt_bias, A_log, Cm, ldbc, z, ldz, carry_first, carry_h0, M, T, Cd,
+                            N, carry_ws, stream);
 }
 
 static int scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,

@@ -779,7 +779,7 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
                    bk->carry_state_out(carry_h_at(m, cout, l), carry_hist_at(m, cout, l), u, dpre,
                                        PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
                                        nx, xz, 2 * di, m->carry_first, m->carry_last, carry_h_at(m, cin, l), M, T, di,
-                                       N, K));
+                                       N, K, m->states_valid ? L->scan_states : NULL));
         REGION(m, "fwd.out_proj", bk->matmul_fwd(m->h, d, y, di, PACT(l, P_OUT_PROJ), NULL, M, d, di));  // (M, d)
     }
     struct LayerActs *last = &m->layers[c->n_layer - 1];

@@ -1141,8 +1141,10 @@ static void carry_out_free(CarryOut *o) {
 }
 
 // Every carry op once on backend be (on its side queue when side is set), each into its own output buffer set from
-// the starting values; the parameter gradients, which the ops write, start as NaN.
-static CarryOut run_carry_ops(const Backend *be, const CarryIn *in, int side) {
+// the starting values; the parameter gradients, which the ops write, start as NaN. with_states (N = 16, a backend
+// that keeps scan states): carry_state_out is given the states of a scan_fwd of the same rows (first, h0 and the
+// row's B, dpre, u; D and z from xz), as the model gives them.
+static CarryOut run_carry_ops(const Backend *be, const CarryIn *in, int side, int with_states) {
     const int M = in->M, T = in->T, Cd = in->Cd, N = in->N, R = in->R, K = in->K, nx = in->nx, rows = in->rows;
     const size_t mc = (size_t)M * Cd, mz = (size_t)M * 2 * Cd, mx = (size_t)M * nx, nh = (size_t)rows * Cd * N,
                  nhist = (size_t)rows * (K - 1) * Cd;
@@ -1157,12 +1159,19 @@ static CarryOut run_carry_ops(const Backend *be, const CarryIn *in, int side) {
     void *u = b_act(be, in->u0, mc), *dxa = b_act(be, in->dxa0, mz), *dw = b_f32(be, nan, (size_t)Cd * K);
     void *db = b_f32(be, nan, Cd), *hout = b_f32(be, in->hout0, nh), *histo = b_act(be, in->histo0, nhist);
     void *add = b_f32(be, in->add0, in->nadd), *addsrc = b_f32(be, in->addsrc, in->nadd);
+    void *states = NULL, *y = NULL, *Dv = NULL;
+    if (with_states && be->scan_states_bytes && N == 16) {
+        states = be->alloc(be->scan_states_bytes(M, T, Cd, N)), y = be->alloc(mc * be->act_bytes);
+        Dv = b_f32(be, in->b, Cd);  // (any D: the states do not depend on it)
+        be->scan_fwd(y, uin, dpre, dtb, Alog, b_off(be, xdbl, R), b_off(be, xdbl, R + N), nx, Dv, b_off(be, xz, Cd),
+                     2 * Cd, pos, M, T, Cd, N, states, first, h0);
+    }
     const int on_side = side && be->side_begin;
     if (on_side) be->side_begin();
     be->carry_conv_fwd(u, xz, 2 * Cd, w, b, pos, first, hist, M, T, Cd, K);
     be->carry_conv_bwd(dxa, 2 * Cd, dw, db, du, xz, w, b, pos, first, hist, M, T, Cd, K);
     be->carry_state_out(hout, histo, uin, dpre, dtb, Alog, b_off(be, xdbl, R), nx, xz, 2 * Cd, first, last, h0, M, T,
-                        Cd, N, K);
+                        Cd, N, K, states);
     be->add_f32(add, addsrc, in->nadd);
     if (on_side) be->side_wait(be->side_end());
     be->synchronize();
@@ -1173,6 +1182,7 @@ static CarryOut run_carry_ops(const Backend *be, const CarryIn *in, int side) {
     void *bufs[] = {pos, first, last, xz, xdbl, uin, dpre, w, b, dtb, Alog, hist, h0, du, u, dxa, dw, db, hout, histo,
                     add, addsrc};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->free(bufs[i]);
+    if (states) be->free(states), be->free(y), be->free(Dv);
     free(nan);
     return o;
 }
@@ -1237,7 +1247,7 @@ static void carry_case(int T, int Cd, int N, int R, int K, int f3) {
     for (int i = 0; i < rows * Cd; i++) hrow[i] = last[i / Cd] >= 0;  // h_out as (rows * Cd, N)
     for (int i = 0; i < rows * (K - 1); i++) hsrow[i] = last[i / (K - 1)] >= 0;  // hist_out as (rows (K-1), Cd)
 
-    CarryOut ref = run_carry_ops(CPU, &in, 0), g = run_carry_ops(G, &in, 0);
+    CarryOut ref = run_carry_ops(CPU, &in, 0, 0), g = run_carry_ops(G, &in, 0, 0);
     check_carried("carry_conv_fwd u (bf16)", g.u, ref.u, in.u0, M, Cd, 0, Cd, conv_tok, 1e-2);
     check_carried("carry_conv_bwd dxi (bf16)", g.dxa, ref.dxa, in.dxa0, M, 2 * Cd, 0, Cd, conv_tok, 1e-2);
     check_rel("carry_conv_bwd dw (written)", g.dw, ref.dw, (size_t)Cd * K, 1e-3);
@@ -1245,10 +1255,17 @@ static void carry_case(int T, int Cd, int N, int R, int K, int f3) {
     check_carried("carry_state_out h_out", g.hout, ref.hout, in.hout0, rows * Cd, N, 0, N, hrow, 1e-3);
     check_carried("carry_state_out hist_out (copy)", g.histo, ref.histo, in.histo0, rows * (K - 1), Cd, 0, Cd, hsrow, 0);
     check_same_bits("add_f32 (= CPU)", g.add, ref.add, (size_t)in.nadd * 4);
+    if (N == 16) {  // the state out from the forward's scan states (as the model has them), the other outputs alike
+        CarryOut gs = run_carry_ops(G, &in, 0, 1);
+        check_carried("carry_state_out h_out, from the scan states", gs.hout, ref.hout, in.hout0, rows * Cd, N, 0, N,
+                      hrow, 1e-3);
+        check_same_bits("carry_state_out hist_out, from the scan states", gs.histo, g.histo, nhist * 4);
+        carry_out_free(&gs);
+    }
 
     // deterministic: the same bits again, the second time on the side queue (the carry workspace is the side
     // stream's own there)
-    CarryOut d1 = run_carry_ops(GD, &in, 0), d2 = run_carry_ops(GD, &in, 1);
+    CarryOut d1 = run_carry_ops(GD, &in, 0, 0), d2 = run_carry_ops(GD, &in, 1, 0);
     const struct { const char *what; float *a, *b, *c; size_t n; } same[] = {
         {"carry_conv_fwd u", g.u, d1.u, d2.u, mc},
         {"carry_conv_bwd dxi", g.dxa, d1.dxa, d2.dxa, mz},
@@ -1271,7 +1288,7 @@ static void carry_case(int T, int Cd, int N, int R, int K, int f3) {
     int32_t none_first[4] = {0, 0, 0, 0}, none_last[4] = {-1, -1, -1, -1};
     in.first = none_first, in.last = none_last;
     memset(conv_tok, 0, M), memset(hrow, 0, rows * Cd), memset(hsrow, 0, rows * (K - 1));
-    CarryOut z = run_carry_ops(G, &in, 0);
+    CarryOut z = run_carry_ops(G, &in, 0, 0);
     float *zeros = calloc((size_t)Cd * N, sizeof(float));
     check_carried("no carry: u untouched", z.u, in.u0, in.u0, M, Cd, 0, Cd, conv_tok, 0);
     check_carried("no carry: dxi untouched", z.dxa, in.dxa0, in.dxa0, M, 2 * Cd, 0, Cd, conv_tok, 0);
@@ -2293,7 +2310,10 @@ static void test_carry_timings(void **state) {
             G->carry_conv_bwd(dxz, 2 * Cd, dcw, dcb, du, xz, cw, cb, gpos, gfirst, hist, M, T, Cd, K));
     TIME_OP("carry_state_out", 1, 0, Md * Cd * 4,
             G->carry_state_out(hout, histo, u, dpre, dtb, Al, act_off(xdbl, R), nx, xz, 2 * Cd, gfirst, glast, h0, M, T,
-                               Cd, N, K));
+                               Cd, N, K, NULL));
+    TIME_OP("carry_state_out from the states", 1, 0, 0,
+            G->carry_state_out(hout, histo, u, dpre, dtb, Al, act_off(xdbl, R), nx, xz, 2 * Cd, gfirst, glast, h0, M, T,
+                               Cd, N, K, st));
     TIME_OP("add_f32 (Cd N)", 1, 0, (double)Cd * N * 12, G->add_f32(dAl, h0, (size_t)Cd * N));
     void *bufs[] = {gpos, gfirst, glast, xz, dxz, u, du, dpre, ddpre, y, dy, xdbl, dxdbl, hist, histo, h0, hout, cw, cb,
                     dcw, dcb, dtb, Al, ddtb, dAl, dD, st};

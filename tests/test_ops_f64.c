@@ -463,7 +463,7 @@ static void test_carry_equals_unbroken(void **state) {
                      ldbc, D, xz + o * ldx + C, ldx, pos + o, Tp, Tp, C, N, NULL, &first, h[in]);
         if (last >= 0)
             be->carry_state_out(h[out], hist[out], u + o * C, dpre + o * C, dtb, A_log, xdbl + o * ldbc + dtr, ldbc,
-                                xz + o * ldx, ldx, &first, &last, h[in], Tp, Tp, C, N, K);
+                                xz + o * ldx, ldx, &first, &last, h[in], Tp, Tp, C, N, K, NULL);
     }
     double worst_u = 0, worst_y = 0;
     for (size_t i = 0; i < (size_t)L * C; i++) {
