@@ -133,11 +133,9 @@ typedef struct Backend {
     // or what scan_fwd left there for these same inputs; the results are the same either way. out: NULL, or
     // (M, Cd) ACT where the backward writes scan_fwd's output again, from the states it recomputes anyway (the
     // out_proj weight gradient needs it, so the model keeps no copy of it per layer). Both backends write the
-    // forward's bits: the same states, summed over n in the forward's order (rows carried in: see below).
+    // forward's bits: the same states, summed over n in the forward's order.
     // first, h0: as scan_fwd's (and the same as the forward's that left states). h0 is a constant here: no
-    // gradient flows into the batch before (truncated backpropagation at the row start). On the GPU a carried
-    // row's forward output is the zero-start output plus the carried part, rounded to bf16 twice, while out is
-    // formed from the true states once: the two may differ there in the last bf16 place.
+    // gradient flows into the batch before (truncated backpropagation at the row start).
     void (*scan_bwd)(void *du, void *ddpre, void *dB, void *dC, void *dz, void *ddt_bias, void *dA_log,
                      void *dD, const void *dout, const void *u, const void *dpre, const void *dt_bias,
                      const void *A_log, const void *Bm, const void *Cm, int ldbc, const void *D,

@@ -1133,15 +1133,7 @@ static void cu_conv_silu_bwd(void *dxi, int ldx, void *dw, void *db, const void 
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// selective scan: cuda_scan.cu (the carried rows' parts: cuda_carry.cu)
-
-// the carry kernels' workspace (segment sums, segment states), one per stream: the side stream's must not be shared
-// with work queued on the main stream
-static Scratch s_carry, s_carry_side;
-static void *carry_ws(int M, int T, int Cd, int N) {
-    const size_t b = cuda_carry_ws_bytes(M, T, Cd, N);
-    return b ? scratch_get(g_stream == g_main ? &s_carry : &s_carry_side, b) : NULL;
-}
+// selective scan: cuda_scan.cu
 
 static void cu_scan_fwd(void *out, const void *u, const void *dpre, const void *dt_bias, const void *A_log,
                         const void *Bm, const void *Cm, int ldbc, const void *D, const void *z, int ldz,
@@ -1152,8 +1144,7 @@ static void cu_scan_fwd(void *out, const void *u, const void *dpre, const void *
     cuda_scan_fwd_ex((bf16 *)out, (const bf16 *)u, (const bf16 *)dpre, (const float *)dt_bias,
                      (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc, (const float *)D, (const bf16 *)z,
                      ldz, pos, M, T, Cd, N, (float *)states, g_stream, carry ? first : NULL,
-                     carry ? (const float *)h0 : NULL,
-                     carry ? carry_ws(M, T, Cd, N) : NULL);  // (checks its own launches)
+                     carry ? (const float *)h0 : NULL);  // (checks its own launches)
 }
 static size_t cu_scan_states_bytes(int M, int T, int Cd, int N) { return cuda_scan_states_bytes(M, T, Cd, N); }
 
@@ -1173,8 +1164,7 @@ static void scan_bwd_impl(void *du, void *ddpre, void *dB, void *dC, void *dz, v
                                 (const float *)dt_bias, (const float *)A_log, (const bf16 *)Bm, (const bf16 *)Cm, ldbc,
                                 (const float *)D, (const bf16 *)z, ldz, pos, M, T, Cd, N, (const float *)states,
                                 (bf16 *)out, ws, wsb ? s_big.bytes : 0, det, g_stream, !g_grads_write, par,
-                                carry ? first : NULL, carry ? (const float *)h0 : NULL,
-                                carry ? carry_ws(M, T, Cd, N) : NULL);  // (checks its own launches)
+                                carry ? first : NULL, carry ? (const float *)h0 : NULL);  // (checks its own launches)
     if (par)
         red_job(cuda_scan_param_job((float *)ddt_bias, (float *)dA_log, (float *)dD, par, rows, Cd, N,
                                     !g_grads_write));
@@ -1192,6 +1182,14 @@ static void cu_scan_bwd_fast(SCAN_BWD_ARGS) { scan_bwd_impl(SCAN_BWD_PASS, 0); }
 
 // ---------------------------------------------------------------------------------------------------------
 // state carried into rows from the batch before (Backend.carry_*): cuda_carry.cu. Deterministic in both modes.
+
+// the carry kernels' workspace (the state out's segment sums and states), one per stream: the side stream's must not
+// be shared with work queued on the main stream
+static Scratch s_carry, s_carry_side;
+static void *carry_ws(int M, int T, int Cd, int N) {
+    const size_t b = cuda_carry_ws_bytes(M, T, Cd, N);
+    return b ? scratch_get(g_stream == g_main ? &s_carry : &s_carry_side, b) : NULL;
+}
 
 static void cu_carry_conv_fwd(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
                               const int32_t *first, const void *hist, int M, int T, int C, int K) {

@@ -8,19 +8,13 @@
 // - conv: a thread per (row, channel) rewrites u's first min(K-1, first[r]) tokens (forward); the backward takes a
 //   thread per channel that walks the rows in order, so its dw/db sums need no second pass and the dxi corrections
 //   of a row (at most K-1 tokens) are added in registers and stored once.
-// - scan: the scan kernels (cuda_scan.cu) start every row from 0; the scan is linear in its initial state, so a
-//   carried row's true values are the zero-start ones plus the carried state's part, P_t h0 with P_t the decay
-//   exp(A sum of delta) up to t. One kernel adds it to the forward's output and to the scan states the forward
-//   leaves the backward (its checkpoints, every 16th token, where the walk has P at hand): a block of 128 channels,
-//   a thread each, walks one time segment of 128 tokens of a row (grid z) in chunks whose C rows it stages in shared
-//   memory, starting from the decay up to the segment, exp(A cum0), cum0 the sum of delta over the segments before
-//   it (a first kernel sums delta per segment; each block adds the sums up in segment order). Where the backward
-//   recomputes its checkpoints, the same kernel gives them their part alone (the same bits). With those states the
-//   scan's own backward is the carried rows' (h0 a constant), so the backward needs nothing of its own here (v3-v4;
-//   v1-v2 had a separate backward, as costly as the scan's: docs/perf.md).
+// - scan: none here. v1-v3 added the carried state's part beside the scan kernels (which started every row from 0):
+//   a forward kernel as costly as the scan's, and in v1-v2 a backward too (docs/perf.md); since v5 the scan kernels
+//   start a carried row from its state (cuda_scan.cu's ScanInit), and their own backward is the carried rows'.
 // - state out: from the forward's scan states, the last checkpoint walked over the row's last <= 16 tokens (v4);
-//   without them (eval, or a memory budget that keeps none), each 128-token segment's state from zero, then a kernel
-//   chains them in segment order from zero or h0.
+//   without them (eval, or a memory budget that keeps none), a block of 128 channels, a thread each, walks one
+//   128-token segment of a row (grid z) from zero, in chunks whose B rows it stages in shared memory, after a kernel
+//   has summed delta per segment; a last kernel chains the segments' states in order from zero or h0.
 // Every order is fixed by the shape and first/last: the results repeat bit for bit.
 // H200, B 8, T 2048, Cd 2048, N 16, every row carried over all its tokens (test_carry_timings): docs/perf.md,
 // forty-fourth session.
@@ -169,14 +163,12 @@ __global__ void __launch_bounds__(128)
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// scan
+// state out
 //
-// Time segments: a row's range of tokens ([0, first[r]) for the forward and backward, [last[r], T) for the state
-// out) is cut into segments of CARRY_SEG tokens, a block each (grid z), so that a row carried over all T = 2048 of
-// its tokens keeps 16 blocks of channels busy, not one. A segment needs the decay of the carried state up to its
-// start: P[n] = exp(A[n] cum0), cum0 the sum of delta over the segments before it, which a first kernel sums per
-// segment (carry_dl_sums_kernel) and each block adds up in segment order. Every split is fixed by the shape and
-// first/last, so results repeat bit for bit.
+// Time segments (where the forward's states are not given): a row's last document segment [last[r], T) is cut into
+// segments of CARRY_SEG tokens, a block each (grid z), so that a row of T = 2048 keeps 16 blocks of channels busy,
+// not one; each segment's state from zero, then chained in segment order with the decay over each, exp(A sum of its
+// delta) (carry_dl_sums_kernel). Every split is fixed by the shape and last, so results repeat bit for bit.
 
 // A block's loads of a chunk's B or C rows (len tokens from row index m0, N values each) into S (TC, NA) as fp32.
 template <int TC, int NA>
@@ -188,28 +180,23 @@ __device__ __forceinline__ void stage_rows(float (*S)[NA], const bf16 *__restric
     }
 }
 
-// The token range [*a, *b) of row r that the op walks: mode 0 (forward, backward) [0, min(first[r], T)), mode 1
-// (state out) [last[r], T); false where the row has none to walk (not carried / not carried out).
-__device__ __forceinline__ bool carry_range(const int32_t *__restrict__ rng, int mode, int r, int T, int *a, int *b) {
-    const int v = rng[r];
-    if (mode == 0) {
-        *a = 0, *b = v < T ? v : T;
-        return v > 0;
-    }
+// The token range [*a, *b) = [last[r], T) of row r that the state out walks; false where the row goes on in no
+// next batch.
+__device__ __forceinline__ bool carry_range(const int32_t *__restrict__ last, int r, int T, int *a, int *b) {
+    const int v = last[r];
     *a = v, *b = T;
     return v >= 0;
 }
 __device__ __forceinline__ int seg_count(int a, int b) { return b > a ? (b - a + CARRY_SEG - 1) / CARRY_SEG : 0; }
 
-// dls[(r * nseg + s) * Cd + c] = the sum of delta over segment s of row r's range (carry_range), for the segments
-// s < count - skip_last (mode 0 reads only the segments before each one, mode 1 all of them). grid (ceil(Cd / 128),
-// rows, nseg - skip_last).
+// dls[(r * nseg + s) * Cd + c] = the sum of delta over segment s of row r's range (carry_range). grid
+// (ceil(Cd / 128), rows, nseg).
 __global__ void __launch_bounds__(128)
     carry_dl_sums_kernel(float *__restrict__ dls, const bf16 *__restrict__ dpre, const float *__restrict__ dt_bias,
-                         const int32_t *__restrict__ rng, int mode, int skip_last, int T, int Cd, int nseg) {
+                         const int32_t *__restrict__ last, int T, int Cd, int nseg) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y, s = blockIdx.z;
     int a, b;
-    if (c >= Cd || !carry_range(rng, mode, r, T, &a, &b) || s >= seg_count(a, b) - skip_last) return;
+    if (c >= Cd || !carry_range(last, r, T, &a, &b) || s >= seg_count(a, b)) return;
     const int t0 = a + s * CARRY_SEG, t1 = t0 + CARRY_SEG < b ? t0 + CARRY_SEG : b;
     const float bias = dt_bias[c];
     const bf16 *dp = dpre + (size_t)r * T * Cd + c;
@@ -219,106 +206,6 @@ __global__ void __launch_bounds__(128)
     dls[((size_t)r * nseg + s) * Cd + c] = sum;
 }
 
-// The sum of delta before segment s (its segments' sums in order): where the segment's walk starts its cum.
-__device__ __forceinline__ float cum_before(const float *__restrict__ dls, int r, int s, int c, int Cd, int nseg) {
-    float cum = 0.f;
-    for (int i = 0; i < s; i++) cum += dls[((size_t)r * nseg + i) * Cd + c];
-    return cum;
-}
-
-// grid (ceil(Cd / CB), rows, nseg): thread = (row, channel, segment). NC: the N the arrays hold (16 or 64); EXACT:
-// N == NC (at compile time), else N < NC at run time (every loop over n is unrolled to NC with a test, so the
-// arrays' indices stay constants: registers; NC = 64 spills).
-// ckpt: NULL, or the scan states the backward reads (cuda_scan.cu's checkpoints: the state before every CARRY_TC-th
-// token, where the chunks start; cn: the staged kernels' layout (rows, nck, Cd, N), else the generic kernels' (rows,
-// nck, N, Cd)), made those of the true recurrence: the scan kernels start every row from 0, and the carried state's
-// part of the state before token t is P h0, P the decay before t (the recurrence is linear in its initial state),
-// which the walk has at hand; so each checkpoint in a row's first document segment (t <= first[r]) gets it added.
-// With those, the scan's own backward gives the carried rows' gradients (h0 held constant), and its copy of the
-// forward's output includes the carried part. out NULL: the states alone (where the backward recomputes them), by
-// the same operations, so the same bits as the forward leaves.
-template <int NC, bool EXACT>
-__global__ void __launch_bounds__(CARRY_CB)
-    carry_scan_fwd_kernel(bf16 *__restrict__ out, float *__restrict__ ckpt, int cn, const bf16 *__restrict__ dpre,
-                          const float *__restrict__ dt_bias, const float *__restrict__ A_log,
-                          const bf16 *__restrict__ Cm, int ldbc, const bf16 *__restrict__ z, int ldz,
-                          const int32_t *__restrict__ first, const float *__restrict__ h0,
-                          const float *__restrict__ dls, int T, int Cd, int Nrt, int nseg) {
-    constexpr int NA = NC, TC = CARRY_TC;
-    const int N = EXACT ? NC : Nrt;
-    __shared__ float Cs[TC][NA];
-    const int r = blockIdx.y, seg = blockIdx.z;
-    int a, b;
-    if (!carry_range(first, 0, r, T, &a, &b)) return;  // (the whole block)
-    const int ts = seg * CARRY_SEG, te = ts + CARRY_SEG < b ? ts + CARRY_SEG : b;
-    if (ts >= te) return;
-    const int c = blockIdx.x * CARRY_CB + threadIdx.x;
-    const bool act = c < Cd;
-    const int cc = act ? c : Cd - 1;  // threads past Cd load channel Cd-1 and store nothing
-    const float cum0 = cum_before(dls, r, seg, cc, Cd, nseg);
-    float A2[NA], h[NA], P[NA];
-#pragma unroll
-    for (int n = 0; n < NA; n++) if (EXACT || n < N) {
-        A2[n] = -__expf(A_log[(size_t)cc * N + n]) * LOG2E;  // exp(delta A) = 2^(delta A2)
-        h[n] = h0[((size_t)r * Cd + cc) * N + n];
-        P[n] = seg ? ex2_approx(cum0 * A2[n]) : 1.f;  // the decay before the segment
-    }
-    const float bias = dt_bias[cc];
-    const size_t base = (size_t)r * T;
-    const int nck = (T + TC - 1) / TC;
-    auto add_ckpt = [&](int t) {  // the state before token t (a multiple of TC) += P h0
-        const size_t k = (size_t)r * nck + t / TC;
-        // 16-byte accesses where a thread's states are 64 contiguous bytes (scalar ones at a 64-byte stride from
-        // lane to lane measured ~0.4 ms at B8 T2048 Cd2048, every row carried: call338)
-        if (EXACT && NA % 4 == 0 && cn) {
-            float4 *p = (float4 *)(ckpt + (k * Cd + c) * N);
-#pragma unroll
-            for (int i = 0; i < NA / 4; i++) {
-                float4 v = p[i];
-                v.x = fmaf(P[4 * i], h[4 * i], v.x), v.y = fmaf(P[4 * i + 1], h[4 * i + 1], v.y);
-                v.z = fmaf(P[4 * i + 2], h[4 * i + 2], v.z), v.w = fmaf(P[4 * i + 3], h[4 * i + 3], v.w);
-                p[i] = v;
-            }
-            return;
-        }
-#pragma unroll
-        for (int n = 0; n < NA; n++) if (EXACT || n < N) {
-            float &v = cn ? ckpt[(k * Cd + c) * N + n] : ckpt[(k * N + n) * Cd + c];
-            v = fmaf(P[n], h[n], v);
-        }
-    };
-    for (int t0 = ts; t0 < te; t0 += TC) {
-        const int len = te - t0 < TC ? te - t0 : TC;
-        if (ckpt && act) add_ckpt(t0);
-        float dp[TC], zz[TC], oo[TC];
-        if (out) {  // (block-uniform)
-            __syncthreads();  // the chunk before is done with Cs
-            stage_rows<TC, NA>(Cs, Cm, ldbc, base + t0, len, N);
-        }
-#pragma unroll
-        for (int j = 0; j < TC; j++)
-            if (j < len) {
-                const size_t m = base + t0 + j;
-                dp[j] = bf2f(dpre[m * Cd + cc]);
-                if (out) zz[j] = bf2f(z[m * ldz + cc]), oo[j] = bf2f(out[m * Cd + cc]);
-            }
-        if (out) __syncthreads();
-#pragma unroll
-        for (int j = 0; j < TC; j++)
-            if (j < len) {
-                const float dl = softplus_f(dp[j] + bias);
-                float e = 0.f;
-#pragma unroll
-                for (int n = 0; n < NA; n++) if (EXACT || n < N) {
-                    P[n] *= ex2_approx(dl * A2[n]);
-                    if (out) e = fmaf(Cs[j][n] * P[n], h[n], e);
-                }
-                if (out && act) out[(base + t0 + j) * Cd + c] = f2bf(oo[j] + e * (zz[j] * sigmoid_f(zz[j])));
-            }
-    }
-    // the row's last segment: also the state before its next document's start, where that is a checkpoint's token
-    if (ckpt && act && te == b && b < T && b % TC == 0) add_ckpt(b);
-}
 
 // State out, grid (ceil(Cd / CB), rows, nseg): thread = (row, channel, segment): the state after the segment's last
 // token, walked from zero over the segment, into part (rows, nseg, Cd, N).
@@ -333,7 +220,7 @@ __global__ void __launch_bounds__(CARRY_CB)
     __shared__ float Bs[TC][NA];
     const int r = blockIdx.y, seg = blockIdx.z;
     int a, b;
-    if (!carry_range(last, 1, r, T, &a, &b)) return;  // (the whole block)
+    if (!carry_range(last, r, T, &a, &b)) return;  // (the whole block)
     const int ts = a + seg * CARRY_SEG, te = ts + CARRY_SEG < b ? ts + CARRY_SEG : b;
     if (ts >= te) return;
     const int c = blockIdx.x * CARRY_CB + threadIdx.x;
@@ -385,7 +272,7 @@ __global__ void __launch_bounds__(128)
     const int N = EXACT ? NC : Nrt;
     const int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
     int a, b;
-    if (c >= Cd || !carry_range(last, 1, r, T, &a, &b)) return;
+    if (c >= Cd || !carry_range(last, r, T, &a, &b)) return;
     const bool from_h0 = a == 0 && first[r] > 0;
     float A2[NA], s[NA];
 #pragma unroll
@@ -473,13 +360,12 @@ size_t carry_ws_end(int M, int T, int Cd, int N) {
     return align256(rows * nseg * Cd * sizeof(float)) + align256(rows * nseg * Cd * N * sizeof(float));
 }
 
-// The delta sums of the segments (carry_dl_sums_kernel), where a row can have more than one.
-void carry_dl_sums(float *dls, const bf16 *dpre, const float *dt_bias, const int32_t *rng, int mode, int M, int T,
-                   int Cd, cudaStream_t st) {
-    const int nseg = nsegments(T), skip = mode == 0 ? 1 : 0;
-    if (nseg - skip <= 0) return;
-    carry_dl_sums_kernel<<<dim3(pm_ceil_div(Cd, 128), M / T, nseg - skip), 128, 0, st>>>(dls, dpre, dt_bias, rng, mode,
-                                                                                      skip, T, Cd, nseg);
+// The delta sums of the segments (carry_dl_sums_kernel).
+void carry_dl_sums(float *dls, const bf16 *dpre, const float *dt_bias, const int32_t *last, int M, int T, int Cd,
+                   cudaStream_t st) {
+    const int nseg = nsegments(T);
+    carry_dl_sums_kernel<<<dim3(pm_ceil_div(Cd, 128), M / T, nseg), 128, 0, st>>>(dls, dpre, dt_bias, last, T, Cd,
+                                                                               nseg);
     cudaLaunchCheck();
 }
 
@@ -533,32 +419,6 @@ size_t cuda_carry_ws_bytes(int M, int T, int Cd, int N) {
         cudaLaunchCheck();                                                             \
     } while (0)
 
-void cuda_carry_scan_fwd(bf16 *out, float *ckpt, int ck_tokens, const bf16 *dpre, const float *dt_bias,
-                         const float *A_log, const bf16 *Cm, int ldbc, const bf16 *z, int ldz, const int32_t *first,
-                         const float *h0, int M, int T, int Cd, int N, void *ws, cudaStream_t st) {
-    carry_check(M, T, Cd, N);
-    if (ckpt && ck_tokens != CARRY_TC) carry_die("scan states every %d tokens; the carry kernels write every %d", ck_tokens, CARRY_TC);
-    if (M == 0) return;
-    const CarryWs w = carry_ws(ws, M, T, Cd, N);
-    const int nseg = nsegments(T);
-    carry_dl_sums(w.dls, dpre, dt_bias, first, 0, M, T, Cd, st);
-    CARRY_BY_N(carry_scan_fwd_kernel, dim3(nblocks(Cd), M / T, nseg), CARRY_CB, out, ckpt, 1, dpre, dt_bias, A_log, Cm,
-               ldbc, z, ldz, first, h0, w.dls, T, Cd, N, nseg);
-}
-
-void cuda_carry_scan_states(float *ckpt, int cn_layout, int ck_tokens, const bf16 *dpre, const float *dt_bias,
-                            const float *A_log, const int32_t *first, const float *h0, int M, int T, int Cd, int N,
-                            void *ws, cudaStream_t st) {
-    carry_check(M, T, Cd, N);
-    if (ck_tokens != CARRY_TC) carry_die("scan states every %d tokens; the carry kernels write every %d", ck_tokens, CARRY_TC);
-    if (M == 0) return;
-    const CarryWs w = carry_ws(ws, M, T, Cd, N);
-    const int nseg = nsegments(T);
-    carry_dl_sums(w.dls, dpre, dt_bias, first, 0, M, T, Cd, st);
-    CARRY_BY_N(carry_scan_fwd_kernel, dim3(nblocks(Cd), M / T, nseg), CARRY_CB, nullptr, ckpt, cn_layout, dpre, dt_bias,
-               A_log, nullptr, 0, nullptr, 0, first, h0, w.dls, T, Cd, N, nseg);
-}
-
 void cuda_carry_state_out(float *h_out, bf16 *hist_out, const bf16 *u, const bf16 *dpre, const float *dt_bias,
                           const float *A_log, const bf16 *Bm, int ldbc, const bf16 *xi, int ldx, const int32_t *first,
                           const int32_t *last, const float *h0, int M, int T, int Cd, int N, int K,
@@ -574,7 +434,7 @@ void cuda_carry_state_out(float *h_out, bf16 *hist_out, const bf16 *u, const bf1
     }
     const int nseg = nsegments(T);
     const CarryWs w = carry_ws(ws, M, T, Cd, N);
-    carry_dl_sums(w.dls, dpre, dt_bias, last, 1, M, T, Cd, st);
+    carry_dl_sums(w.dls, dpre, dt_bias, last, M, T, Cd, st);
     CARRY_BY_N(carry_state_seg_kernel, dim3(nblocks(Cd), M / T, nseg), CARRY_CB, w.part, u, dpre, dt_bias, A_log, Bm,
                ldbc, last, T, Cd, N, nseg);
     CARRY_BY_N(carry_state_out_kernel, dim3(pm_ceil_div(Cd, 128), M / T), 128, h_out, hist_out, w.part, w.dls, A_log,

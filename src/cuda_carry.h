@@ -1,7 +1,8 @@
 // cuda_carry.h — the CUDA backend's kernels for state carried into rows from the batch before (cuda_carry.cu):
-// Backend.carry_conv_fwd, carry_conv_bwd, carry_state_out and add_f32, and the carried state's parts of scan_fwd
-// and scan_bwd (backend.h: their first, h0), with ACT = bf16 and F32 = float. Semantics are those of the CPU
-// backend's scan and "carried state" section (backend_cpu.c), the reference. Every result is bit-identical run to run (no atomics; every sum in a fixed order).
+// Backend.carry_conv_fwd, carry_conv_bwd, carry_state_out and add_f32 (backend.h), with ACT = bf16 and F32 = float
+// (the scan takes its carried state itself: cuda_scan.cu). Semantics are those of the CPU backend's "carried state"
+// section (backend_cpu.c), the reference. Every result is bit-identical run to run (no atomics; every sum in a
+// fixed order).
 // first, last, pos: int32 in device memory. Everything is queued on `st`.
 #pragma once
 #include <cuda_bf16.h>
@@ -19,29 +20,14 @@ void cuda_carry_conv_fwd(__nv_bfloat16 *u, const __nv_bfloat16 *xi, int ldx, con
 void cuda_carry_conv_bwd(__nv_bfloat16 *dxi, int ldx, float *dw, float *db, const __nv_bfloat16 *du,
                          const __nv_bfloat16 *xi, const float *w, const float *b, const int32_t *pos,
                          const int32_t *first, const __nv_bfloat16 *hist, int M, int T, int C, int K, cudaStream_t st);
-// The scan ops work on a device workspace of at least cuda_carry_ws_bytes(M, T, Cd, N) bytes (~17 MB at M 16384,
+// The state out works on a device workspace of at least cuda_carry_ws_bytes(M, T, Cd, N) bytes (~17 MB at M 16384,
 // T 2048, Cd 2048, N 16; its contents on entry do not matter, and other work must not use it until the op's kernels
 // have run).
 size_t cuda_carry_ws_bytes(int M, int T, int Cd, int N);
-// out (M, Cd) += the carried state h0 (rows, Cd, N)'s contribution over each carried row's first first[r] tokens;
-// ckpt: NULL, or the forward's scan states in the staged layout (below; ck_tokens must be 16), given their carried
-// parts as cuda_carry_scan_states would. N <= 64 (N = 16 compiled for it; N < 16 in the same registers; N > 16 in
-// arrays of 64 that spill).
-void cuda_carry_scan_fwd(__nv_bfloat16 *out, float *ckpt, int ck_tokens, const __nv_bfloat16 *dpre,
-                         const float *dt_bias, const float *A_log, const __nv_bfloat16 *Cm, int ldbc,
-                         const __nv_bfloat16 *z, int ldz, const int32_t *first, const float *h0, int M, int T, int Cd,
-                         int N, void *ws, cudaStream_t st);
-// The scan states the backward reads, ckpt (the state before every ck_tokens-th token, fp32; cn_layout 1: (rows,
-// nck, Cd, N), the staged kernels'; 0: (rows, nck, N, Cd), the generic kernels'), += the carried state's part for
-// rows with first[r] > 0, at the checkpoints of tokens t <= first[r]: exp(A sum_{s<t} delta_s) h0[r], the same bits
-// as cuda_carry_scan_fwd gives the forward's states. ck_tokens must be 16.
-void cuda_carry_scan_states(float *ckpt, int cn_layout, int ck_tokens, const __nv_bfloat16 *dpre,
-                            const float *dt_bias, const float *A_log, const int32_t *first, const float *h0, int M,
-                            int T, int Cd, int N, void *ws, cudaStream_t st);
 // For rows with last[r] >= 0: h_out[r] (Cd, N) = the scan state after the row's last token (walked from token
 // last[r], from zero or from h0[r] where last[r] == 0 and first[r] > 0); hist_out[r] (K-1, Cd) = xi of the row's
-// last K-1 tokens. Other rows untouched. states: NULL, or the forward's scan states (staged layout, every 16th
-// token, the carried parts added) for N == 16: then the walk starts at the last checkpoint.
+// last K-1 tokens. Other rows untouched. states: NULL, or the forward's scan states (cuda_scan_fwd_ex's, from the
+// same first states) for N == 16: then the walk starts at the last checkpoint.
 void cuda_carry_state_out(float *h_out, __nv_bfloat16 *hist_out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
                           const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, int ldbc,
                           const __nv_bfloat16 *xi, int ldx, const int32_t *first, const int32_t *last,

@@ -89,7 +89,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cuda_carry.h"   // the carried rows' parts (cuda_carry_scan_fwd, cuda_carry_scan_states)
 #include "cuda_common.h"  // bf2f, pm_cuda_device, pm_cuda_die
 
 static constexpr int SCAN_N = 16;         // states per channel (Mamba-1 d_state); the kernels are built for it
@@ -238,12 +237,25 @@ __device__ __forceinline__ float settle(float x) { return __shfl_sync(0xffffffff
 
 static size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
 
+// The state a row starts from (Backend.scan_fwd's first, h0): h0[row] (Cd, N) where first[row] > 0 (the row carries
+// in a document from the batch before), else 0. Passed by value to the forward kernels (their checkpoint passes
+// too); {NULL, NULL}: every row from 0.
+struct ScanInit {
+    const int32_t *first;
+    const float *h0;
+};
+// this thread's nst states of channel c from state n0 on, or NULL for zeros
+__device__ __forceinline__ const float *scan_init_states(ScanInit init, int row, int c, int Cd, int n0) {
+    return init.h0 && init.first[row] > 0 ? init.h0 + ((size_t)row * Cd + c) * SCAN_N + n0 : nullptr;
+}
+
 // ---- generic path (v1): any strides and alignment ----
 // grid (ceil(Cd/128), rows); thread = (row, channel c)
 __global__ void __launch_bounds__(SCAN_THREADS)
     scan_fwd_generic_kernel(__nv_bfloat16 *out, float *states, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
                     const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
-                    int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd) {
+                    int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd,
+                    ScanInit init) {
     int c = blockIdx.x * SCAN_THREADS + threadIdx.x;
     int row = blockIdx.y;
     if (c >= Cd) return;
@@ -252,8 +264,9 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     for (int n = 0; n < SCAN_N; n++) A2[n] = -__expf(A_log[(size_t)c * SCAN_N + n]) * LOG2E;
     float bias = dt_bias[c], Dc = Dp[c];
     float s[SCAN_N];
+    const float *s_in = scan_init_states(init, row, c, Cd, 0);
 #pragma unroll
-    for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+    for (int n = 0; n < SCAN_N; n++) s[n] = s_in ? s_in[n] : 0.f;
     const int nck = (T + SCAN_K - 1) / SCAN_K;
     for (int t = 0; t < T; t++) {
         size_t m = (size_t)row * T + t;
@@ -286,7 +299,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
 __global__ void __launch_bounds__(SCAN_THREADS)
     scan_ckpt_generic_kernel(float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                      const float *A_log, const __nv_bfloat16 *Bm, int ldbc, const int32_t *pos, int T, int Cd,
-                     int nchunk) {
+                     int nchunk, ScanInit init) {
     int c = blockIdx.x * SCAN_THREADS + threadIdx.x;
     int row = blockIdx.y;
     if (c >= Cd) return;
@@ -295,8 +308,9 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     for (int n = 0; n < SCAN_N; n++) A2[n] = -__expf(A_log[(size_t)c * SCAN_N + n]) * LOG2E;
     float bias = dt_bias[c];
     float s[SCAN_N];
+    const float *s_in = scan_init_states(init, row, c, Cd, 0);
 #pragma unroll
-    for (int n = 0; n < SCAN_N; n++) s[n] = 0.f;
+    for (int n = 0; n < SCAN_N; n++) s[n] = s_in ? s_in[n] : 0.f;
     for (int t = 0; t < T; t++) {
         size_t m = (size_t)row * T + t;
         if (t % SCAN_K == 0) {
@@ -561,8 +575,8 @@ struct BCFetch {
 // Document starts of a chunk, in two steps so the load of pos is in flight while the chunk before is computed
 // (v11): pos_fetch loads lane j's pos (token t0 + j); start_mask then has bit j set when token t0 + j
 // (row-relative) starts a document. Every warp computes it for itself. A row's first token is no start unless its
-// pos is 0: the forward's states begin at 0 there anyway, and the backward reads the state before it from the
-// checkpoint of chunk 0, which is 0, or the carried state where the row continues a document (cuda_carry.cu).
+// pos is 0: the forward starts the row from its first state (0, or the state carried in: ScanInit), and the
+// backward reads that from the checkpoint of chunk 0.
 __device__ __forceinline__ int pos_fetch(const int32_t *pos, size_t m0, int len) {
     int lane = threadIdx.x & 31;
     return lane < len ? pos[m0 + lane] : 1;
@@ -657,7 +671,7 @@ __global__ void __launch_bounds__(CH *FG, MINB)
                            const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
                            const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *Dp,
                            const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd, int nck, int SL,
-                           int nseg) {
+                           int nseg, ScanInit init) {
     constexpr bool CKPT = MODE == MODE_CKPT || MODE == MODE_SUMM;  // no z, no y, no out
     constexpr bool STORE_CK = MODE == MODE_CKPT || MODE == MODE_FWD_CKPT;
     constexpr int NT = CH * FG, NS = SCAN_N / FG;
@@ -688,9 +702,10 @@ __global__ void __launch_bounds__(CH *FG, MINB)
     static_assert(NT == 4 * CH, "the swizzle offsets assume 4 threads per channel");
     const int coop_swz = fwd_swz<CH>(tid / CH, clA) - tid;
     const int out_swz = fwd_swz<CH>((q & 1) << 1 | q >> 1, cl);
-    float s[NS];
+    float s[NS];  // the row's first state (0, or the carried state), then folded on to this segment's start
+    const float *s_in = MODE != MODE_SUMM && active ? scan_init_states(init, row, c, Cd, q * NS) : nullptr;
 #pragma unroll
-    for (int i = 0; i < NS; i++) s[i] = 0.f;
+    for (int i = 0; i < NS; i++) s[i] = s_in ? s_in[i] : 0.f;
     if (MODE != MODE_SUMM && active) {  // the true state entering this segment, from the earlier summaries
         for (int h = 0; h < seg; h++) {
             const float *H = summ + (((size_t)row * (nseg - 1) + h) * 2 * Cd + c) * SCAN_N + q * NS;
@@ -1017,7 +1032,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     scan_fwd_ws_kernel(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
                        const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
                        int ldbc, const float *Dp, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int T, int Cd,
-                       int nck) {
+                       int nck, ScanInit init) {
     static_assert(MODE == MODE_FWD || MODE == MODE_FWD_CKPT, "the forward only");
     constexpr bool STORE_CK = MODE == MODE_FWD_CKPT;
     constexpr int NW = CH * WG, NP = 32 * PW, NS = SCAN_N / WG;
@@ -1233,8 +1248,9 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
     const int uz_swz = ws_swz<CH, WG>(y_jt, cl);
     const float Dw = OUTW && active ? Dp[c] : 0.f;
     float s[NS];
+    const float *s_in = active ? scan_init_states(init, row, c, Cd, q * NS) : nullptr;
 #pragma unroll
-    for (int i = 0; i < NS; i++) s[i] = 0.f;
+    for (int i = 0; i < NS; i++) s[i] = s_in ? s_in[i] : 0.f;
 #pragma unroll 1
     for (int k = 0; k < nch; k++) {
         const int ks = k % WS_S;
@@ -2780,33 +2796,34 @@ static void scan_fwd_staged_launch(bool ckpt_pass, __nv_bfloat16 *out, float *ck
                                    const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                                    const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                                    const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows,
-                                   int T, int Cd, int nck, int SL, int nseg, bool qp, cudaStream_t stream) {
+                                   int T, int Cd, int nck, int SL, int nseg, bool qp, cudaStream_t stream,
+                                   ScanInit init) {
     static int optin_f[2] = {0, 0}, optin_fc[2] = {0, 0}, optin_c = 0, optin_s = 0;
     const int nblk = (Cd + CH - 1) / CH;
     const size_t smem = fwd_smem(CH, MODE_CKPT), smem_f = fwd_smem(CH, MODE_FWD);
     if (nseg > 1) {
         scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_SUMM, MINB>, smem, &optin_s, "scan_summ_staged_kernel");
         scan_fwd_staged_kernel<CH, MODE_SUMM, MINB><<<dim3(nblk, rows, nseg - 1), CH * FG, smem, stream>>>(
-            NULL, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
+            NULL, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg, ScanInit{});
         scan_check_launch("scan_summ_staged_kernel");
     }
     dim3 grid(nblk, rows, nseg);
     if (ckpt_pass) {
         scan_smem_optin((const void *)scan_fwd_staged_kernel<CH, MODE_CKPT, MINB>, smem, &optin_c, "scan_ckpt_staged_kernel");
         scan_fwd_staged_kernel<CH, MODE_CKPT, MINB><<<grid, CH * FG, smem, stream>>>(
-            NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg);
+            NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, T, Cd, nck, SL, nseg, init);
         scan_check_launch("scan_ckpt_staged_kernel");
     } else if (ckpt) {  // the forward, leaving the backward its checkpoints
         auto kern = qp ? scan_fwd_staged_kernel<CH, MODE_FWD_CKPT, MINB, true> : scan_fwd_staged_kernel<CH, MODE_FWD_CKPT, MINB>;
         scan_smem_optin((const void *)kern, smem_f, &optin_fc[qp], "scan_fwd_ckpt_staged_kernel");
         kern<<<grid, CH * FG, smem_f, stream>>>(out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos,
-                                                T, Cd, nck, SL, nseg);
+                                                T, Cd, nck, SL, nseg, init);
         scan_check_launch("scan_fwd_ckpt_staged_kernel");
     } else {
         auto kern = qp ? scan_fwd_staged_kernel<CH, MODE_FWD, MINB, true> : scan_fwd_staged_kernel<CH, MODE_FWD, MINB>;
         scan_smem_optin((const void *)kern, smem_f, &optin_f[qp], "scan_fwd_staged_kernel");
         kern<<<grid, CH * FG, smem_f, stream>>>(out, NULL, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos,
-                                                T, Cd, 0, SL, nseg);
+                                                T, Cd, 0, SL, nseg, init);
         scan_check_launch("scan_fwd_staged_kernel");
     }
 }
@@ -2841,7 +2858,8 @@ template <int CH, int PW, int MINB, int WG>
 static void scan_fwd_ws_launch(__nv_bfloat16 *out, float *ckpt, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
                                const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm,
                                const __nv_bfloat16 *Cm, int ldbc, const float *D, const __nv_bfloat16 *z, int ldz,
-                               const int32_t *pos, int rows, int T, int Cd, int nck, bool qp, cudaStream_t stream) {
+                               const int32_t *pos, int rows, int T, int Cd, int nck, bool qp, cudaStream_t stream,
+                               ScanInit init) {
     constexpr bool CAN_YH = CH == 64 && WG == 2;
     const bool yh = CAN_YH && scan_fwd_halves(rows, Cd);
     static int optin[2][2][2];  // [yh][qp][ckpt]
@@ -2850,7 +2868,8 @@ static void scan_fwd_ws_launch(__nv_bfloat16 *out, float *ckpt, const __nv_bfloa
                    : scan_fwd_ws_instance<CH, PW, MINB, WG, false>(ckpt != NULL, qp);
     scan_smem_optin((const void *)kern, smem, &optin[yh][qp][ckpt != NULL], "scan_fwd_ws_kernel");
     kern<<<dim3((Cd + CH - 1) / CH, rows), CH * WG + 32 * PW, smem, stream>>>(out, ckpt, u, dpre, dt_bias, A_log, Bm,
-                                                                              Cm, ldbc, D, z, ldz, pos, T, Cd, nck);
+                                                                              Cm, ldbc, D, z, ldz, pos, T, Cd, nck,
+                                                                              init);
     scan_check_launch("scan_fwd_ws_kernel");
     g_fwd_ws_launches++;
     g_fwd_yh_launches += yh;
@@ -2888,7 +2907,7 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
                               const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                               const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc,
                               const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int rows, int T,
-                              int Cd, int nck, cudaStream_t stream) {
+                              int Cd, int nck, cudaStream_t stream, ScanInit init) {
     // The warp-specialized forward (v65-v68, scan_fwd_ws_kernel) for every 64-wide plan without time segments (its
     // producers' 4-byte copies of B/C need them 4-byte aligned). Measured against the staged forward (lab, call174,
     // call175): v65 fwd -7.6 to -9.8% at B8 D2048, B4 D4096, B8 D3072, B8 D5120, B16 D1536 L1024; end to end (call175,
@@ -2912,44 +2931,44 @@ static void scan_fwd_dispatch(const FwdPlan &pl, bool ckpt_pass, __nv_bfloat16 *
 #if PM_SCAN_WS_128  // (only built when asked: two more instances of a large kernel)
         if (pl.ch == 128)
             scan_fwd_ws_launch<128, PM_SCAN_WS_PW128, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm,
-                                                                        ldbc, D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
+                                                                        ldbc, D, z, ldz, pos, rows, T, Cd, nck, qp, stream, init);
         else
 #endif
 #if PM_SCAN_WS_96
         if (pl.ch == 32 && scan_ws96_one_wave(rows, Cd))
             scan_fwd_ws_launch<96, 6, 1, 4>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows, T, Cd,
-                                            nck, qp, stream);
+                                            nck, qp, stream, init);
         else
 #endif
 #if PM_SCAN_WS_32
         if (pl.ch == 32)
             scan_fwd_ws_launch<32, PM_SCAN_WS_PW32, 3, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
-                                                                      D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
+                                                                      D, z, ldz, pos, rows, T, Cd, nck, qp, stream, init);
         else
 #endif
         if (pl.minb == 2)
             scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 2, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
-                                                                      D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
+                                                                      D, z, ldz, pos, rows, T, Cd, nck, qp, stream, init);
         else
             scan_fwd_ws_launch<64, PM_SCAN_WS_PW64, 1, PM_SCAN_WS_WG>(out, ckpt, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
-                                                                      D, z, ldz, pos, rows, T, Cd, nck, qp, stream);
+                                                                      D, z, ldz, pos, rows, T, Cd, nck, qp, stream, init);
         return;
     }
     if (pl.ch == 32)  // four blocks of 4 warps per SM (<= 128 registers)
         scan_fwd_staged_launch<32, 4>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream);
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream, init);
     else if (pl.ch == 64 && pl.minb == 2)  // (v50: two an SM, <= 128 registers)
         scan_fwd_staged_launch<64, 2>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream);
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream, init);
     else if (pl.ch == 64)
         scan_fwd_staged_launch<64, 1>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream);
+                                      pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream, init);
     else if (pl.minb == 2)
         scan_fwd_staged_launch<128, 2>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream);
+                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream, init);
     else
         scan_fwd_staged_launch<128, 1>(ckpt_pass, out, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz,
-                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream);
+                                       pos, rows, T, Cd, nck, pl.SL, pl.nseg, qp, stream, init);
 }
 
 // The backward's segment summaries into bsum (rows, nsum - 1, 2, Cd, N): scan_bwd_staged_kernel<CH, 2, false> over
@@ -3023,18 +3042,18 @@ size_t cuda_scan_states_bytes(int M, int T, int Cd, int N) {
 static void scan_fwd_impl(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre,
                           const float *dt_bias, const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm,
                           int ldbc, const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T,
-                          int Cd, int N, float *states, cudaStream_t stream) {
+                          int Cd, int N, float *states, cudaStream_t stream, ScanInit init) {
     scan_check_shape(M, T, Cd, N);
     int rows = M / T;
     if (scan_staged_ok(u, dpre, z, ldz, NULL, Cd, out, NULL, NULL)) {
         const FwdPlan pl = scan_fwd_plan(rows, Cd, T);
         float *summ = pl.nseg > 1 ? scan_fwd_summ((size_t)rows * (pl.nseg - 1) * 2 * Cd * SCAN_N * 4) : NULL;
         scan_fwd_dispatch(pl, false, out, states, summ, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, rows,
-                          T, Cd, (T + SCAN_K - 1) / SCAN_K, stream);
+                          T, Cd, (T + SCAN_K - 1) / SCAN_K, stream, init);
     } else {
         dim3 grid((Cd + SCAN_THREADS - 1) / SCAN_THREADS, rows);
         scan_fwd_generic_kernel<<<grid, SCAN_THREADS, 0, stream>>>(out, states, u, dpre, dt_bias, A_log, Bm, Cm, ldbc,
-                                                                   D, z, ldz, pos, T, Cd);
+                                                                   D, z, ldz, pos, T, Cd, init);
         scan_check_launch("scan_fwd_generic_kernel");
     }
 }
@@ -3042,12 +3061,9 @@ static void scan_fwd_impl(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv
 void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                       const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
-                      float *states, cudaStream_t stream, const int32_t *carry_first, const float *carry_h0,
-                      void *carry_ws) {
-    scan_fwd_impl(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, states, stream);
-    if (carry_first)  // the carried rows' part of the output, and of the states left to the backward
-        cuda_carry_scan_fwd(out, states, SCAN_K, dpre, dt_bias, A_log, Cm, ldbc, z, ldz, carry_first, carry_h0, M, T, Cd,
-                            N, carry_ws, stream);
+                      float *states, cudaStream_t stream, const int32_t *carry_first, const float *carry_h0) {
+    scan_fwd_impl(out, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D, z, ldz, pos, M, T, Cd, N, states, stream,
+                  ScanInit{carry_first, carry_h0});
 }
 
 static int scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
@@ -3057,7 +3073,7 @@ static int scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 
                           const float *D, const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd,
                           int N, const float *states, __nv_bfloat16 *y_out, void *workspace, size_t workspace_bytes,
                           int deterministic, cudaStream_t stream, int add_params, float *par_out,
-                          const int32_t *carry_first, const float *carry_h0, void *carry_ws) {
+                          const int32_t *carry_first, const float *carry_h0) {
     (void)deterministic;  // always deterministic: no atomics are used
     scan_check_shape(M, T, Cd, N);
     size_t bc_off, par_off, seg_off, need;
@@ -3072,15 +3088,11 @@ static int scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 
     if (scan_staged_ok(u, dpre, z, ldz, dout, Cd, du, ddpre, dz) && (y_out == NULL || pm_is_aligned(y_out, 16))) {
         // the staged checkpoints are (rows, nchunk, Cd, N): each thread's states are contiguous. When the forward
         // left them (states), the checkpoint pass is skipped (v12).
-        if (states) {
-            ckpt = (float *)states;  // (the forward's: with the carried rows' parts)
-        } else {
+        if (states)
+            ckpt = (float *)states;  // (the forward's, from the same first states)
+        else
             scan_fwd_dispatch(scan_fwd_plan(rows, Cd, T), true, NULL, ckpt, summ, u, dpre, dt_bias, A_log, Bm, Cm,
-                              ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, stream);
-            if (carry_first)
-                cuda_carry_scan_states(ckpt, 1, SCAN_K, dpre, dt_bias, A_log, carry_first, carry_h0, M, T, Cd, N,
-                                       carry_ws, stream);
-        }
+                              ldbc, D, z, ldz, pos, rows, T, Cd, nchunk, stream, ScanInit{carry_first, carry_h0});
         // the main pass: its own block width and time segments (v10)
         const BwdPlan bp = scan_bwd_plan(rows, Cd, T);
         par_rows = rows * bp.nseg;
@@ -3127,11 +3139,8 @@ static int scan_bwd_impl(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 
         nblk = (Cd + SCAN_THREADS - 1) / SCAN_THREADS;
         dim3 grid(nblk, rows);
         scan_ckpt_generic_kernel<<<grid, SCAN_THREADS, 0, stream>>>(ckpt, u, dpre, dt_bias, A_log, Bm, ldbc, pos, T,
-                                                                    Cd, nchunk);
+                                                                    Cd, nchunk, ScanInit{carry_first, carry_h0});
         scan_check_launch("scan_ckpt_generic_kernel");
-        if (carry_first)
-            cuda_carry_scan_states(ckpt, 0, SCAN_K, dpre, dt_bias, A_log, carry_first, carry_h0, M, T, Cd, N, carry_ws,
-                                   stream);
         size_t smem = (size_t)(SCAN_K * SCAN_N * SCAN_THREADS + SCAN_K * (SCAN_THREADS / 32) * 2 * SCAN_N) * 4;
         static int optin = 0;
         scan_smem_optin((const void *)scan_bwd_generic_kernel, smem, &optin, "scan_bwd_generic_kernel");
@@ -3166,8 +3175,8 @@ int cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
                       const float *states, __nv_bfloat16 *out, void *workspace, size_t workspace_bytes,
                       int deterministic, cudaStream_t stream, int add_params, float *par_out,
-                      const int32_t *carry_first, const float *carry_h0, void *carry_ws) {
+                      const int32_t *carry_first, const float *carry_h0) {
     return scan_bwd_impl(du, ddpre, dB, dC, dz, ddt_bias, dA_log, dD, dout, u, dpre, dt_bias, A_log, Bm, Cm, ldbc, D,
                          z, ldz, pos, M, T, Cd, N, states, out, workspace, workspace_bytes, deterministic, stream,
-                         add_params, par_out, carry_first, carry_h0, carry_ws);
+                         add_params, par_out, carry_first, carry_h0);
 }

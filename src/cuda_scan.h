@@ -15,13 +15,13 @@ size_t cuda_scan_workspace_bytes(int M, int T, int Cd, int N);
 // recomputing them: bytes of that buffer for (M, T, Cd, N).
 size_t cuda_scan_states_bytes(int M, int T, int Cd, int N);
 // The forward; it also writes `states` (cuda_scan_states_bytes) for cuda_scan_bwd_ex unless that is NULL.
-// carry_first, carry_h0: NULL, or Backend.scan_fwd's first, h0 (rows carried in from the batch before), with
-// carry_ws a workspace of cuda_carry_ws_bytes (cuda_carry.h) for the kernels that add their part.
+// carry_first, carry_h0: NULL, or Backend.scan_fwd's first, h0 (rows carried in from the batch before start from
+// h0 instead of 0).
 void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias,
                       const float *A_log, const __nv_bfloat16 *Bm, const __nv_bfloat16 *Cm, int ldbc, const float *D,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
                       float *states, cudaStream_t stream, const int32_t *carry_first = NULL,
-                      const float *carry_h0 = NULL, void *carry_ws = NULL);
+                      const float *carry_h0 = NULL);
 
 // The backward: overwrites du, ddpre, dB, dC, dz; accumulates ddt_bias, dA_log, dD (writes them when add_params
 // is 0: Backend.grads_write; the default keeps the lab's calls as they were); always deterministic (no float
@@ -29,7 +29,7 @@ void cuda_scan_fwd_ex(__nv_bfloat16 *out, const __nv_bfloat16 *u, const __nv_bfl
 // (M, Cd) where the forward's output is written again (for the out_proj weight gradient).
 // par_out: NULL, or where the parameter gradients' partial rows go (cuda_scan_param_part_bytes) instead of the
 // workspace, left unreduced for the caller's cuda_scan_param_job (the backend's reduction queue). Returns how many
-// partial rows there are. carry_*: as the forward's (with `states`, the forward has added the carried parts there).
+// partial rows there are. carry_*: as the forward's (`states`, where given, are the forward's from the same).
 int cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB, __nv_bfloat16 *dC,
                       __nv_bfloat16 *dz, float *ddt_bias, float *dA_log, float *dD, const __nv_bfloat16 *dout,
                       const __nv_bfloat16 *u, const __nv_bfloat16 *dpre, const float *dt_bias, const float *A_log,
@@ -37,7 +37,7 @@ int cuda_scan_bwd_ex(__nv_bfloat16 *du, __nv_bfloat16 *ddpre, __nv_bfloat16 *dB,
                       const __nv_bfloat16 *z, int ldz, const int32_t *pos, int M, int T, int Cd, int N,
                       const float *states, __nv_bfloat16 *out, void *workspace, size_t workspace_bytes,
                       int deterministic, cudaStream_t stream, int add_params = 1, float *par_out = NULL,
-                      const int32_t *carry_first = NULL, const float *carry_h0 = NULL, void *carry_ws = NULL);
+                      const int32_t *carry_first = NULL, const float *carry_h0 = NULL);
 // Bytes of par_out above for (M, T, Cd, N).
 size_t cuda_scan_param_part_bytes(int M, int T, int Cd, int N);
 // The reduction of rows partial rows in par_out into ddt_bias, dD (Cd) and dA_log (Cd, N) (+= where add, else =).
