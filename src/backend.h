@@ -248,6 +248,8 @@ typedef struct Backend {
     // training step of M tokens in rows of T, model width C, d_inner Cd, d_state N, conv width K, padded vocabulary
     // Vp: an estimate, for model_train_bytes (--memory-budget). NULL: none worth counting.
     size_t (*workspace_bytes)(int M, int T, int C, int Cd, int N, int K, int Vp);
+    // The same for the carry ops' own buffers (carry_state_out's without scan states). NULL: none.
+    size_t (*carry_workspace_bytes)(int M, int T, int Cd, int N);
 } Backend;
 
 enum { PM_SPIN_FMA = 0, PM_SPIN_EXP = 1 };  // Backend.spin's kinds

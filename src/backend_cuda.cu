@@ -1945,6 +1945,7 @@ static int cuda_init(void) {
         b->spin = cu_spin;
         b->mem_info = cu_mem_info;
         b->workspace_bytes = cu_workspace_bytes;
+        b->carry_workspace_bytes = cuda_carry_ws_bytes;
     }
     g_inited = 1;
     return 1;

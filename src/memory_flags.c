@@ -30,10 +30,10 @@ int memory_flags_settings(const MemoryFlags *f, const ModelConfig *c, const Back
     *s = (MemorySettings){f->keep_activations ? -1 : f->activations_layers > 0 ? f->activations_layers : 0,
                           f->recompute_scan ? 0 : f->scan_states_layers,
                           f->recompute_in_proj ? 0 : f->in_proj_layers, f->cast_weights};
-    const int rc = f->memory_budget <= 0
-                       ? 0
-                       : model_fit_memory(c, bk, B, T, (size_t)((double)f->memory_budget * 1073741824.0), s);
-    *bytes = model_train_bytes(c, bk, B, T, s);
+    const size_t carry = f->carry_state ? model_carry_train_bytes(c, bk, B, T) : 0;
+    const size_t budget = (size_t)((double)f->memory_budget * 1073741824.0);
+    const int rc = f->memory_budget <= 0 ? 0 : model_fit_memory(c, bk, B, T, budget > carry ? budget - carry : 0, s);
+    *bytes = model_train_bytes(c, bk, B, T, s) + carry;
     return rc;
 }
 

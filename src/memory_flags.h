@@ -12,8 +12,9 @@ typedef struct {
     int recompute_scan, scan_states_layers, keep_activations, activations_layers, recompute_in_proj, in_proj_layers;
     int cast_weights;
     float memory_budget;  // GiB; 0: not used
+    int carry_state;      // (set by the command, no flag of its own) the estimate counts the carried state's buffers
 } MemoryFlags;
-#define MEMORY_FLAGS_DEFAULT {0, -1, 0, -1, 0, -1, 0, 0.0f}
+#define MEMORY_FLAGS_DEFAULT {0, -1, 0, -1, 0, -1, 0, 0.0f, 0}
 
 // The eight flags' entries of a command's ArgSpec table, writing into the MemoryFlags f.
 #define MEMORY_FLAG_SPECS(f)                                                                                          \
@@ -42,8 +43,9 @@ typedef struct {
 // itself.
 void memory_flags_check(const MemoryFlags *f, const char *cmd);
 // The settings for a model c on bk training batches (B, T): the flags' as given, or with a budget the fastest
-// that fit (model_fit_memory), and in *bytes their estimated training bytes (model_train_bytes). Returns 0, or -1
-// when even the leanest does not fit (*s is then the leanest).
+// that fit (model_fit_memory), and in *bytes their estimated training bytes (model_train_bytes, plus
+// model_carry_train_bytes with f->carry_state). Returns 0, or -1 when even the leanest does not fit (*s is then the
+// leanest).
 int memory_flags_settings(const MemoryFlags *f, const ModelConfig *c, const Backend *bk, int B, int T,
                           MemorySettings *s, size_t *bytes);
 // One line for logs, from the settings and estimate memory_flags_settings gave: "--memory-budget 29.76 GiB:

@@ -580,6 +580,14 @@ void model_alloc_carry(Model *m) {
     m->carry_on = 1, m->carry_cur = m->carry_used = 0, m->carry_rows_in = 0;
 }
 
+size_t model_carry_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T) {
+    const size_t L = c->n_layer, di = c->d_inner;
+    size_t bytes = 2 * L * (size_t)B * (di * c->d_state * bk->f32_bytes + (size_t)(c->d_conv - 1) * di * bk->act_bytes);
+    bytes += L * di * (c->d_conv + 1) * bk->f32_bytes + 2 * (size_t)B * sizeof(int32_t);  // carry_dparams, first, last
+    if (bk->carry_workspace_bytes) bytes += bk->carry_workspace_bytes(B * T, T, c->d_inner, c->d_state);
+    return bytes;
+}
+
 size_t model_carry_bytes(const Model *m) {
     if (!m->carry_on) return 0;
     return (size_t)m->cfg.n_layer * (carry_h_layer(m) * m->bk->f32_bytes + carry_hist_layer(m) * m->bk->act_bytes);

@@ -255,6 +255,9 @@ void model_destroy(Model *m);
 // Carried state (Model.carry_on): allocates its buffers for the activations' (B, T) (after model_alloc_activations;
 // again after a re-allocation), the state zeroed. Dies where the backend has no carry ops or T < d_conv - 1.
 void model_alloc_carry(Model *m);
+// What model_alloc_carry allocates for batches (B, T), and the backend's carry workspace (the --memory-budget
+// estimate adds it where the state is carried: MemoryFlags.carry_state).
+size_t model_carry_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T);
 // The carried state as host bytes (save and restore, for an exact resume): the current set of carry_h then of
 // carry_hist, model_carry_bytes() bytes in the backend's element types.
 size_t model_carry_bytes(const Model *m);

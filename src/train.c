@@ -297,6 +297,7 @@ int cmd_train(int argc, char **argv) {
     dist_attach(&m, a.grad_accum);
     MemorySettings ms;
     size_t ms_bytes;
+    a.mem.carry_state = a.carry_state;
     if (memory_flags_settings(&a.mem, &cfg, bk, a.batch, a.seq_len, &ms, &ms_bytes) != 0)
         pm_die("train: --memory-budget %.2f GiB: even with every activation recomputed a step needs %.2f GiB "
                "(estimated): lower --batch or --seq-len",

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "memory_flags.h"
 #include "model.h"
 #include "util.h"
 
@@ -503,6 +504,21 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
     // copies: G each)
     const size_t shared = M * (c.d_model + c.d_inner) * a + 2 * (size_t)G * M * c.d_inner * a;
     assert_int_equal(bytes[0] - bytes[1], (size_t)G * (keep + M * c.d_inner * a) - shared);
+    // a budget between the default's bytes and those plus the carried state's: the default without carrying, a
+    // leaner setting with it, whose estimate counts the carried state's buffers
+    const size_t carry = model_carry_train_bytes(&c, &bk, B, T);
+    MemoryFlags f = MEMORY_FLAGS_DEFAULT;
+    f.memory_budget = (float)((bytes[D] + carry / 2) / 1073741824.0);
+    MemorySettings plain, carried;
+    size_t est_plain, est_carried;
+    assert_int_equal(memory_flags_settings(&f, &c, &bk, B, T, &plain, &est_plain), 0);
+    f.carry_state = 1;
+    assert_int_equal(memory_flags_settings(&f, &c, &bk, B, T, &carried, &est_carried), 0);
+    assert_memory_equal(&plain, &order[D], sizeof plain);
+    assert_int_equal(est_plain, bytes[D]);
+    assert_true(memcmp(&carried, &plain, sizeof plain) != 0);
+    assert_int_equal(est_carried, model_train_bytes(&c, &bk, B, T, &carried) + carry);
+    assert_true(est_carried <= (size_t)((double)f.memory_budget * 1073741824.0));
     // and the whole: without the workspace, model_train_bytes is what a model with those settings really allocates
     // (parameters, gradients, Adam moments, activations, scan states), counted through the backend's allocator
     bk.workspace_bytes = NULL;
@@ -515,6 +531,8 @@ static void test_memory_budget_picks_fastest_fit(void **state) {
         model_set_memory_settings(&m, &order[i]);
         model_alloc_activations(&m, B, T);
         assert_int_equal(g_alloc_bytes, model_train_bytes(&c, &bk, B, T, &order[i]));
+        model_alloc_carry(&m);  // and the carried state's buffers (train --carry-state adds them to the estimate)
+        assert_int_equal(g_alloc_bytes, model_train_bytes(&c, &bk, B, T, &order[i]) + model_carry_train_bytes(&c, &bk, B, T));
         model_destroy(&m);
     }
     // model_limit_dw_group (dist_attach's, before the plan): the estimate and the allocation both leave out the
