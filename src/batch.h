@@ -9,7 +9,8 @@ typedef struct {
     int B, T;          // rows, tokens per row
     int32_t *tokens;   // (B*T) token ids; padding uses any valid id (0)
     int32_t *pos;      // (B*T) position within the token's document: 0 at a document's first token.
-                       //       A row always starts a new document for the kernels (see backend.h).
+                       //       A row starts a new document for the kernels unless carry_in says it continues
+                       //       one (then it starts from the carried state; backend.h).
     int32_t *targets;  // (B*T) next token of the same document, or PM_IGNORE
     int32_t *doc;      // (B*T) index of the token's document in the data set, -1 for padding
     int64_t n_valid;   // number of targets != PM_IGNORE

@@ -298,7 +298,7 @@ static int64_t doc_len(const Batcher *bt, int64_t g) {
 // c * (N - n) / N, N = the epoch's batches at full rows: the shuffle still decides where it goes, scaled into the part
 // of the epoch in which it can finish. Documents of one piece keep their offsets; ties keep the shuffled order.
 static void pull_chains_forward(const Batcher *bt, int64_t *order) {
-    int64_t bt_tokens = (int64_t)bt->B * bt->T, N = (bt->n_tokens + bt_tokens - 1) / bt_tokens, cum = 0;
+    int64_t bt_tokens = (int64_t)bt->B * bt->world * bt->T, N = (bt->n_tokens + bt_tokens - 1) / bt_tokens, cum = 0;
     int64_t *pair = pm_malloc(2 * (size_t)bt->n_docs * sizeof(int64_t));
     for (int64_t k = 0; k < bt->n_docs; k++) {
         int64_t len = doc_len(bt, order[k]), n = (len + bt->T - 1) / bt->T;
@@ -344,8 +344,8 @@ static void plan_epoch(Batcher *bt, int64_t epoch) {
         bt->row_cap = n + 1;
         bt->row_start = pm_realloc(bt->row_start, bt->row_cap * sizeof(int64_t));
         bt->row_piece = pm_realloc(bt->row_piece, (n ? n : 1) * sizeof(int64_t));
-        if (bt->carry)  // (world is 1: batcher_set_carry refuses more ranks)
-            bt->n_rows = pack_carry(bt->pieces, n, bt->B, bt->T, bt->window, &bt->row_start, &bt->row_cap,
+        if (bt->carry)  // (the global batch's rows: a chain keeps its row slot, and so its rank)
+            bt->n_rows = pack_carry(bt->pieces, n, bt->B * bt->world, bt->T, bt->window, &bt->row_start, &bt->row_cap,
                                     bt->row_piece);
         else
             bt->n_rows = bt->window <= 1
@@ -353,7 +353,12 @@ static void plan_epoch(Batcher *bt, int64_t epoch) {
                              : pack_best_fit(bt->pieces, n, bt->T, bt->window, bt->row_start, bt->row_piece);
         per_batch = (int64_t)bt->B * bt->world;
         bt->n_batches = (bt->n_rows + per_batch - 1) / per_batch;
-        if (bt->world > 1) {
+        if (bt->world > 1 && bt->carry) {
+            // Data parallel with carried state: by row slot, B each in order (slot j of a global batch to rank j / B,
+            // its row j % B there), so that a chain of pieces stays in one row of one rank from batch to batch.
+            bt->row_rank = pm_realloc(bt->row_rank, (bt->n_rows ? bt->n_rows : 1) * sizeof(int32_t));
+            for (int64_t j = 0; j < bt->n_rows; j++) bt->row_rank[j] = (int32_t)(j % per_batch / bt->B);
+        } else if (bt->world > 1) {
             // Data parallel: the rows of each global batch are dealt to ranks by real tokens (heaviest row first,
             // to the rank with the fewest tokens so far this epoch, B rows each), not by position, so a rank
             // never gets all the short rows of an epoch's tail.
@@ -538,7 +543,7 @@ int batcher_next(Batcher *bt, Batch *b) {
                     put_piece(bt, b, r, c, p);
                     c += p->len;
                 }
-                if (bt->carry && bt->row_start[j] < bt->row_start[j + 1]) {  // (one rank: r is j's index in g)
+                if (bt->carry && bt->row_start[j] < bt->row_start[j + 1]) {  // (r is j's slot on this rank)
                     b->carry_in[r] = bt->pieces[bt->row_piece[bt->row_start[j]]].start > 0;
                     b->carry_out[r] = !bt->pieces[bt->row_piece[bt->row_start[j + 1] - 1]].last;
                 }
@@ -558,9 +563,6 @@ int batcher_set_carry(Batcher *bt, int on) {
     if (bt->started) return pm_error("batcher: carried state must be chosen before the first batch");
     if (on && bt->policy != PM_POLICY_PACK)
         return pm_error("batcher: carried state needs the pack policy (this batcher is %s)", policy_name(bt->policy));
-    if (on && bt->world > 1)
-        return pm_error("batcher: carried state needs one rank (world is %d): a chain's row cannot be dealt to "
-                        "another rank", bt->world);
     bt->carry = on;
     plan_epoch(bt, bt->epoch);  // the plan of epoch 0, made by batcher_open without carry
     return 0;

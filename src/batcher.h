@@ -14,7 +14,7 @@
 //     on from the documents of those before).
 // A document of L tokens therefore yields L - (number of pieces - 1) targets.
 //
-// Carried state (pack only, one rank; batcher_set_carry, docs/data.md "Carried state"): the model carries a row's
+// Carried state (pack only; batcher_set_carry, docs/data.md "Carried state"): the model carries a row's
 // recurrent state into the same row of the next batch, so a document longer than T is served as if unbroken:
 //   - Its pieces [0,T), [T,2T), ..., [kT, L) form a chain in consecutive batches of the epoch, all in the same row
 //     index r: piece i+1 starts row r (column 0) of the batch after the one whose row r ends with piece i. A
@@ -77,9 +77,11 @@ Batcher *batcher_open(const char *data_dir, int split, int policy, int B, int T,
 int batcher_next(Batcher *bt, Batch *b);
 void batcher_close(Batcher *bt);
 // Carried state on (1) or off (0, the default): see "Carried state" above. Call it right after batcher_open, before
-// the first batcher_next or batcher_set_position. Returns 0, or -1 with pm_error set when the batcher is not
-// PM_POLICY_PACK or has world > 1, or when the setting would change after a batch was served or a position restored
-// (asking for the setting the batcher already has is always 0).
+// the first batcher_next or batcher_set_position. With world > 1 the plan is the global batch's (B x world rows,
+// the same as one rank's of B x world) and its row slots are dealt in order, B to a rank (slot j to rank j / B, row
+// j % B there), so a chain stays in one row of one rank. Returns 0, or -1 with pm_error set when the batcher is not
+// PM_POLICY_PACK, or when the setting would change after a batch was served or a position restored (asking for the
+// setting the batcher already has is always 0).
 int batcher_set_carry(Batcher *bt, int on);
 
 // Data position for checkpoints: pos[0] = format tag, [1] = epoch, [2] = batch index within the epoch,

@@ -338,10 +338,11 @@ static uint16_t f32_to_bf16(float f) {
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-// The carried state (Model.carry_on) as trainer.safetensors holds it: "carry.h" (n_layer, B, d_inner, N) and
-// "carry.hist" (n_layer, B, d_conv - 1, d_inner), both F32 whatever the backend's ACT (the GPU's bf16 conv inputs
-// widened: exact both ways), so a run resumes where it stopped on either backend. Host copy: h then hist as F32.
-static float *carry_to_host_f32(const Model *m, size_t *nh, size_t *nx) {
+// The carried state (Model.carry_on) as trainer.safetensors holds it: "carry.h" (n_layer, rows, d_inner, N) and
+// "carry.hist" (n_layer, rows, d_conv - 1, d_inner), both F32 whatever the backend's ACT (the GPU's bf16 conv inputs
+// widened: exact both ways), so a run resumes where it stopped on either backend; rows: the global batch's
+// (Model.carry_rows), so a run resumes with another number of ranks. Host copy of this rank's: h then hist as F32.
+float *checkpoint_carry_host(const Model *m, size_t *nh, size_t *nx) {
     const ModelConfig *c = &m->cfg;
     *nh = (size_t)c->n_layer * m->B * c->d_inner * c->d_state;
     *nx = (size_t)c->n_layer * m->B * (c->d_conv - 1) * c->d_inner;
@@ -452,12 +453,18 @@ static int save_dir(const char *dir_in, const Model *m, const TrainerState *ts, 
                               .nbytes = sizeof state};
         int nw = 2 * nt + 1;
         size_t nh = 0, nx = 0;
-        float *carry = m->carry_on ? carry_to_host_f32(m, &nh, &nx) : NULL;
+        const ModelConfig *c = &m->cfg;
+        // (several ranks: every rank's rows, gathered by dist_gather_optimizer)
+        const int rows = m->carry_on && m->carry_all ? m->carry_rows : m->B;
+        float *carry = !m->carry_on ? NULL : m->carry_all ? m->carry_all : checkpoint_carry_host(m, &nh, &nx);
+        if (m->carry_all) {
+            nh = (size_t)c->n_layer * rows * c->d_inner * c->d_state;
+            nx = (size_t)c->n_layer * rows * (c->d_conv - 1) * c->d_inner;
+        }
         if (carry) {
-            const ModelConfig *c = &m->cfg;
-            w[nw++] = (StWrite){.name = "carry.h", .dtype = "F32", .ndim = 4, .shape = {c->n_layer, m->B, c->d_inner,
+            w[nw++] = (StWrite){.name = "carry.h", .dtype = "F32", .ndim = 4, .shape = {c->n_layer, rows, c->d_inner,
                                 c->d_state}, .data = carry, .nbytes = nh * sizeof(float)};
-            w[nw++] = (StWrite){.name = "carry.hist", .dtype = "F32", .ndim = 4, .shape = {c->n_layer, m->B,
+            w[nw++] = (StWrite){.name = "carry.hist", .dtype = "F32", .ndim = 4, .shape = {c->n_layer, rows,
                                 c->d_conv - 1, c->d_inner}, .data = carry + nh, .nbytes = nx * sizeof(float)};
         }
         json_t *md = json_pack("{s:s}", "format", "packmamba-trainer");
@@ -470,7 +477,7 @@ static int save_dir(const char *dir_in, const Model *m, const TrainerState *ts, 
         MomentCtx mc = {m, nt};
         if (rc == 0) rc = join(file, tmp, "trainer.safetensors");
         if (rc == 0) rc = st_write_cb(file, w, nw, mds, fill_moment, &mc);
-        free(carry);
+        if (carry != m->carry_all) free(carry);
         free(mds);
         free(names);
     }
@@ -817,7 +824,8 @@ int checkpoint_load_trainer(const char *dir, Model *m, TrainerState *ts) {
     const StTensor *carry_t[2] = {st_find(&f, "carry.h"), st_find(&f, "carry.hist")};
     if (rc == 0 && m->carry_on) {
         const ModelConfig *c = &m->cfg;
-        const int64_t want[2][4] = {{c->n_layer, m->B, c->d_inner, c->d_state}, {c->n_layer, m->B, c->d_conv - 1, c->d_inner}};
+        const int64_t R = m->carry_rows;  // (the global batch's rows: this rank takes its own)
+        const int64_t want[2][4] = {{c->n_layer, R, c->d_inner, c->d_state}, {c->n_layer, R, c->d_conv - 1, c->d_inner}};
         for (int k = 0; k < 2 && rc == 0; k++) {
             const char *nm = k ? "carry.hist" : "carry.h";
             const StTensor *t = carry_t[k];
@@ -865,13 +873,19 @@ int checkpoint_load_trainer(const char *dir, Model *m, TrainerState *ts) {
             m->bk->upload(dst, mt[k]->data, mt[k]->nbytes);
         }
         if (m->carry_on) {
-            // back into the backend's element types (hist was widened from them: narrowing is exact)
-            const size_t nh = carry_t[0]->nbytes / 4, nx = carry_t[1]->nbytes / 4;
+            // this rank's rows of each layer, back into the backend's element types (hist was widened from them:
+            // narrowing is exact)
+            const ModelConfig *c = &m->cfg;
+            const size_t L = c->n_layer, B = m->B, R = m->carry_rows, r0 = m->carry_row0;
+            const size_t hrow = (size_t)c->d_inner * c->d_state, xrow = (size_t)(c->d_conv - 1) * c->d_inner;
+            const size_t nh = L * B * hrow, nx = L * B * xrow;
             unsigned char *raw = pm_malloc(model_carry_bytes(m));
-            memcpy(raw, carry_t[0]->data, nh * 4);
+            for (size_t l = 0; l < L; l++)
+                memcpy(raw + l * B * hrow * 4, (const char *)carry_t[0]->data + (l * R + r0) * hrow * 4, B * hrow * 4);
             for (size_t i = 0; i < nx; i++) {
+                const size_t l = i / (B * xrow), k = i % (B * xrow);  // (layer, offset in this rank's rows)
                 uint32_t u;
-                memcpy(&u, (const char *)carry_t[1]->data + 4 * i, 4);
+                memcpy(&u, (const char *)carry_t[1]->data + ((l * R + r0) * xrow + k) * 4, 4);
                 if (m->bk->act_bytes == 2) {
                     float v;
                     memcpy(&v, &u, 4);

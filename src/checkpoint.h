@@ -31,6 +31,9 @@ int config_read_json(const char *path, ModelConfig *c);
 // Write <dir> (replacing an existing one completely; parent directories are created). ts may be NULL for a
 // model-only checkpoint. If ts is given and the model has no optimizer state yet, zero moments are written.
 int checkpoint_save(const char *dir, const Model *m, const TrainerState *ts);
+// This rank's carried state (Model.carry_on) as trainer.safetensors holds it, on the host: "carry.h" (n_layer, B,
+// d_inner, N) then "carry.hist" (n_layer, B, d_conv - 1, d_inner), F32 (*nh and *nx elements; malloc'd).
+float *checkpoint_carry_host(const Model *m, size_t *nh, size_t *nx);
 
 // The model for another tool, written like checkpoint_save (a temp directory renamed into place), with F32 weights
 // or, bf16 set, the weights rounded to bf16 (nearest even), and tokenizer (or NULL) copied in as tokenizer.json:

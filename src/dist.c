@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"  // checkpoint_carry_host
 #include "util.h"
 
 #ifdef PM_HAVE_MPI
@@ -688,8 +689,40 @@ double dist_optimizer_step(Model *m, const OptimConfig *o, float lr) {
     return norm;
 }
 
+// Every rank's carried state into m->carry_all on rank 0, in the global batch's rows (rank k's row b is row k B + b
+// of each layer: batcher.h deals the slots so), through MPI on host copies whatever the backend.
+static void gather_carry_to_root(Model *m) {
+    size_t nh, nx;
+    float *mine = checkpoint_carry_host(m, &nh, &nx);
+    const size_t per = nh + nx;
+    if ((double)per * g_world > 2147483647.0) dist_die("carried state of %zu floats a rank: too large to gather", per);
+    float *all = g_rank == 0 ? pm_malloc(per * g_world * sizeof(float)) : NULL;
+    const double t0 = pm_now();
+#ifdef PM_HAVE_MPI
+    mpi_check(MPI_Gather(mine, (int)per, MPI_FLOAT, all, (int)per, MPI_FLOAT, 0, MPI_COMM_WORLD), "gather of the carried state");
+#endif
+    g_comm_s += pm_now() - t0;
+    free(mine);
+    if (g_rank != 0) return;
+    const ModelConfig *c = &m->cfg;
+    const size_t L = c->n_layer, B = m->B, R = (size_t)B * g_world;
+    const size_t hrow = (size_t)c->d_inner * c->d_state, xrow = (size_t)(c->d_conv - 1) * c->d_inner;
+    free(m->carry_all);
+    m->carry_all = pm_malloc(per * g_world * sizeof(float));
+    float *h = m->carry_all, *x = m->carry_all + L * R * hrow;
+    for (int k = 0; k < g_world; k++) {
+        const float *kh = all + (size_t)k * per, *kx = kh + nh;
+        for (size_t l = 0; l < L; l++) {
+            memcpy(h + (l * R + k * B) * hrow, kh + l * B * hrow, B * hrow * sizeof(float));
+            memcpy(x + (l * R + k * B) * xrow, kx + l * B * xrow, B * xrow * sizeof(float));
+        }
+    }
+    free(all);
+}
+
 void dist_gather_optimizer(Model *m) {
     if (g_world == 1) return;
+    if (m->carry_on) gather_carry_to_root(m);
     if (g_masters_stale) buffer_shards(m, m->params, 0);  // the checkpoint writes every F32 master
     g_masters_stale = 0;
     // Full moments on every rank (untouched since they were loaded or created) are already complete; otherwise

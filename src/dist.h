@@ -60,8 +60,9 @@ void dist_attach(Model *m, int grad_accum);
 // One optimizer step after every rank's backward: the sharded step described above; returns the global gradient
 // norm before clipping. With one rank: model_optimizer_step.
 double dist_optimizer_step(Model *m, const OptimConfig *o, float lr);
-// Before a checkpoint (all ranks; rank 0 then writes): every F32 master current, and complete Adam moments in
-// m->adam_m / adam_v on rank 0 (freed again by the next step). A no-op with one rank.
+// Before a checkpoint (all ranks; rank 0 then writes): every F32 master current, complete Adam moments in
+// m->adam_m / adam_v on rank 0 (freed again by the next step), and with carried state every rank's in
+// m->carry_all on rank 0 (model.h). A no-op with one rank.
 void dist_gather_optimizer(Model *m);
 
 // Resume with a different number of ranks: a batcher position (batcher.h) saved by rank 0 of a run with W0 ranks

@@ -558,6 +558,8 @@ static void free_carry(Model *m) {
     const Backend *bk = m->bk;
     for (int i = 0; i < 2; i++) bk->free(m->carry_h[i]), bk->free(m->carry_hist[i]);
     bk->free(m->carry_dparams), bk->free(m->carry_first), bk->free(m->carry_last);
+    free(m->carry_all);
+    m->carry_all = NULL;
     m->carry_on = 0;
 }
 
@@ -578,6 +580,7 @@ void model_alloc_carry(Model *m) {
     m->carry_first = bk->alloc((size_t)m->B * sizeof(int32_t));
     m->carry_last = bk->alloc((size_t)m->B * sizeof(int32_t));
     m->carry_on = 1, m->carry_cur = m->carry_used = 0, m->carry_rows_in = 0;
+    m->carry_row0 = 0, m->carry_rows = m->B, m->carry_all = NULL;
 }
 
 size_t model_carry_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T) {
@@ -614,8 +617,6 @@ static int carry_prepare(Model *m, const Batch *b) {
     m->carry_used = m->carry_cur;
     if (!in && !out) return 0;
     if (!m->carry_on) pm_die("model: a batch carries state from the one before, and the model keeps none (model_alloc_carry)");
-    // (dist's overlap hook reduces each layer's gradients during the backward, before carry_add_grads adds to them)
-    if (m->hook && m->hook_orders_itself) pm_die("model: carried state with data parallelism is not supported");
     const int B = b->B, T = b->T;
     int32_t *fl = pm_malloc(2 * (size_t)B * sizeof(int32_t));
     for (int r = 0; r < B; r++) {
@@ -645,16 +646,6 @@ static void *carry_dp_at(const Model *m, int l, int which) {
     return f32_at(m, m->carry_dparams, (size_t)l * carry_dparams_layer(c) + off[which]);
 }
 
-// After a backward with carried rows: their parts of the conv gradients (written per layer by carry_conv_bwd,
-// beside the op's own reductions) added into the gradients.
-static void carry_add_grads(Model *m) {
-    const ModelConfig *c = &m->cfg;
-    const size_t di = c->d_inner;
-    for (int l = 0; l < c->n_layer; l++) {
-        m->bk->add_f32(PF32(m->grads, l, P_CONV_W), carry_dp_at(m, l, 0), di * c->d_conv);
-        m->bk->add_f32(PF32(m->grads, l, P_CONV_B), carry_dp_at(m, l, 1), di);
-    }
-}
 
 static void free_activations(Model *m) {
     if (!m->layers) return;
@@ -1038,10 +1029,13 @@ static void backward_body(Model *m) {
         REGION(m, "bwd.conv", {
             bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,
                               PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K);
-            if (m->carry_rows_in)
+            if (m->carry_rows_in) {  // the carried rows' parts, added here: before the layer's hook (dist's overlap)
                 bk->carry_conv_bwd(m->dxz, 2 * di, carry_dp_at(m, l, 0), carry_dp_at(m, l, 1), m->du, xz,
                                    PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, m->carry_first,
                                    carry_hist_at(m, m->carry_used, l), M, T, di, K);
+                bk->add_f32(PF32(m->grads, l, P_CONV_W), carry_dp_at(m, l, 0), (size_t)di * K);
+                bk->add_f32(PF32(m->grads, l, P_CONV_B), carry_dp_at(m, l, 1), di);
+            }
         });
         REGION(m, "bwd.in_proj",
                matmul_bwd_split(bk, side, &t_layer, m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), m->dxz, 2 * di, xn, d,
@@ -1073,7 +1067,6 @@ static void classifier_and_backward(Model *m, float loss_scale, float *logits) {
                              loss_scale, m->cur_M, c->d_model, c->vocab_pad, !m->fp32_logits));
     backward_body(m);
     if (write) m->bk->grads_write(0), m->grads_unset = 0;
-    if (m->carry_rows_in) carry_add_grads(m);  // (after every op's own, written or added, gradient)
 }
 
 double model_forward_backward(Model *m, const Batch *b, float loss_scale, float *logits) {

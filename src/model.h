@@ -178,6 +178,11 @@ typedef struct {
     int32_t *carry_first, *carry_last;  // (B) backend memory: Backend.carry_*'s first and last of the batch
     int carry_cur, carry_used;          // the set the next forward reads; the set the last forward read
     int carry_rows_in;                  // rows of the last forward that continue a document (carry_in)
+    // With data parallelism the checkpoint holds the global batch's rows: this rank's are carry_row0 ..
+    // carry_row0 + B - 1 of carry_rows (one rank: 0 and B; set by train), and before a checkpoint rank 0 holds every
+    // rank's in carry_all (host F32, h then hist in the checkpoint's layout: dist_gather_optimizer), else NULL.
+    int carry_row0, carry_rows;
+    float *carry_all;
 
     // Optional profiling hook: called with begin = 1 before and 0 after each named region of the forward and
     // backward ("fwd.in_proj", "bwd.scan", ...). NULL (the default) costs nothing. See bench.c.

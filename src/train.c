@@ -310,7 +310,10 @@ int cmd_train(int argc, char **argv) {
         fprintf(stderr, "packmamba: %s\n", line);
     }
     model_alloc_activations(&m, a.batch, a.seq_len);
-    if (a.carry_state) model_alloc_carry(&m);
+    if (a.carry_state) {
+        model_alloc_carry(&m);
+        m.carry_row0 = rank * a.batch, m.carry_rows = world * a.batch;  // (the checkpoint's rows: the global batch's)
+    }
     Batcher *bt = batcher_open(a.data, PM_SPLIT_TRAIN, policy, a.batch, a.seq_len, (uint64_t)a.seed, rank, world,
                                a.window);
     if (!bt) pm_die("%s", pm_last_error());

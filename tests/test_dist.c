@@ -7,7 +7,8 @@
 //   Through mpirun ($PM_BIN, skipped when mpirun is absent): 2 ranks x --batch 2 (and 2 ranks x --batch 1 x
 //   --grad-accum 2) give the same per-step losses as 1 process x --batch 4 (1e-6 relative, from metrics.jsonl);
 //   a run checkpointed by 2 ranks continues on 1 rank with the same losses, and one checkpointed by 1 process
-//   continues on 2 ranks; a rank that fails brings the whole job down with a message naming it; train's energy
+//   continues on 2 ranks; the same with --carry-state (the carried state kept per rank, gathered into the
+//   checkpoint's global rows); a rank that fails brings the whole job down with a message naming it; train's energy
 //   report sums the ranks' distinct cards (a stand-in NVML library); on a GPU machine, more ranks than GPUs on a
 //   host are refused at once.
 #define _GNU_SOURCE
@@ -360,6 +361,24 @@ static void test_two_ranks_equal_one(void **state) {
     assert_same_losses(l1, la, 0, 10);
 }
 
+// A run of 5 steps started as `first` ("" or an mpirun prefix) with `flags1`, resumed as `second` with `flags2` up
+// to step 10 (both after TRAIN_ARGS), in run directory `name`: its losses must be `want`'s.
+static void check_resumed(const char *name, const char *first, const char *flags1, const char *second,
+                          const char *flags2, const double *want) {
+    const char *bin = getenv("PM_BIN");
+    char run[512];
+    double lr[10];
+    snprintf(run, sizeof run, "%s/%s", g_dir, name);
+    assert_int_equal(sh("%s '%s' " TRAIN_ARGS " %s --steps 5 --out '%s' > '%s.log' 2>&1", first, bin, g_data, flags1, run,
+                        run),
+                     0);
+    assert_int_equal(sh("%s '%s' " TRAIN_ARGS " %s --steps 10 --resume --out '%s' >> '%s.log' 2>&1", second, bin, g_data,
+                        flags2, run, run),
+                     0);
+    assert_int_equal(read_losses(run, lr, 10), 10);
+    assert_same_losses(want, lr, 0, 10);
+}
+
 static void test_resume_two_ranks_on_one(void **state) {
     if (!have_mpirun()) skip();
     const char *bin = getenv("PM_BIN");
@@ -380,19 +399,49 @@ static void test_resume_two_ranks_on_one(void **state) {
     assert_same_losses(l1, lr, 0, 10);
     // And the other way: 1 process for 5 steps, then 2 ranks (saving checkpoints on the way, so that rank 0
     // gathers the moment ranges and every rank takes its range back, twice at step 8 with the best checkpoint).
-    snprintf(run, sizeof run, "%s/resumed12", g_dir);
-    assert_int_equal(sh("'%s' " TRAIN_ARGS " --steps 5 --batch 4 --out '%s' > '%s.log' 2>&1", bin, g_data, run, run),
-                     0);
-    assert_int_equal(sh(MPIRUN " -np 2 '%s' " TRAIN_ARGS " --steps 10 --batch 2 --resume --save-every 2 --val-every 4 "
-                        "--val-batches 1 --out '%s' >> '%s.log' 2>&1",
-                        bin, g_data, run, run),
-                     0);
-    assert_int_equal(read_losses(run, lr, 10), 10);
-    assert_same_losses(l1, lr, 0, 10);
+    check_resumed("resumed12", "", "--batch 4", MPIRUN " -np 2", "--batch 2 --save-every 2 --val-every 4 --val-batches 1",
+                  l1);
     // Resuming with a global batch that differs is refused, naming the --batch that fits.
     assert_int_not_equal(sh("'%s' " TRAIN_ARGS " --steps 12 --batch 2 --resume --out '%s' > '%s.bad' 2>&1", bin,
                             g_data, run, run),
                          0);
+}
+
+// Carried state across ranks: 2 ranks x B2 --carry-state give the losses of 1 process x B4 --carry-state (the
+// batcher deals each global batch's row slots in order, so every chain of a long document stays in one row of one
+// rank), also with the overlapped reduction; a run checkpointed by 2 ranks (every rank's carried state gathered
+// into the global batch's rows) continues on 1 process with the same losses, and one checkpointed by 1 process on 2.
+static void test_carry_two_ranks_equal_one(void **state) {
+    if (!have_mpirun()) skip();
+    const char *bin = getenv("PM_BIN");
+    char one[512], run[512];
+    snprintf(one, sizeof one, "%s/carry_one", g_dir);
+    assert_int_equal(sh("'%s' " TRAIN_ARGS " --carry-state --steps 10 --batch 4 --out '%s' > '%s.log' 2>&1", bin,
+                        g_data, one, one),
+                     0);
+    double l1[10], l2[10], lp[10];
+    assert_int_equal(read_losses(one, l1, 10), 10);
+    assert_true(l1[9] < l1[0] - 0.5);
+    // (the control: without carrying, the same run's losses differ: the comparison below can tell)
+    snprintf(run, sizeof run, "%s/carry_plain", g_dir);
+    assert_int_equal(sh("'%s' " TRAIN_ARGS " --steps 10 --batch 4 --out '%s' > '%s.log' 2>&1", bin, g_data, run, run), 0);
+    assert_int_equal(read_losses(run, lp, 10), 10);
+    int differ = 0;
+    for (int i = 0; i < 10; i++) differ += fabs(lp[i] - l1[i]) > 1e-4 * fabs(l1[i]);
+    assert_true(differ > 0);
+    for (int overlap = 0; overlap < 2; overlap++) {
+        snprintf(run, sizeof run, "%s/carry_two%d", g_dir, overlap);
+        assert_int_equal(sh("PM_DIST_OVERLAP=%d " MPIRUN " -np 2 '%s' " TRAIN_ARGS " --carry-state --steps 10 --batch 2 "
+                            "--out '%s' > '%s.log' 2>&1",
+                            overlap, bin, g_data, run, run),
+                         0);
+        assert_int_equal(read_losses(run, l2, 10), 10);
+        assert_same_losses(l1, l2, 0, 10);
+    }
+    printf("carried state, 2 ranks x B2 vs 1 x B4: step 10 loss %.9f vs %.9f\n", l2[9], l1[9]);
+    // 2 ranks for 5 steps, then 1 process; 1 process for 5 steps, then 2 ranks
+    check_resumed("carry_resumed21", MPIRUN " -np 2", "--carry-state --batch 2", "", "--carry-state --batch 4", l1);
+    check_resumed("carry_resumed12", "", "--carry-state --batch 4", MPIRUN " -np 2", "--carry-state --batch 2", l1);
 }
 
 static void test_failing_rank_aborts_job(void **state) {
@@ -533,6 +582,7 @@ int main(void) {
         cmocka_unit_test(test_position_across_world_sizes),
         cmocka_unit_test(test_two_ranks_equal_one),
         cmocka_unit_test(test_resume_two_ranks_on_one),
+        cmocka_unit_test(test_carry_two_ranks_equal_one),
         cmocka_unit_test(test_failing_rank_aborts_job),
         cmocka_unit_test(test_energy_over_ranks),
         cmocka_unit_test(test_more_ranks_than_gpus_refused),
