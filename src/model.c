@@ -737,9 +737,10 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
     bk->upload(m->pos, b->pos, (size_t)M * sizeof(int32_t));
     bk->upload(m->targets, b->targets, (size_t)M * sizeof(int32_t));
     m->n_valid = b->n_valid;
-    // a batch of shorter rows can need more state space than the allocated shape: then the backward recomputes
-    m->states_valid = keep_states && m->states_cap && bk->scan_states_bytes(M, T, di, N) <= m->states_cap;
     const int carry_out = carry_prepare(m, b), carry_in = m->carry_rows_in > 0;
+    // a batch of shorter rows can need more state space than the allocated shape: then the backward recomputes.
+    // Rows that go on in the next batch want them without a backward too: the state out walks on from the last.
+    m->states_valid = (keep_states || carry_out) && m->states_cap && bk->scan_states_bytes(M, T, di, N) <= m->states_cap;
     const int cin = m->carry_used, cout = cin ^ 1;  // the carried sets read and written
 
     REGION(m, "fwd.embedding", bk->embedding_fwd(m->layers[0].res, m->tokens, PACT(-1, 0), M, d));
