@@ -244,7 +244,7 @@ struct ScanInit {
     const int32_t *first;
     const float *h0;
 };
-// this thread's nst states of channel c from state n0 on, or NULL for zeros
+// this thread's states of channel c from state n0 on, or NULL for zeros
 __device__ __forceinline__ const float *scan_init_states(ScanInit init, int row, int c, int Cd, int n0) {
     return init.h0 && init.first[row] > 0 ? init.h0 + ((size_t)row * Cd + c) * SCAN_N + n0 : nullptr;
 }
@@ -573,17 +573,16 @@ struct BCFetch {
 };
 
 // Document starts of a chunk, in two steps so the load of pos is in flight while the chunk before is computed
-// (v11): pos_fetch loads lane j's pos (token t0 + j); start_mask then has bit j set when token t0 + j
-// (row-relative) starts a document. Every warp computes it for itself. A row's first token is no start unless its
-// pos is 0: the forward starts the row from its first state (0, or the state carried in: ScanInit), and the
-// backward reads that from the checkpoint of chunk 0.
+// (v11): pos_fetch loads lane j's pos (token t0 + j); start_mask then has bit j set when token t0 + j starts a
+// document. Every warp computes it for itself. A row's first token is no start unless its pos is 0: the forward
+// starts the row from its first state (0, or the state carried in: ScanInit), and the backward reads that from the
+// checkpoint of chunk 0.
 __device__ __forceinline__ int pos_fetch(const int32_t *pos, size_t m0, int len) {
     int lane = threadIdx.x & 31;
     return lane < len ? pos[m0 + lane] : 1;
 }
-__device__ __forceinline__ unsigned start_mask(int pv, int t0, int len) {
+__device__ __forceinline__ unsigned start_mask(int pv, int len) {
     int lane = threadIdx.x & 31;
-    (void)t0;
     return __ballot_sync(0xffffffffu, lane < len && pv == 0);
 }
 
@@ -729,7 +728,7 @@ __global__ void __launch_bounds__(CH *FG, MINB)
     cp_async_commit();
     bc.fetch(Bm, Cm, ldbc, mrow + tb, min(FT, te - tb));
     bc.store(bcf + (kb & 1) * FT * 2 * SCAN_N);
-    unsigned mask_next = start_mask(pos_fetch(pos, mrow + tb, min(FT, te - tb)), tb, min(FT, te - tb));
+    unsigned mask_next = start_mask(pos_fetch(pos, mrow + tb, min(FT, te - tb)), min(FT, te - tb));
     int pv_next = 1;
 
     for (int k = kb; k < nch; k++) {
@@ -845,7 +844,7 @@ __global__ void __launch_bounds__(CH *FG, MINB)
         if (!CKPT && jp >= 0) finish_group(ypend, jp);
         if (k + 1 < nch) {
             bc.store(bcf + ((k + 1) & 1) * FT * 2 * SCAN_N);
-            mask_next = start_mask(pv_next, t1, len1);
+            mask_next = start_mask(pv_next, len1);
         }
         if (!FWD_TWO_BARRIERS) {
             __syncthreads();  // stage k & 1 and the pass arrays are rewritten next chunk; bcf[(k+1) & 1] published
@@ -1220,7 +1219,7 @@ __global__ void __launch_bounds__(CH *WG + 32 * PW, MINB)
                     __uint_as_float((unsigned)rbc[i] << 16), __uint_as_float((unsigned)rbc[i + 1] << 16),
                     __uint_as_float((unsigned)rbc[i + 2] << 16), __uint_as_float((unsigned)rbc[i + 3] << 16));
             if (pt < 32) {
-                const unsigned m = start_mask(pv, t0, len);
+                const unsigned m = start_mask(pv, len);
                 if (pt == 0) *msk = m;
             }
             mbar_arrive(mb_full + ks);  // the stage is filled
@@ -1760,7 +1759,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
         load_ck(k, ck_next);
     }
     const int lenl = min(SCAN_K, T - (kend - 1) * SCAN_K);
-    unsigned mask_next = start_mask(pos_fetch(pos, mrow + (kend - 1) * SCAN_K, lenl), (kend - 1) * SCAN_K, lenl);
+    unsigned mask_next = start_mask(pos_fetch(pos, mrow + (kend - 1) * SCAN_K, lenl), lenl);
     int pv_next = 1;
 
     // chunk kk's staged outputs (in its stage's dpre, z and dout tiles, R, and oy) to global memory
@@ -1825,7 +1824,7 @@ __global__ void __launch_bounds__(CH *BG, 1)
         }
         if (k > kbeg) {
             bc.store(bcf + ((k - 1) & 1) * SCAN_K * 2 * SCAN_N);
-            mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
+            mask_next = start_mask(pv_next, SCAN_K);
         }
         Sync::close();
     }
@@ -1953,7 +1952,7 @@ __device__ __forceinline__ void bws_produce(int kbeg, int kend, int T, size_t mr
         unsigned char *sb = stage_at(s);
         cp_async_wait0();
         store_bc(sb);
-        const unsigned mask = start_mask(pv, t0, len);
+        const unsigned mask = start_mask(pv, len);
         bws_bar_producers<NP>();
         pass(sb, (const __nv_bfloat16 *)tiles_at(i), t0, len, mask);
         mbar_arrive(mb_full + s);  // the stage is filled
@@ -2332,7 +2331,7 @@ __global__ void __launch_bounds__(CH *BG4, CH == 32 ? 3 : 1)  // (96: v80's stag
         ck_next = load_ck(k);
     }
     const int lenl = T - (nck - 1) * SCAN_K;
-    unsigned mask_next = start_mask(pos_fetch(pos, mrow + (nck - 1) * SCAN_K, lenl), (nck - 1) * SCAN_K, lenl);
+    unsigned mask_next = start_mask(pos_fetch(pos, mrow + (nck - 1) * SCAN_K, lenl), lenl);
     int pv_next = 1;
 
     auto flush = [&](int kk) {  // as in scan_bwd_staged_kernel
@@ -2369,7 +2368,7 @@ __global__ void __launch_bounds__(CH *BG4, CH == 32 ? 3 : 1)  // (96: v80's stag
         Sync::walk_done(k, flush);
         if (k > 0) {
             bc_store((k - 1) & 1);
-            mask_next = start_mask(pv_next, t0 - SCAN_K, SCAN_K);
+            mask_next = start_mask(pv_next, SCAN_K);
         }
         Sync::close();
     }
