@@ -592,6 +592,7 @@ typedef struct {
     int steps, warmup, profile_steps, seed, window, vocab, use_events;
     double warmup_s;  // the warm-up also lasts at least this long (seconds), cycling through its batches
     int fp32_logits;  // --fp32-logits (Model.fp32_logits)
+    int carry_state;  // --carry-state: pack with data, the batcher's chains and the model's carried state
     MemoryFlags mem;  // the memory/speed flags: each configuration's MemorySettings (memory_flags_settings)
     Ceilings ceil;    // measured at start (measure_ceilings)
     size_t mem_base;  // memory in use before any model
@@ -632,11 +633,14 @@ static void data_label(const BenchConfig *c, char *buf, size_t n) {
     snprintf(buf, n, "%.*s", (int)(d + len - b), b);
 }
 
+static int g_carry_label;  // (--carry-state: "pack+carry" in the labels)
 static void config_label(const BenchConfig *c, char *buf, size_t n) {
     char m[64], dl[128];
     model_label(c, m, sizeof m);
     data_label(c, dl, sizeof dl);
-    if (config_data(c)) snprintf(buf, n, "%s T=%d B=%d %s data=%s", m, c->T, c->B, bench_policy_name(c->policy), dl);
+    if (config_data(c))
+        snprintf(buf, n, "%s T=%d B=%d %s%s data=%s", m, c->T, c->B, bench_policy_name(c->policy),
+                 g_carry_label && c->policy == PM_POLICY_PACK ? "+carry" : "", dl);
     else snprintf(buf, n, "%s T=%d B=%d %s", m, c->T, c->B, bench_policy_name(c->policy));
 }
 
@@ -766,6 +770,8 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
         fprintf(stderr, "packmamba: bench: %s: %s\n", label, line);
     }
     model_alloc_activations(m, c->B, c->T);
+    const int carry = bn->carry_state && config_data(c) && c->policy == PM_POLICY_PACK;
+    if (carry) model_alloc_carry(m);  // (the warm-up cycles its batches: a carried state from another batch there)
     g_cat = MEM_BENCH;
 
     // every batch is made before the clock starts, so timing sees only the model
@@ -782,6 +788,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
     if (data) {
         Batcher *bt = batcher_open(data, PM_SPLIT_TRAIN, c->policy, c->B, c->T, (uint64_t)bn->seed, 0, 1, bn->window);
         if (!bt) pm_die("%s", pm_last_error());
+        if (carry && batcher_set_carry(bt, 1) != 0) pm_die("bench: --carry-state: %s", pm_last_error());
         for (int i = 0; i < nb; i++) {
             batcher_next(bt, &bs[i]);
             for (int k = 0; k < bs[i].B * bs[i].T; k++)
@@ -874,6 +881,7 @@ static json_t *run_config(Bench *bn, int ci, const BenchConfig *c, Model *m) {
                                               "vocab_size", m->cfg.vocab_size, "vocab_pad", m->cfg.vocab_pad, "n_params",
                                               (json_int_t)m->n_params));
     json_object_set_new(r, "policy", json_string(bench_policy_name(c->policy)));
+    if (bn->carry_state && config_data(c) && c->policy == PM_POLICY_PACK) json_object_set_new(r, "carry_state", json_true());
     json_object_set_new(r, "B", json_integer(c->B));
     json_object_set_new(r, "T", json_integer(c->T));
     char dl[128];
@@ -1117,7 +1125,7 @@ int cmd_bench(int argc, char **argv) {
     const char *seq_len = "512", *batch = "1", *policy = NULL, *out = NULL, *data = NULL, *sweep = NULL;
     const char *report_dir = NULL;
     int steps = 10, warmup = 2, profile_steps = 3, seed = 1, window = 0, vocab = 0, sample_ms = 20, tokens = 0;
-    int deterministic = 0, no_events = 0, no_plots = 0, list = 0, fp32_logits = 0;
+    int deterministic = 0, no_events = 0, no_plots = 0, list = 0, fp32_logits = 0, carry_state = 0;
     float time_limit = 0, warmup_s = -1;
     MemoryFlags mem = MEMORY_FLAGS_DEFAULT;
     ArgSpec specs[] = {
@@ -1151,6 +1159,9 @@ int cmd_bench(int argc, char **argv) {
         {"--no-plots", ARG_BOOL, &no_plots, "do not run gnuplot (the .gp scripts are still written)"},
         {"--deterministic", ARG_BOOL, &deterministic, "the backend's deterministic kernels"},
         {"--fp32-logits", ARG_BOOL, &fp32_logits, "GPU: the training step's logits in fp32 (default: bf16, as autocast)"},
+        {"--carry-state", ARG_BOOL, &carry_state,
+         "pack with --data: documents longer than --seq-len go on in the same row of the next batch from the state "
+         "the last piece left (as train --carry-state)"},
         MEMORY_FLAG_SPECS(mem),
         {"--list", ARG_BOOL, &list, "print the configurations in the order they would run, then exit"},
     };
@@ -1202,6 +1213,8 @@ int cmd_bench(int argc, char **argv) {
         if (config_data(&cfgs[i]) && cfgs[i].policy == BENCH_POLICY_FIXED)
             pm_die("%s: policy fixed makes synthetic rows; with data (%s) use single, pad or pack", sweep ? sweep : "bench",
                    config_data(&cfgs[i]));
+        if (carry_state && (!config_data(&cfgs[i]) || cfgs[i].policy != PM_POLICY_PACK))
+            pm_die("%s: --carry-state needs real documents (--data) and the pack policy", sweep ? sweep : "bench");
         if (cfgs[i].n_layer < 1 || cfgs[i].d_model < 1 || cfgs[i].d_state < 1)
             pm_die("%s: n_layer, d_model and d_state must be >= 1", sweep ? sweep : "bench: --n-layer, --d-model, --d-state");
     }
@@ -1277,6 +1290,8 @@ int cmd_bench(int argc, char **argv) {
     bn.device = device, bn.out = out;
     bn.mem = mem;
     bn.fp32_logits = fp32_logits;
+    bn.carry_state = carry_state;
+    g_carry_label = carry_state;
     bn.steps = steps, bn.warmup = warmup, bn.profile_steps = profile_steps, bn.seed = seed, bn.window = window;
     bn.warmup_s = warmup_s;
     bn.vocab = vocab;

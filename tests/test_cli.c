@@ -615,6 +615,26 @@ static void test_carry_resume_is_exact(void **state) {
     assert_non_null(strstr(err_s, "--carry-state"));
 }
 
+// bench --carry-state: packed real documents with carried state, labelled and recorded as such; refused without
+// --data or with another policy, in one line.
+static void test_bench_carry_state(void **state) {
+    (void)state;
+    REQUIRE_READY();
+    assert_int_equal(pm("bench --data data --preset tiny --seq-len 64 --batch 2 --policy pack --carry-state --steps 2 "
+                        "--warmup 1 --profile-steps 1 --no-plots --out benchcarry"),
+                     0);
+    char *r = read_rel("benchcarry/results.json");
+    assert_non_null(strstr(r, "\"carry_state\": true"));
+    assert_non_null(strstr(r, "pack+carry data=data"));
+    assert_non_null(strstr(r, "\"status\": \"ok\""));
+    free(r);
+    assert_int_not_equal(pm("bench --preset tiny --seq-len 64 --carry-state --steps 1 --out benchcarry2"), 0);
+    assert_int_equal(count_lines(err_s), 1);
+    assert_non_null(strstr(err_s, "--carry-state"));
+    assert_int_not_equal(pm("bench --data data --preset tiny --seq-len 64 --policy pad --carry-state --steps 1 --out benchcarry3"), 0);
+    assert_non_null(strstr(err_s, "--carry-state"));
+}
+
 // generate with a fixed seed is deterministic (greedy and sampled), and echoes the prompt; sampling settings
 // outside their ranges are refused with one line naming the flag.
 static void test_generate_deterministic(void **state) {
@@ -812,7 +832,7 @@ int main(void) {
         cmocka_unit_test(test_help_everywhere),
         cmocka_unit_test(test_eval_per_doc),
         cmocka_unit_test(test_eval_carry_equals_unbroken),
-        cmocka_unit_test(test_carry_resume_is_exact),
+        cmocka_unit_test(test_carry_resume_is_exact), cmocka_unit_test(test_bench_carry_state),
         cmocka_unit_test(test_generate_deterministic),
         cmocka_unit_test(test_generate_samples),
         cmocka_unit_test(test_train_reports_energy),
