@@ -21,6 +21,7 @@
 #include "cuda_carry.h"
 
 #include "cuda_common.h"
+#include "cuda_scan.h"  // PM_SCAN_CKPT_TOKENS
 
 typedef __nv_bfloat16 bf16;
 
@@ -29,8 +30,9 @@ namespace {
 constexpr float LOG2E = 1.4426950408889634f;
 constexpr int CARRY_NMAX = 64;  // the largest d_state (model.c checks N <= 64)
 constexpr int CARRY_KMAX = 4;   // the largest conv width (as cuda_conv.cu)
-constexpr int CARRY_CB = 128;   // channels (threads) a block of the scan kernels
-constexpr int CARRY_TC = 16;    // tokens a staged chunk, forward and state out
+constexpr int CARRY_CB = 128;   // channels (threads) a block of the state out's segment kernel
+constexpr int CARRY_TC = 16;    // tokens a staged chunk of it
+constexpr int CARRY_CKK = PM_SCAN_CKPT_TOKENS;  // the scan states' checkpoint interval (cuda_scan.h)
 constexpr int CARRY_SEG = 128;  // tokens a time segment (a multiple of the chunks)
 static_assert(CARRY_SEG % CARRY_TC == 0, "segments");
 
@@ -297,7 +299,7 @@ __global__ void __launch_bounds__(128)
 // State out from the forward's scan states (v4), thread = (row, channel): the state before the last checkpoint's
 // token t0 (which holds the carried part where the row is one document carried in), walked over the row's last
 // tokens; where the last document starts at or after t0, from zero (or h0: a carried row of T <= 16) at its start.
-// N = 16 (the scan's); ckpt (rows, nck, Cd, N), every CARRY_TC tokens.
+// N = 16 (the scan's); ckpt (rows, nck, Cd, N), every CARRY_CKK tokens.
 __global__ void __launch_bounds__(128)
     carry_state_ckpt_kernel(float *__restrict__ h_out, bf16 *__restrict__ hist_out, const float *__restrict__ ckpt,
                             const bf16 *__restrict__ u, const bf16 *__restrict__ dpre,
@@ -308,7 +310,7 @@ __global__ void __launch_bounds__(128)
     constexpr int N = 16;
     const int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
     if (c >= Cd || last[r] < 0) return;
-    const int lr = last[r], nck = (T + CARRY_TC - 1) / CARRY_TC, t0 = (nck - 1) * CARRY_TC;
+    const int lr = last[r], nck = (T + CARRY_CKK - 1) / CARRY_CKK, t0 = (nck - 1) * CARRY_CKK;
     const bool from_ck = lr < t0, from_h0 = !from_ck && lr == 0 && first[r] > 0;
     const float *s0 = from_ck ? ckpt + (((size_t)r * nck + nck - 1) * Cd + c) * N : h0 + ((size_t)r * Cd + c) * N;
     float A2[N], s[N];

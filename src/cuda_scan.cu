@@ -94,6 +94,7 @@
 static constexpr int SCAN_N = 16;         // states per channel (Mamba-1 d_state); the kernels are built for it
 static constexpr int SCAN_THREADS = 128;  // channels per block (one row's slice of channels)
 static constexpr int SCAN_K = 16;         // tokens per backward chunk = checkpoint interval
+static_assert(SCAN_K == PM_SCAN_CKPT_TOKENS, "cuda_scan.h's checkpoint interval");
 static constexpr float LOG2E = 1.4426950408889634f;
 // v52: the backward walks (2- and 4-thread kernels) hold each token's output and dB/dC stores into shared memory
 // until the end of a group of this many tokens, so the next tokens' loads are not held behind them (the compiler

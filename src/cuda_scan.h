@@ -8,6 +8,10 @@
 
 #include "cuda_common.h"  // PmColsumJob
 
+// The forward's scan states (below) are the state before every PM_SCAN_CKPT_TOKENS-th token of a row, (rows, nck,
+// Cd, N) fp32 (cuda_carry.cu's state out reads them).
+#define PM_SCAN_CKPT_TOKENS 16
+
 // Workspace the backward needs for (M, T, Cd, N); the backend allocates it once at start.
 size_t cuda_scan_workspace_bytes(int M, int T, int Cd, int N);
 

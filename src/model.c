@@ -646,7 +646,6 @@ static void *carry_dp_at(const Model *m, int l, int which) {
     return f32_at(m, m->carry_dparams, (size_t)l * carry_dparams_layer(c) + off[which]);
 }
 
-
 static void free_activations(Model *m) {
     if (!m->layers) return;
     const Backend *bk = m->bk;
