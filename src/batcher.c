@@ -94,6 +94,16 @@ static int64_t take_longest_fitting(int space, int64_t *head, int64_t *tail, con
 // Best fit over a window: the next `window` pieces (in order) wait in per-length FIFO queues; a row is filled by
 // repeatedly taking the longest waiting piece that still fits (oldest first among equal lengths), refilling the
 // window from the order after each take. A bitset over lengths finds "longest length <= space" in T/64 steps.
+// Piece q (of length L) onto the back of its length's queue (head/tail/next), and L marked waiting in occ: the
+// best-fit packers' enqueue (pack_best_fit, pack_carry).
+static inline void queue_piece(int64_t q, int L, int64_t *next, int64_t *head, int64_t *tail, uint64_t *occ) {
+    next[q] = -1;
+    if (tail[L] >= 0) next[tail[L]] = q;
+    else head[L] = q;
+    tail[L] = q;
+    occ[L >> 6] |= 1ull << (L & 63);
+}
+
 static int64_t pack_best_fit(const Piece *p, int64_t n, int T, int window, int64_t *row_start, int64_t *row_piece) {
     int64_t *head = pm_malloc((T + 1) * sizeof(int64_t)), *tail = pm_malloc((T + 1) * sizeof(int64_t));
     int64_t *next = pm_malloc((n ? n : 1) * sizeof(int64_t));
@@ -103,11 +113,7 @@ static int64_t pack_best_fit(const Piece *p, int64_t n, int T, int window, int64
     int64_t q = 0, waiting = 0, rows = 0, placed = 0;
 #define ENQUEUE()                                                      \
     while (waiting < window && q < n) {                                \
-        int L = p[q].len;                                              \
-        next[q] = -1;                                                  \
-        if (tail[L] >= 0) next[tail[L]] = q; else head[L] = q;         \
-        tail[L] = q;                                                   \
-        occ[L >> 6] |= 1ull << (L & 63);                               \
+        queue_piece(q, p[q].len, next, head, tail, occ);               \
         q++, waiting++;                                                \
     }
     ENQUEUE();
@@ -196,11 +202,7 @@ static int64_t pack_carry(const Piece *p, int64_t n, int B, int T, int window, i
             q++, waiting++;                                            \
             continue;                                                  \
         }                                                              \
-        int L = p[q].len;                                              \
-        next[q] = -1;                                                  \
-        if (tail[L] >= 0) next[tail[L]] = q; else head[L] = q;         \
-        tail[L] = q;                                                   \
-        occ[L >> 6] |= 1ull << (L & 63);                               \
+        queue_piece(q, p[q].len, next, head, tail, occ);               \
         q++, waiting++;                                                \
     }
     ENQUEUE();
