@@ -105,12 +105,17 @@ typedef struct Backend {
     // Depthwise causal conv1d with document resets, then SiLU:
     // u[t, c] = silu(b[c] + sum_{k<K} w[c, k] * xi[t-K+1+k, c])   (taps before the document start read 0)
     // xi ACT (ldx); w (C, K) F32; b (C) F32; u (M, C) ACT contiguous
+    // first, hist: NULL, or rows carried in from the batch before (the carried-state section below): the first
+    // min(K-1, first[r]) tokens of a row with first[r] > 0 also read hist[r] (rows, K-1, C) ACT, the previous
+    // piece's last K-1 xi rows (oldest first): tap j steps back from token t reads hist[K-1+t-j] where t < j <= pos[t].
     void (*conv_silu_fwd)(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
-                          int M, int T, int C, int K);
+                          int M, int T, int C, int K, const int32_t *first, const void *hist);
     // Given du (M, C) ACT, recompute the pre-activation and write dxi (ldx, overwrite), dw += , db += .
     // xi and dxi share the row stride ldx (both are column slices of the in_proj output and its gradient).
+    // first, hist as the forward's: the carried taps' parts of dw are included (hist itself is held constant).
     void (*conv_silu_bwd)(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi,
-                          const void *w, const void *b, const int32_t *pos, int M, int T, int C, int K);
+                          const void *w, const void *b, const int32_t *pos, int M, int T, int C, int K,
+                          const int32_t *first, const void *hist);
 
     // Selective scan with document resets, softplus of delta, D skip and z gating (DESIGN §1):
     // delta = softplus(dpre + dt_bias); A = -exp(A_log);
@@ -148,20 +153,10 @@ typedef struct Backend {
     // NULL: the backend cannot carry state, and the model refuses batches that carry it.
     // Rows are the M / T rows of T tokens. A row r with first[r] > 0 continues a document from the previous batch:
     // its first first[r] tokens (up to the row's next document start, else T) start from the carried scan state
-    // h0 (rows, Cd, N) F32 and see the carried conv inputs hist (rows, K-1, Cd) ACT (the previous piece's last K-1
-    // xi rows, oldest first) in place of zeros; first[r] == 0: the row starts afresh. The scan takes its carried
-    // state itself (scan_fwd's first, h0); conv_silu_fwd/bwd still restart every row, and the carry_conv ops add
-    // what the carried inputs change, so that together they compute the values of the unbroken document. first and
-    // last are int32 (rows) in backend memory.
-    // carry_conv_fwd: rewrites u's first min(K-1, first[r]) tokens of such rows with the history taps included
-    //   (tap j steps back from token t reads hist[K-1+t-j] where t < j <= pos[t]).
-    void (*carry_conv_fwd)(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
-                           const int32_t *first, const void *hist, int M, int T, int C, int K);
-    // carry_conv_bwd: after conv_silu_bwd on the same inputs, corrects dxi (ldx) for those tokens' SiLU slopes and
-    //   WRITES (=) the corrections of the conv weight and bias gradients to dw (C, K) and db (C) F32.
-    void (*carry_conv_bwd)(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi, const void *w,
-                           const void *b, const int32_t *pos, const int32_t *first, const void *hist, int M, int T,
-                           int C, int K);
+    // h0 (rows, Cd, N) F32 and see the carried conv inputs hist (rows, K-1, Cd) ACT in place of zeros; first[r] == 0:
+    // the row starts afresh. The ops take what is carried in themselves (scan_fwd/bwd's first, h0; conv_silu_fwd/
+    // bwd's first, hist), so that they compute the values of the unbroken document. first and last are int32 (rows)
+    // in backend memory.
     // carry_state_out: for each row with last[r] >= 0 (the start of its last document's segment, which goes on in
     //   the next batch): h_out[r] (Cd, N) F32 = the scan state after the row's last token, walked from token
     //   last[r] from zero, or from h0[r] where last[r] == 0 and first[r] > 0 (one document throughout the row);
@@ -172,8 +167,6 @@ typedef struct Backend {
                             const void *A_log, const void *Bm, int ldbc, const void *xi, int ldx,
                             const int32_t *first, const int32_t *last, const void *h0, int M, int T, int Cd, int N,
                             int K, const void *states);
-    // add_f32: dst (n) F32 += src (n) F32 (the model adds the carry ops' parameter-gradient parts).
-    void (*add_f32)(void *dst, const void *src, size_t n);
 
     // Tied LM head + cross-entropy over all Vp logits, in chunks of tokens (no (M, Vp) buffer needed):
     // logits = x @ wte^T; loss[m] = logsumexp(logits[m]) - logits[m, targets[m]] (0 where ignored).

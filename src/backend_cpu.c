@@ -377,8 +377,15 @@ PM_CLONES static void silu_grad_row(real *restrict pre, const real *restrict du,
     for (int c = 0; c < C; c++) pre[c] = du[c] * silu_grad_v(pre[c]);
 }
 
+// the carried rows' parts of the conv (the carried-state section below)
+static void conv_carry_fwd(real *u, const real *xi, int ldx, const real *w, const real *b, const int32_t *pos,
+                           const int32_t *first, const real *hist, int M, int T, int C, int K);
+static void conv_carry_bwd(real *dxi, int ldx, real *dw, real *db, const real *du, const real *xi, const real *w,
+                           const real *b, const int32_t *pos, const int32_t *first, const real *hist, int M, int T,
+                           int C, int K);
+
 static void conv_silu_fwd(void *u_, const void *xi_, int ldx, const void *w_, const void *b_,
-                          const int32_t *pos, int M, int T, int C, int K) {
+                          const int32_t *pos, int M, int T, int C, int K, const int32_t *first, const void *hist) {
     real *u = u_;                                // (M, C)
     const real *xi = xi_, *w = w_, *b = b_;      // (M, C) ldx, (C, K), (C)
     real *wT = conv_weight_t(w, C, K);           // (K, C)
@@ -389,11 +396,13 @@ static void conv_silu_fwd(void *u_, const void *xi_, int ldx, const void *w_, co
         silu_row(o, C);
     }
     free(wT);
+    if (first) conv_carry_fwd(u, xi, ldx, w, b, pos, first, hist, M, T, C, K);
 }
 
 #define CONV_CB 64  // channels per dw/db work unit
 static void conv_silu_bwd(void *dxi_, int ldx, void *dw_, void *db_, const void *du_, const void *xi_,
-                          const void *w_, const void *b_, const int32_t *pos, int M, int T, int C, int K) {
+                          const void *w_, const void *b_, const int32_t *pos, int M, int T, int C, int K,
+                          const int32_t *first, const void *hist) {
     real *dxi = dxi_, *dw = dw_, *db = db_;               // (M, C) ldx, (C, K), (C)
     const real *du = du_, *xi = xi_, *w = w_, *b = b_;    // (M, C), (M, C) ldx, (C, K), (C)
     real *wT = conv_weight_t(w, C, K);                    // (K, C)
@@ -448,6 +457,7 @@ static void conv_silu_bwd(void *dxi_, int ldx, void *dw_, void *db_, const void 
         free(acc);
     }
     free(wT);
+    if (first) conv_carry_bwd(dxi, ldx, dw, db, du, xi, w, b, pos, first, hist, M, T, C, K);
 }
 
 // ----------------------------------------------------------------------------------------------------------
@@ -836,8 +846,9 @@ static void adamw(void *params_, void *params_act_, const void *grads_, void *m_
 }
 
 // ----------------------------------------------------------------------------------------------------------
-// carried state (backend.h: carry_*). Written for clarity, not speed: they touch only the first tokens of rows that
-// continue a document (and one walk over a carried row's last segment), and are the reference for the GPU's.
+// carried state (backend.h: conv_silu_fwd/bwd's first, hist; carry_state_out). Written for clarity, not speed: they touch only
+// the first tokens of rows that continue a document (and one walk over a carried row's last segment), and are the reference
+// for the GPU's.
 
 // The history taps of token t (0 <= t < K-1) of a carried row: pre-activation terms reading the previous piece.
 static real conv_hist_taps(const real *hist, const real *w, int t, int pos_t, int c, int C, int K) {
@@ -857,10 +868,10 @@ static real conv_row_pre(const real *xi, int ldx, const real *w, const real *b, 
     return acc;
 }
 
-static void carry_conv_fwd(void *u_, const void *xi_, int ldx, const void *w_, const void *b_, const int32_t *pos,
-                           const int32_t *first, const void *hist_, int M, int T, int C, int K) {
-    real *u = u_;                                                // (M, C)
-    const real *xi = xi_, *w = w_, *b = b_, *hist = hist_;       // (M, C) ldx, (C, K), (C), (rows, K-1, C)
+// conv_silu_fwd's carried rows: rewrites u's first min(K-1, first[r]) tokens with the history taps included.
+// u (M, C); xi (M, C) ldx; w (C, K); b (C); hist (rows, K-1, C)
+static void conv_carry_fwd(real *u, const real *xi, int ldx, const real *w, const real *b, const int32_t *pos,
+                           const int32_t *first, const real *hist, int M, int T, int C, int K) {
     const int rows = M / T;
     for (int r = 0; r < rows; r++) {
         if (first[r] <= 0) continue;
@@ -875,14 +886,13 @@ static void carry_conv_fwd(void *u_, const void *xi_, int ldx, const void *w_, c
     }
 }
 
-static void carry_conv_bwd(void *dxi_, int ldx, void *dw_, void *db_, const void *du_, const void *xi_,
-                           const void *w_, const void *b_, const int32_t *pos, const int32_t *first, const void *hist_,
-                           int M, int T, int C, int K) {
-    real *dxi = dxi_, *dw = dw_, *db = db_;                          // (M, C) ldx, (C, K), (C)
-    const real *du = du_, *xi = xi_, *w = w_, *b = b_, *hist = hist_;
+// conv_silu_bwd's carried rows, after its in-row pass: corrects dxi for those tokens' SiLU slopes (the in-row pass
+// gave them the slope without the history taps) and adds the corrections and the history taps' parts to dw, db.
+// dxi (M, C) ldx; dw (C, K); db (C)
+static void conv_carry_bwd(real *dxi, int ldx, real *dw, real *db, const real *du, const real *xi, const real *w,
+                           const real *b, const int32_t *pos, const int32_t *first, const real *hist, int M, int T,
+                           int C, int K) {
     const int rows = M / T;
-    memset(dw, 0, (size_t)C * K * sizeof(real));
-    memset(db, 0, (size_t)C * sizeof(real));
     for (int r = 0; r < rows; r++) {
         if (first[r] <= 0) continue;
         const int base = r * T, nt = first[r] < K - 1 ? first[r] : K - 1;
@@ -938,12 +948,6 @@ static void carry_state_out(void *h_out_, void *hist_out_, const void *u_, const
         }
 }
 
-static void add_f32(void *dst_, const void *src_, size_t n) {
-    real *dst = dst_;
-    const real *src = src_;
-    for (size_t i = 0; i < n; i++) dst[i] += src[i];
-}
-
 // ----------------------------------------------------------------------------------------------------------
 
 const Backend *backend_cpu(void) {
@@ -971,10 +975,7 @@ const Backend *backend_cpu(void) {
         .conv_silu_bwd = conv_silu_bwd,
         .scan_fwd = scan_fwd,
         .scan_bwd = scan_bwd,
-        .carry_conv_fwd = carry_conv_fwd,
-        .carry_conv_bwd = carry_conv_bwd,
         .carry_state_out = carry_state_out,
-        .add_f32 = add_f32,
         .classifier = classifier,
         .sumsq = sumsq,
         .adamw = adamw,

@@ -1117,18 +1117,32 @@ static void cu_matmul_dw_batch_det(void *dW, size_t sW, const void *dout, int ld
 // depthwise causal conv1d + SiLU with document resets: the kernels are in cuda_conv.cu (4 channels per thread,
 // a ring of tokens loaded ahead through cp.async, deterministic weight gradients)
 
+// Rows carried in (first, hist; cuda_carry.cu): the forward rewrites their first K-1 outputs after the conv kernel;
+// the backward corrects their dxi after it and adds one partial row, the carried taps' dw, db parts, to the conv's
+// column reduction (so the sum stays one job, held back with the others).
 static void cu_conv_silu_fwd(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
-                             int M, int T, int C, int K) {
+                             int M, int T, int C, int K, const int32_t *first, const void *hist) {
     cuda_conv_silu_fwd((bf16 *)u, (const bf16 *)xi, ldx, (const float *)w, (const float *)b, pos, M, T, C, K,
                        g_stream);
+    if (first && M > 0)
+        cuda_carry_conv_fwd((bf16 *)u, (const bf16 *)xi, ldx, (const float *)w, (const float *)b, pos, first,
+                            (const bf16 *)hist, M, T, C, K, g_stream);
 }
 
 static void cu_conv_silu_bwd(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi,
-                             const void *w, const void *b, const int32_t *pos, int M, int T, int C, int K) {
+                             const void *w, const void *b, const int32_t *pos, int M, int T, int C, int K,
+                             const int32_t *first, const void *hist) {
     if (M == 0) return;
-    float *part = red_part(cuda_conv_bwd_part_bytes(M, C, K), &s_conv_part);
+    const size_t row = (size_t)C * (K + 1) * sizeof(float);
+    float *part = red_part(cuda_conv_bwd_part_bytes(M, C, K) + (first ? row : 0), &s_conv_part);
     int G = cuda_conv_silu_bwd_part((bf16 *)dxi, ldx, part, (const bf16 *)du, (const bf16 *)xi, (const float *)w,
                                     (const float *)b, pos, M, T, C, K, g_stream);
+    if (first && G > 0) {  // row G: the carried rows' parts
+        cuda_carry_conv_bwd_part((bf16 *)dxi, ldx, part + (size_t)G * C * (K + 1), (const bf16 *)du,
+                                 (const bf16 *)xi, (const float *)w, (const float *)b, pos, first, (const bf16 *)hist,
+                                 M, T, C, K, g_stream);
+        G++;
+    }
     red_job(cuda_conv_bwd_job((float *)dw, (float *)db, part, G, C, K, !g_grads_write));
 }
 
@@ -1191,17 +1205,6 @@ static void *carry_ws(int M, int T, int Cd, int N) {
     return b ? scratch_get(g_stream == g_main ? &s_carry : &s_carry_side, b) : NULL;
 }
 
-static void cu_carry_conv_fwd(void *u, const void *xi, int ldx, const void *w, const void *b, const int32_t *pos,
-                              const int32_t *first, const void *hist, int M, int T, int C, int K) {
-    cuda_carry_conv_fwd((bf16 *)u, (const bf16 *)xi, ldx, (const float *)w, (const float *)b, pos, first,
-                        (const bf16 *)hist, M, T, C, K, g_stream);
-}
-static void cu_carry_conv_bwd(void *dxi, int ldx, void *dw, void *db, const void *du, const void *xi, const void *w,
-                              const void *b, const int32_t *pos, const int32_t *first, const void *hist, int M, int T,
-                              int C, int K) {
-    cuda_carry_conv_bwd((bf16 *)dxi, ldx, (float *)dw, (float *)db, (const bf16 *)du, (const bf16 *)xi,
-                        (const float *)w, (const float *)b, pos, first, (const bf16 *)hist, M, T, C, K, g_stream);
-}
 static void cu_carry_state_out(void *h_out, void *hist_out, const void *u, const void *dpre, const void *dt_bias,
                                const void *A_log, const void *Bm, int ldbc, const void *xi, int ldx,
                                const int32_t *first, const int32_t *last, const void *h0, int M, int T, int Cd, int N,
@@ -1211,13 +1214,6 @@ static void cu_carry_state_out(void *h_out, void *hist_out, const void *u, const
                          first, last, (const float *)h0, M, T, Cd, N, K, (const float *)states, carry_ws(M, T, Cd, N),
                          g_stream);
 }
-// dst may be a parameter gradient that a held-back reduction (Backend.defer_reductions) still writes: run those
-// first, so the sum lands after them (under grads_write they write =, and would overwrite it).
-static void cu_add_f32(void *dst, const void *src, size_t n) {
-    if (g_stream == g_main) red_flush();
-    cuda_carry_add_f32((float *)dst, (const float *)src, n, g_stream);
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // classifier: tied LM head + softmax cross-entropy, chunked over tokens
 //
@@ -1925,10 +1921,7 @@ static int cuda_init(void) {
         b->scan_fwd = cu_scan_fwd;
         b->scan_states_bytes = cu_scan_states_bytes;
         b->scan_bwd = d ? cu_scan_bwd_det : cu_scan_bwd_fast;
-        b->carry_conv_fwd = cu_carry_conv_fwd;
-        b->carry_conv_bwd = cu_carry_conv_bwd;
         b->carry_state_out = cu_carry_state_out;
-        b->add_f32 = cu_add_f32;
         b->classifier = d ? cu_classifier_det : cu_classifier;
         b->sumsq = cu_sumsq;
         b->adamw = cu_adamw;

@@ -1,17 +1,18 @@
-// cuda_carry.cu — state carried into rows from the batch before (Backend.carry_*, backend.h; cuda_carry.h), for the
+// cuda_carry.cu — state carried into rows from the batch before (backend.h's carried-state section; cuda_carry.h), for the
 // CUDA backend: bf16 activations in and out, fp32 arithmetic and parameters. The CPU backend's "carried state"
 // section (backend_cpu.c) is the reference; these compute the same, with the scan's and the conv's own forms of
 // exp, softplus and sigmoid (ex2.approx, lg2.approx, tanh.approx).
 //
 // Not on the hot path (only rows that continue a document, and mostly only their first tokens), so the kernels are
 // plain:
-// - conv: a thread per (row, channel) rewrites u's first min(K-1, first[r]) tokens (forward); the backward takes a
-//   thread per channel that walks the rows in order, so its dw/db sums need no second pass and the dxi corrections
-//   of a row (at most K-1 tokens) are added in registers and stored once.
+// - conv (conv_silu_fwd/bwd's carried rows, run after the conv kernels by backend_cuda.cu): a thread per (row,
+//   channel) rewrites u's first min(K-1, first[r]) tokens (forward); the backward's threads each take a channel
+//   and a group of rows, add a row's dxi corrections (at most K-1 tokens) in registers and store them once, and the
+//   block sums the dw/db parts of its groups into one more partial row of the conv's own column reduction.
 // - scan: none here. v1-v3 added the carried state's part beside the scan kernels (which started every row from 0):
 //   a forward kernel as costly as the scan's, and in v1-v2 a backward too (docs/perf.md); since v5 the scan kernels
 //   start a carried row from its state (cuda_scan.cu's ScanInit), and their own backward is the carried rows'.
-// - state out: from the forward's scan states, the last checkpoint walked over the row's last <= 16 tokens (v4);
+// - state out: from the forward's scan states, the last checkpoint walked over the row's last <= 16 tokens (v4, v6);
 //   without them (eval, or a memory budget that keeps none), a block of 128 channels, a thread each, walks one
 //   128-token segment of a row (grid z) from zero, in chunks whose B rows it stages in shared memory, after a kernel
 //   has summed delta per segment; a last kernel chains the segments' states in order from zero or h0.
@@ -110,58 +111,81 @@ __global__ void __launch_bounds__(128)
         }
 }
 
-// grid (ceil(C / 128)): thread = channel, walking the rows in order (dw, db need no second pass)
+// The carried rows' part of the conv backward (v6): grid (ceil(C / 32)), block (32 channels, CARRY_RG row groups);
+// thread (c, g) walks rows g, g + RG, ... in order, corrects their dxi in place (each (row, channel) is one thread's)
+// and sums its dw, db parts in registers; the block adds the groups' sums in group order and writes them as one
+// partial row prow (C * K dw values, then C db values: the conv backward's layout, cuda_conv_bwd_job), which the
+// conv's own column reduction adds with its rows. (v1-v5: a thread per channel walked every row, 12 blocks at 130m,
+// ~23 us a layer; its dw, db went to a buffer that two add kernels then added to the gradients, after flushing the
+// held-back reductions.)
+constexpr int CARRY_RG = 4;
 template <int K>
-__global__ void __launch_bounds__(128)
-    carry_conv_bwd_kernel(bf16 *__restrict__ dxi, int ldx, float *__restrict__ dw, float *__restrict__ db,
-                          const bf16 *__restrict__ du, const bf16 *__restrict__ xi, const float *__restrict__ w,
-                          const float *__restrict__ b, const int32_t *__restrict__ pos,
-                          const int32_t *__restrict__ first, const bf16 *__restrict__ hist, int rows, int T, int C) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    float wk[K], dwa[K], dba = 0.f;
+__global__ void __launch_bounds__(32 * CARRY_RG)
+    carry_conv_bwd_kernel(bf16 *__restrict__ dxi, int ldx, float *__restrict__ prow, const bf16 *__restrict__ du,
+                          const bf16 *__restrict__ xi, const float *__restrict__ w, const float *__restrict__ b,
+                          const int32_t *__restrict__ pos, const int32_t *__restrict__ first,
+                          const bf16 *__restrict__ hist, int rows, int T, int C) {
+    __shared__ float red[CARRY_RG][K + 1][32];
+    const int lane = threadIdx.x, g = threadIdx.y, c = blockIdx.x * 32 + lane;
+    const bool act = c < C;
+    float dwa[K], dba = 0.f;
 #pragma unroll
-    for (int k = 0; k < K; k++) wk[k] = w[(size_t)c * K + k], dwa[k] = 0.f;
-    const float bias = b[c];
-    for (int r = 0; r < rows; r++) {
-        const int f = first[r];
-        if (f <= 0) continue;
-        const size_t base = (size_t)r * T;
-        const bf16 *h = hist + (size_t)r * (K - 1) * C;
-        float corr[K];  // dxi corrections of the row's tokens 0 .. K-2
+    for (int k = 0; k < K; k++) dwa[k] = 0.f;
+    if (act) {
+        float wk[K];
 #pragma unroll
-        for (int s = 0; s < K; s++) corr[s] = 0.f;
+        for (int k = 0; k < K; k++) wk[k] = w[(size_t)c * K + k];
+        const float bias = b[c];
+        for (int r = g; r < rows; r += CARRY_RG) {
+            const int f = first[r];
+            if (f <= 0) continue;
+            const size_t base = (size_t)r * T;
+            const bf16 *h = hist + (size_t)r * (K - 1) * C;
+            float corr[K];  // dxi corrections of the row's tokens 0 .. K-2
 #pragma unroll
-        for (int t = 0; t < K - 1; t++)
-            if (t < f && t < T) {
-                const size_t m = base + t;
-                const int p = pos[m];
-                float pre0, pre;
-                carry_conv_pre<K>(xi, ldx, h, wk, bias, m, t, p, c, C, pre0, pre);
-                const float gt = bf2f(du[m * C + c]);
-                const float g = dsilu_f(gt, pre), g0 = dsilu_f(gt, pre0), d = g - g0;
-                // conv_silu_bwd gave the in-row taps (j <= min(pos, t)) the slope g0; the carried row's is g
+            for (int s = 0; s < K; s++) corr[s] = 0.f;
 #pragma unroll
-                for (int j = 0; j <= t; j++)
-                    if (j <= p) {
-                        corr[t - j] += d * wk[K - 1 - j];
-                        dwa[K - 1 - j] += d * bf2f(xi[(m - j) * ldx + c]);
-                    }
+            for (int t = 0; t < K - 1; t++)
+                if (t < f && t < T) {
+                    const size_t m = base + t;
+                    const int p = pos[m];
+                    float pre0, pre;
+                    carry_conv_pre<K>(xi, ldx, h, wk, bias, m, t, p, c, C, pre0, pre);
+                    const float gt = bf2f(du[m * C + c]);
+                    const float gs = dsilu_f(gt, pre), g0 = dsilu_f(gt, pre0), d = gs - g0;
+                    // conv_silu_bwd gave the in-row taps (j <= min(pos, t)) the slope g0; the carried row's is gs
 #pragma unroll
-                for (int j = t + 1; j <= K - 1; j++)
-                    if (j <= p) dwa[K - 1 - j] += g * bf2f(h[(size_t)(K - 1 + t - j) * C + c]);
-                dba += d;
-            }
+                    for (int j = 0; j <= t; j++)
+                        if (j <= p) {
+                            corr[t - j] += d * wk[K - 1 - j];
+                            dwa[K - 1 - j] += d * bf2f(xi[(m - j) * ldx + c]);
+                        }
 #pragma unroll
-        for (int s = 0; s < K - 1; s++)
-            if (s < f && s < T) {
-                bf16 *q = dxi + (base + s) * ldx + c;
-                *q = f2bf(bf2f(*q) + corr[s]);
-            }
+                    for (int j = t + 1; j <= K - 1; j++)
+                        if (j <= p) dwa[K - 1 - j] += gs * bf2f(h[(size_t)(K - 1 + t - j) * C + c]);
+                    dba += d;
+                }
+#pragma unroll
+            for (int s = 0; s < K - 1; s++)
+                if (s < f && s < T) {
+                    bf16 *q = dxi + (base + s) * ldx + c;
+                    *q = f2bf(bf2f(*q) + corr[s]);
+                }
+        }
     }
 #pragma unroll
-    for (int k = 0; k < K; k++) dw[(size_t)c * K + k] = dwa[k];
-    db[c] = dba;
+    for (int k = 0; k < K; k++) red[g][k][lane] = dwa[k];
+    red[g][K][lane] = dba;
+    __syncthreads();
+    if (g != 0 || !act) return;
+#pragma unroll
+    for (int k = 0; k <= K; k++) {
+        float v = red[0][k][lane];
+#pragma unroll
+        for (int i = 1; i < CARRY_RG; i++) v += red[i][k][lane];
+        if (k < K) prow[(size_t)c * K + k] = v;
+        else prow[(size_t)C * K + c] = v;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -296,10 +320,12 @@ __global__ void __launch_bounds__(128)
     }
 }
 
-// State out from the forward's scan states (v4), thread = (row, channel): the state before the last checkpoint's
+// State out from the forward's scan states (v4, v6), thread = (row, channel): the state before the last checkpoint's
 // token t0 (which holds the carried part where the row is one document carried in), walked over the row's last
 // tokens; where the last document starts at or after t0, from zero (or h0: a carried row of T <= 16) at its start.
-// N = 16 (the scan's); ckpt (rows, nck, Cd, N), every CARRY_CKK tokens.
+// N = 16 (the scan's); ckpt (rows, nck, Cd, N), every CARRY_CKK tokens. The walk is at most CARRY_CKK tokens: v6
+// loads all of them first (B rows staged by the block, delta's and u's into registers), since v4's loop, a token's
+// loads after the one before, waited on memory ~CARRY_CKK times (~15 us a 130m layer).
 __global__ void __launch_bounds__(128)
     carry_state_ckpt_kernel(float *__restrict__ h_out, bf16 *__restrict__ hist_out, const float *__restrict__ ckpt,
                             const bf16 *__restrict__ u, const bf16 *__restrict__ dpre,
@@ -307,37 +333,48 @@ __global__ void __launch_bounds__(128)
                             const bf16 *__restrict__ Bm, int ldbc, const bf16 *__restrict__ xi, int ldx,
                             const int32_t *__restrict__ first, const int32_t *__restrict__ last,
                             const float *__restrict__ h0, int T, int Cd, int K) {
-    constexpr int N = 16;
-    const int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
-    if (c >= Cd || last[r] < 0) return;
-    const int lr = last[r], nck = (T + CARRY_CKK - 1) / CARRY_CKK, t0 = (nck - 1) * CARRY_CKK;
+    constexpr int N = 16, TK = CARRY_CKK;
+    __shared__ float Bs[TK][N];
+    const int r = blockIdx.y, lr = last[r];
+    if (lr < 0) return;  // (the whole block)
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    const bool act = c < Cd;
+    const int cc = act ? c : Cd - 1;
+    const int nck = (T + CARRY_CKK - 1) / CARRY_CKK, t0 = (nck - 1) * CARRY_CKK;
     const bool from_ck = lr < t0, from_h0 = !from_ck && lr == 0 && first[r] > 0;
-    const float *s0 = from_ck ? ckpt + (((size_t)r * nck + nck - 1) * Cd + c) * N : h0 + ((size_t)r * Cd + c) * N;
+    const int ts = from_ck ? t0 : lr, len = T - ts;  // (<= TK)
+    const size_t base = (size_t)r * T + ts;
+    for (int i = threadIdx.x; i < len * N; i += blockDim.x) {
+        const int j = i / N, n = i - j * N;
+        Bs[j][n] = bf2f(Bm[(base + j) * ldbc + n]);
+    }
+    float dp[TK], uu[TK];
+#pragma unroll
+    for (int j = 0; j < TK; j++)
+        if (j < len) dp[j] = bf2f(dpre[(base + j) * Cd + cc]), uu[j] = bf2f(u[(base + j) * Cd + cc]);
+    const float *s0 = from_ck ? ckpt + (((size_t)r * nck + nck - 1) * Cd + cc) * N : h0 + ((size_t)r * Cd + cc) * N;
     float A2[N], s[N];
 #pragma unroll
     for (int n = 0; n < N; n++) {
-        A2[n] = -__expf(A_log[(size_t)c * N + n]) * LOG2E;
+        A2[n] = -__expf(A_log[(size_t)cc * N + n]) * LOG2E;
         s[n] = from_ck || from_h0 ? s0[n] : 0.f;
     }
-    const float bias = dt_bias[c];
-    for (int t = from_ck ? t0 : lr; t < T; t++) {
-        const size_t m = (size_t)r * T + t;
-        const float dl = softplus_f(bf2f(dpre[m * Cd + c]) + bias), du = dl * bf2f(u[m * Cd + c]);
-        const bf16 *Bt = Bm + m * ldbc;
+    const float bias = dt_bias[cc];
+    __syncthreads();
 #pragma unroll
-        for (int n = 0; n < N; n++) s[n] = fmaf(ex2_approx(dl * A2[n]), s[n], du * bf2f(Bt[n]));
-    }
+    for (int j = 0; j < TK; j++)
+        if (j < len) {
+            const float dl = softplus_f(dp[j] + bias), dv = dl * uu[j];
+#pragma unroll
+            for (int n = 0; n < N; n++) s[n] = fmaf(ex2_approx(dl * A2[n]), s[n], dv * Bs[j][n]);
+        }
+    if (!act) return;
 #pragma unroll
     for (int n = 0; n < N; n++) h_out[((size_t)r * Cd + c) * N + n] = s[n];
     for (int k = 0; k < K - 1; k++) {
         const long long m = (long long)r * T + T - (K - 1) + k;  // (T >= K-1: in the row)
         hist_out[((size_t)r * (K - 1) + k) * Cd + c] = m >= 0 ? xi[(size_t)m * ldx + c] : f2bf(0.f);
     }
-}
-
-__global__ void add_f32_kernel(float *__restrict__ dst, const float *__restrict__ src, size_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] += src[i];
 }
 
 size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
@@ -391,14 +428,15 @@ void cuda_carry_conv_fwd(bf16 *u, const bf16 *xi, int ldx, const float *w, const
     cudaLaunchCheck();
 }
 
-void cuda_carry_conv_bwd(bf16 *dxi, int ldx, float *dw, float *db, const bf16 *du, const bf16 *xi, const float *w,
-                         const float *b, const int32_t *pos, const int32_t *first, const bf16 *hist, int M, int T,
-                         int C, int K, cudaStream_t st) {
+void cuda_carry_conv_bwd_part(bf16 *dxi, int ldx, float *prow, const bf16 *du, const bf16 *xi, const float *w,
+                              const float *b, const int32_t *pos, const int32_t *first, const bf16 *hist, int M, int T,
+                              int C, int K, cudaStream_t st) {
     carry_check(M, T, C, 1);
     if (K < 1 || K > CARRY_KMAX) carry_die("conv width K=%d is not supported (1..%d)", K, CARRY_KMAX);
-    const unsigned grid = pm_ceil_div(C, 128);
+    const unsigned grid = pm_ceil_div(C, 32);
+    const dim3 block(32, CARRY_RG);
 #define CARRY_CONV_BWD(KK) \
-    carry_conv_bwd_kernel<KK><<<grid, 128, 0, st>>>(dxi, ldx, dw, db, du, xi, w, b, pos, first, hist, M / T, T, C)
+    carry_conv_bwd_kernel<KK><<<grid, block, 0, st>>>(dxi, ldx, prow, du, xi, w, b, pos, first, hist, M / T, T, C)
     if (K == 1) CARRY_CONV_BWD(1);
     else if (K == 2) CARRY_CONV_BWD(2);
     else if (K == 3) CARRY_CONV_BWD(3);
@@ -443,10 +481,3 @@ void cuda_carry_state_out(float *h_out, bf16 *hist_out, const bf16 *u, const bf1
                xi, ldx, first, last, h0, T, Cd, N, K, nseg);
 }
 #undef CARRY_BY_N
-
-void cuda_carry_add_f32(float *dst, const float *src, size_t n, cudaStream_t st) {
-    if (n == 0) return;
-    size_t g = (n + 255) / 256, cap = (size_t)pm_cuda_sm_count() * 32;
-    add_f32_kernel<<<(unsigned)(g < cap ? g : cap), 256, 0, st>>>(dst, src, n);
-    cudaLaunchCheck();
-}

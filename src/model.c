@@ -550,14 +550,12 @@ int model_fit_memory(const ModelConfig *c, const Backend *bk, int B, int T, size
 
 static size_t carry_h_layer(const Model *m) { return (size_t)m->B * m->cfg.d_inner * m->cfg.d_state; }
 static size_t carry_hist_layer(const Model *m) { return (size_t)m->B * (m->cfg.d_conv - 1) * m->cfg.d_inner; }
-// one layer's conv gradient parts: conv1d.weight (d_inner, K) | conv1d.bias (d_inner)
-static size_t carry_dparams_layer(const ModelConfig *c) { return (size_t)c->d_inner * (c->d_conv + 1); }
 
 static void free_carry(Model *m) {
     if (!m->carry_on) return;
     const Backend *bk = m->bk;
     for (int i = 0; i < 2; i++) bk->free(m->carry_h[i]), bk->free(m->carry_hist[i]);
-    bk->free(m->carry_dparams), bk->free(m->carry_first), bk->free(m->carry_last);
+    bk->free(m->carry_first), bk->free(m->carry_last);
     free(m->carry_all);
     m->carry_all = NULL;
     m->carry_on = 0;
@@ -566,7 +564,7 @@ static void free_carry(Model *m) {
 void model_alloc_carry(Model *m) {
     const Backend *bk = m->bk;
     const ModelConfig *c = &m->cfg;
-    if (!bk->carry_conv_fwd || !bk->carry_conv_bwd || !bk->carry_state_out || !bk->add_f32)
+    if (!bk->carry_state_out)
         pm_die("the %s backend cannot carry state from batch to batch", bk->name);
     if (!m->layers) pm_die("model: carried state before the activations are allocated");
     if (m->T < c->d_conv - 1) pm_die("carried state needs rows of at least d_conv - 1 = %d tokens (got %d)", c->d_conv - 1, m->T);
@@ -576,7 +574,6 @@ void model_alloc_carry(Model *m) {
         m->carry_h[i] = bk->alloc((size_t)c->n_layer * carry_h_layer(m) * bk->f32_bytes);
         m->carry_hist[i] = bk->alloc((size_t)c->n_layer * carry_hist_layer(m) * bk->act_bytes);
     }
-    m->carry_dparams = bk->alloc((size_t)c->n_layer * carry_dparams_layer(c) * bk->f32_bytes);
     m->carry_first = bk->alloc((size_t)m->B * sizeof(int32_t));
     m->carry_last = bk->alloc((size_t)m->B * sizeof(int32_t));
     m->carry_on = 1, m->carry_cur = m->carry_used = 0, m->carry_rows_in = 0;
@@ -586,7 +583,7 @@ void model_alloc_carry(Model *m) {
 size_t model_carry_train_bytes(const ModelConfig *c, const Backend *bk, int B, int T) {
     const size_t L = c->n_layer, di = c->d_inner;
     size_t bytes = 2 * L * (size_t)B * (di * c->d_state * bk->f32_bytes + (size_t)(c->d_conv - 1) * di * bk->act_bytes);
-    bytes += L * di * (c->d_conv + 1) * bk->f32_bytes + 2 * (size_t)B * sizeof(int32_t);  // carry_dparams, first, last
+    bytes += 2 * (size_t)B * sizeof(int32_t);  // first, last
     if (bk->carry_workspace_bytes) bytes += bk->carry_workspace_bytes(B * T, T, c->d_inner, c->d_state);
     return bytes;
 }
@@ -634,16 +631,10 @@ static int carry_prepare(Model *m, const Batch *b) {
     return out > 0;
 }
 
-// Layer l's slices of the carried state: the set `set`'s scan states h (F32) and conv inputs (ACT), and its conv
-// gradient parts (carry_dparams: which 0 conv weight, 1 conv bias; the scan's backward adds its own).
+// Layer l's slices of the carried state: the set `set`'s scan states h (F32) and conv inputs (ACT).
 static void *carry_h_at(const Model *m, int set, int l) { return f32_at(m, m->carry_h[set], (size_t)l * carry_h_layer(m)); }
 static void *carry_hist_at(const Model *m, int set, int l) {
     return act_at(m, m->carry_hist[set], (size_t)l * carry_hist_layer(m));
-}
-static void *carry_dp_at(const Model *m, int l, int which) {
-    const ModelConfig *c = &m->cfg;
-    const size_t off[2] = {0, (size_t)c->d_inner * c->d_conv};
-    return f32_at(m, m->carry_dparams, (size_t)l * carry_dparams_layer(c) + off[which]);
 }
 
 static void free_activations(Model *m) {
@@ -756,13 +747,11 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
             bk->add_rmsnorm_fwd(L->res, xn, L->rstd, res_in, h_in, PF32(m->params, l, P_NORM), M, d, c->norm_eps));
         REGION(m, "fwd.in_proj",
                bk->matmul_fwd(xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d));  // (M, 2di)
-        REGION(m, "fwd.conv", {
-            bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M,
-                              T, di, K);  // (M, di)
-            if (carry_in)  // the first tokens of continuing rows see the previous piece's inputs
-                bk->carry_conv_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,
-                                   m->carry_first, carry_hist_at(m, cin, l), M, T, di, K);
-        });
+        // (the first tokens of continuing rows see the previous piece's inputs)
+        REGION(m, "fwd.conv",
+               bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,
+                                 M, T, di, K, carry_in ? m->carry_first : NULL,
+                                 carry_in ? carry_hist_at(m, cin, l) : NULL));  // (M, di)
         REGION(m, "fwd.x_proj",
                bk->matmul_fwd(L->xdbl, nx, u, di, PACT(l, P_X_PROJ), NULL, M, nx, di));  // (M, R+2N)
         REGION(m, "fwd.dt_proj", bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R));  // (M, di)
@@ -908,10 +897,8 @@ static void recompute_layer(Model *m, int l) {
     if (!L->xz) bk->matmul_fwd(xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d);
     if (!L->u) {
         bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T,
-                          di, K);
-        if (m->carry_rows_in)
-            bk->carry_conv_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,
-                               m->carry_first, carry_hist_at(m, m->carry_used, l), M, T, di, K);
+                          di, K, m->carry_rows_in ? m->carry_first : NULL,
+                          m->carry_rows_in ? carry_hist_at(m, m->carry_used, l) : NULL);
         bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
     }
 }
@@ -1026,17 +1013,11 @@ static void backward_body(Model *m) {
                 queue_dw_batch(m, side, &t_layer, gW, g_dxdbl, nx, g_u, di, count, M, nx, di);
             }
         });
-        REGION(m, "bwd.conv", {
-            bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,
-                              PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K);
-            if (m->carry_rows_in) {  // the carried rows' parts, added here: before the layer's hook (dist's overlap)
-                bk->carry_conv_bwd(m->dxz, 2 * di, carry_dp_at(m, l, 0), carry_dp_at(m, l, 1), m->du, xz,
-                                   PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, m->carry_first,
-                                   carry_hist_at(m, m->carry_used, l), M, T, di, K);
-                bk->add_f32(PF32(m->grads, l, P_CONV_W), carry_dp_at(m, l, 0), (size_t)di * K);
-                bk->add_f32(PF32(m->grads, l, P_CONV_B), carry_dp_at(m, l, 1), di);
-            }
-        });
+        REGION(m, "bwd.conv",
+               bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,
+                                 PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K,
+                                 m->carry_rows_in ? m->carry_first : NULL,
+                                 m->carry_rows_in ? carry_hist_at(m, m->carry_used, l) : NULL));
         REGION(m, "bwd.in_proj",
                matmul_bwd_split(bk, side, &t_layer, m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), m->dxz, 2 * di, xn, d,
                                 PACT(l, P_IN_PROJ), M, 2 * di, d));

@@ -173,9 +173,7 @@ typedef struct {
     int carry_on;                       // model_alloc_carry was called
     void *carry_h[2];                   // F32 (n_layer, B, d_inner, N) the rows' final scan states
     void *carry_hist[2];                // ACT (n_layer, B, K-1, d_inner) the rows' last K-1 conv inputs (xi)
-    void *carry_dparams;                // F32 (n_layer, d_inner * (K + 1)) the carried rows' parts of the
-                                        // gradients of conv1d.weight | conv1d.bias (carry_conv_bwd's)
-    int32_t *carry_first, *carry_last;  // (B) backend memory: Backend.carry_*'s first and last of the batch
+    int32_t *carry_first, *carry_last;  // (B) backend memory: the carry ops' first and last of the batch
     int carry_cur, carry_used;          // the set the next forward reads; the set the last forward read
     int carry_rows_in;                  // rows of the last forward that continue a document (carry_in)
     // With data parallelism the checkpoint holds the global batch's rows: this rank's are carry_row0 ..

@@ -91,7 +91,7 @@ typedef struct {
 } Outputs;
 static Outputs run_ops(const Inputs *in, const int32_t *pos, const real *dy, int M, int T) {
     Outputs o = {arr(M * C), arr(M * C), arr(M * LDX), arr(M * LDBC), arr(M * C), arr(M * C)};
-    be->conv_silu_fwd(o.u, in->xz, LDX, in->wconv, in->bconv, pos, M, T, C, KC);
+    be->conv_silu_fwd(o.u, in->xz, LDX, in->wconv, in->bconv, pos, M, T, C, KC, NULL, NULL);
     be->scan_fwd(o.y, o.u, in->dpre, in->dt_bias, in->A_log, in->xdbl + DTR, in->xdbl + DTR + N, LDBC, in->D,
                  in->xz + C, LDX, pos, M, T, C, N, NULL, NULL, NULL);
     if (dy) {
@@ -102,7 +102,7 @@ static Outputs run_ops(const Inputs *in, const int32_t *pos, const real *dy, int
         // the backward's copy of the forward's output (for the out_proj weight gradient): the forward's, bit for bit
         assert_memory_equal(yre, o.y, (size_t)M * C * sizeof(real));
         free(yre);
-        be->conv_silu_bwd(o.dxz, LDX, dwc, dbc, o.du, in->xz, in->wconv, in->bconv, pos, M, T, C, KC);
+        be->conv_silu_bwd(o.dxz, LDX, dwc, dbc, o.du, in->xz, in->wconv, in->bconv, pos, M, T, C, KC, NULL, NULL);
         free(dwc), free(dbc), free(ddtb), free(dAl), free(dD);
     }
     return o;

@@ -257,7 +257,7 @@ typedef struct {
 } ConvCtx;
 static long double conv_obj(void *p) {
     ConvCtx *c = p;
-    be->conv_silu_fwd(c->u, c->xi, c->ldx, c->w, c->b, conv_pos, c->M, c->T, c->C, c->K);
+    be->conv_silu_fwd(c->u, c->xi, c->ldx, c->w, c->b, conv_pos, c->M, c->T, c->C, c->K, NULL, NULL);
     return dot(c->u, c->C, c->R, c->C, c->M, c->C);
 }
 static void test_conv(void **state) {
@@ -266,7 +266,7 @@ static void test_conv(void **state) {
     real *dxi = arr((size_t)M * ldx);
     for (size_t i = 0; i < (size_t)M * ldx; i++) dxi[i] = 42;  // sentinel: the z half must stay as it is
     real *dw = rnd((size_t)C * K), *dw0 = copy_of(dw, (size_t)C * K), *db = rnd(C), *db0 = copy_of(db, C);
-    be->conv_silu_bwd(dxi, ldx, dw, db, c.R, c.xi, c.w, c.b, conv_pos, M, T, C, K);
+    be->conv_silu_bwd(dxi, ldx, dw, db, c.R, c.xi, c.w, c.b, conv_pos, M, T, C, K, NULL, NULL);
     assert_untouched(dxi, ldx, M, C, ldx, 42);
     for (size_t i = 0; i < (size_t)C * K; i++) dw[i] -= dw0[i];
     for (int j = 0; j < C; j++) db[j] -= db0[j];
@@ -344,7 +344,7 @@ static void test_scan(void **state) {
     free(yre), free(du), free(ddpre), free(dxdbl), free(dxz), free(ddtb), free(ddtb0), free(dAl), free(dAl0), free(dD), free(dD0);
 }
 
-// ---- carried state (backend.h: carry_*) ----
+// ---- carried state (backend.h: the ops' first, h0 / hist; carry_state_out) ----
 
 // Three rows of T = 12: row 0 starts afresh (documents of 7 and 5 tokens); row 1 continues a document (pos 12 at the
 // row start) for 5 tokens, then a new one; row 2 continues a document throughout (pos 24 ..).
@@ -359,28 +359,27 @@ typedef struct {
 } CarryConvCtx;
 static long double carry_conv_obj(void *p) {
     CarryConvCtx *c = p;
-    be->conv_silu_fwd(c->cv.u, c->cv.xi, c->cv.ldx, c->cv.w, c->cv.b, carry_pos, c->cv.M, c->cv.T, c->cv.C, c->cv.K);
-    be->carry_conv_fwd(c->cv.u, c->cv.xi, c->cv.ldx, c->cv.w, c->cv.b, carry_pos, carry_first, c->hist, c->cv.M,
-                       c->cv.T, c->cv.C, c->cv.K);
+    be->conv_silu_fwd(c->cv.u, c->cv.xi, c->cv.ldx, c->cv.w, c->cv.b, carry_pos, c->cv.M, c->cv.T, c->cv.C, c->cv.K,
+                      carry_first, c->hist);
     return dot(c->cv.u, c->cv.C, c->cv.R, c->cv.C, c->cv.M, c->cv.C);
 }
-// The conv with carried inputs: its backward (conv_silu_bwd, then carry_conv_bwd's corrections) against finite
-// differences of the forward with them (conv_silu_fwd, then carry_conv_fwd).
+// The conv with carried inputs (conv_silu_fwd/bwd's first, hist): its backward against finite differences of the
+// forward with them; the parameter gradients added to what was there.
 static void test_carry_conv(void **state) {
     int T = KT, M = 3 * KT, C = 17, K = 4, ldx = 2 * C;
     CarryConvCtx c = {{rnd((size_t)M * ldx), rnd((size_t)C * K), rnd(C), arr((size_t)M * C), rnd((size_t)M * C), ldx, M,
                        T, C, K},
                       rnd((size_t)3 * (K - 1) * C)};
-    real *dxi = arr((size_t)M * ldx), *dw = arr((size_t)C * K), *db = arr(C), *dwc = arr((size_t)C * K), *dbc = arr(C);
-    be->conv_silu_bwd(dxi, ldx, dw, db, c.cv.R, c.cv.xi, c.cv.w, c.cv.b, carry_pos, M, T, C, K);
-    be->carry_conv_bwd(dxi, ldx, dwc, dbc, c.cv.R, c.cv.xi, c.cv.w, c.cv.b, carry_pos, carry_first, c.hist, M, T, C, K);
-    be->add_f32(dw, dwc, (size_t)C * K);
-    be->add_f32(db, dbc, C);
+    real *dxi = arr((size_t)M * ldx), *dw = rnd((size_t)C * K), *db = rnd(C), *dw0 = copy_of(dw, (size_t)C * K);
+    real *db0 = copy_of(db, C);
+    be->conv_silu_bwd(dxi, ldx, dw, db, c.cv.R, c.cv.xi, c.cv.w, c.cv.b, carry_pos, M, T, C, K, carry_first, c.hist);
+    for (size_t i = 0; i < (size_t)C * K; i++) dw[i] -= dw0[i];
+    for (int j = 0; j < C; j++) db[j] -= db0[j];
     check_grad_ld("dxi", c.cv.xi, ldx, dxi, ldx, M, C, carry_conv_obj, &c);
     check_grad("dw_conv", c.cv.w, dw, (size_t)C * K, carry_conv_obj, &c);
     check_grad("db_conv", c.cv.b, db, C, carry_conv_obj, &c);
     free(c.cv.xi), free(c.cv.w), free(c.cv.b), free(c.cv.u), free(c.cv.R), free(c.hist);
-    free(dxi), free(dw), free(db), free(dwc), free(dbc);
+    free(dxi), free(dw), free(db), free(dw0), free(db0);
 }
 
 typedef struct {
@@ -435,7 +434,7 @@ static void test_carry_scan(void **state) {
 }
 
 // A document of 3T' tokens in one row of 3T', against the same document in three rows of T' carried from row to row
-// (carry_state_out after each, carry_conv_fwd and scan_fwd's h0 into the next): the conv's and the scan's outputs agree to rounding, and
+// (carry_state_out after each, conv_silu_fwd's hist and scan_fwd's h0 into the next): the conv's and the scan's outputs agree to rounding, and
 // the state the last row leaves is the unbroken walk's. The unbroken walk is the ops' own (the definition), so
 // this checks that the carried pieces add up to it.
 static void test_carry_equals_unbroken(void **state) {
@@ -448,7 +447,7 @@ static void test_carry_equals_unbroken(void **state) {
     for (int t = 0; t < L; t++) pos[t] = t;
     // unbroken: one row of L
     real *u1 = arr((size_t)L * C), *y1 = arr((size_t)L * C);
-    be->conv_silu_fwd(u1, xz, ldx, w, b, pos, L, L, C, K);
+    be->conv_silu_fwd(u1, xz, ldx, w, b, pos, L, L, C, K, NULL, NULL);
     be->scan_fwd(y1, u1, dpre, dtb, A_log, xdbl + dtr, xdbl + dtr + N, ldbc, D, xz + C, ldx, pos, L, L, C, N, NULL, NULL, NULL);
     // carried: rows of Tp, one at a time (each a batch of one row), the state passed on
     real *u = arr((size_t)L * C), *y = arr((size_t)L * C), *h[2] = {arr((size_t)C * N), arr((size_t)C * N)};
@@ -457,8 +456,7 @@ static void test_carry_equals_unbroken(void **state) {
         const size_t o = (size_t)r * Tp;
         const int32_t first = r > 0 ? Tp : 0, last = r < 2 ? 0 : -1;
         const int in = r & 1, out = in ^ 1;
-        be->conv_silu_fwd(u + o * C, xz + o * ldx, ldx, w, b, pos + o, Tp, Tp, C, K);
-        be->carry_conv_fwd(u + o * C, xz + o * ldx, ldx, w, b, pos + o, &first, hist[in], Tp, Tp, C, K);
+        be->conv_silu_fwd(u + o * C, xz + o * ldx, ldx, w, b, pos + o, Tp, Tp, C, K, &first, hist[in]);
         be->scan_fwd(y + o * C, u + o * C, dpre + o * C, dtb, A_log, xdbl + o * ldbc + dtr, xdbl + o * ldbc + dtr + N,
                      ldbc, D, xz + o * ldx + C, ldx, pos + o, Tp, Tp, C, N, NULL, &first, h[in]);
         if (last >= 0)

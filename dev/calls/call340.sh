@@ -19,12 +19,4 @@ import json,sys
 r=[json.loads(l) for l in open('/tmp/t/metrics.jsonl')][10:39]
 print('130m T512 B8 %-14s median step %.2f ms' % (sys.argv[1] or 'plain', sorted(x['step_s'] for x in r)[len(r)//2]*1e3))" "$c"
 done
-P=.gpu/bin/packmamba
-A="--device cuda --data /tmp/c/data --preset tiny --seq-len 64 --batch 4 --log-every 0 --carry-state --deterministic"
-rm -rf /tmp/ra /tmp/rb
-$P train $A --steps 20 --out /tmp/ra >/dev/null 2>&1 || echo "train 20 failed"
-$P train $A --steps 10 --out /tmp/rb >/dev/null 2>&1 && $P train $A --steps 20 --resume --out /tmp/rb >/dev/null 2>&1 || echo "resume failed"
-python3 -c "
-import json
-a=[json.loads(l)['loss'] for l in open('/tmp/ra/metrics.jsonl')]; b=[json.loads(l)['loss'] for l in open('/tmp/rb/metrics.jsonl')]
-print('carry resume on the GPU: %d and %d steps, identical %s, step 20 loss %.9f vs %.9f' % (len(a), len(b), a == b, a[-1], b[-1]))"
+carry_resume  # (as run, these lines were in place here; common.sh has them since call345)

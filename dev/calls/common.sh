@@ -11,6 +11,11 @@
 #                            (calls 325 and 326, which ran these lines in place)
 #   carry_eval               eval --carry-state against unbroken documents, GPU and CPU (call336 ran these lines
 #                            in place)
+#   op_tests                 the CUDA op tests, their log in $OUT/test_cuda_ops.log and their summary lines
+#   carry_resume             a tiny --carry-state --deterministic run of 20 steps against 10 resumed to 20: the
+#                            losses bit for bit (call340 ran these lines in place; needs carry_eval's corpus)
+#   carry_profile_130m       the bench's per-op profile of 130m T=512 B8 pack and pack+carry on carry_eval's corpus,
+#                            and the ops that differ (call344)
 pm_gpu_env() {
     export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 }
@@ -77,4 +82,43 @@ for dev in ['cuda', 'cpu']:
     print('%s: mean whole %.6f carried %.6f restarted %.6f; per doc carried vs whole worst %.2e (tokens equal %s), restarted %.2e' % (dev, mw, mc, mx, worst, same_tokens, apart))
 PY
 cd $OLDPWD
+}
+
+op_tests() {
+    timeout 300 .gpu/bin/test_cuda_ops >"$OUT/test_cuda_ops.log" 2>&1
+    echo "test_cuda_ops rc $?"
+    grep -E "^\[  (PASSED|FAILED)|FAIL" "$OUT/test_cuda_ops.log" | head -20
+}
+
+carry_resume() {
+    local P=.gpu/bin/packmamba
+    local A="--device cuda --data /tmp/c/data --preset tiny --seq-len 64 --batch 4 --log-every 0 --carry-state --deterministic"
+    rm -rf /tmp/ra /tmp/rb
+    $P train $A --steps 20 --out /tmp/ra >/dev/null 2>&1 || echo "train 20 failed"
+    $P train $A --steps 10 --out /tmp/rb >/dev/null 2>&1 && $P train $A --steps 20 --resume --out /tmp/rb >/dev/null 2>&1 || echo "resume failed"
+    python3 -c "
+import json
+a=[json.loads(l)['loss'] for l in open('/tmp/ra/metrics.jsonl')]; b=[json.loads(l)['loss'] for l in open('/tmp/rb/metrics.jsonl')]
+print('carry resume on the GPU: %d and %d steps, identical %s, step 20 loss %.9f vs %.9f' % (len(a), len(b), a == b, a[-1], b[-1]))"
+}
+
+carry_profile_130m() {
+    local c n
+    for c in "" "--carry-state"; do
+        n=plain; [ -n "$c" ] && n=carry
+        timeout 200 .gpu/bin/packmamba bench --device cuda --preset 130m --batch 8 --seq-len 512 --policy pack \
+            --data /tmp/c/data --steps 30 --profile-steps 5 --out "$OUT/b130_$n" --no-plots $c >"$OUT/b130_$n.log" 2>&1 \
+            || tail -3 "$OUT/b130_$n.log"
+        python3 dev/bench_profile.py "$OUT/b130_$n/results.json" "130m T512 B8 $n"
+    done
+    python3 - "$OUT/b130_plain/results.json" "$OUT/b130_carry/results.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f))['configs'][0] for f in sys.argv[1:3])
+oa = {o['region']: o['ms'] for o in a['ops']}; ob = {o['region']: o['ms'] for o in b['ops']}
+print('per op, ms a step, carry minus plain (|diff| > 0.01):')
+for k in sorted(set(oa) | set(ob), key=lambda k: -abs(ob.get(k, 0) - oa.get(k, 0))):
+    d = ob.get(k, 0) - oa.get(k, 0)
+    if abs(d) > 0.01: print('  %-28s %7.3f -> %7.3f (%+.3f)' % (k, oa.get(k, 0), ob.get(k, 0), d))
+print('other %.3f -> %.3f; profiled step %.3f -> %.3f; tok/s %.0f -> %.0f' % (a['other_ms'], b['other_ms'], a['profiled_step_ms'], b['profiled_step_ms'], a['tok_per_s'], b['tok_per_s']))
+PY
 }

@@ -67,7 +67,7 @@ static int adam_step;
 
 static void op_norm(void) { G->add_rmsnorm_fwd(res2, xn, rstd, res, h, nw, M, D, 1e-5f); }
 static void op_in_proj(void) { G->matmul_fwd(xz, 2 * DI, xn, D, w_in, NULL, M, 2 * DI, D); }
-static void op_conv(void) { G->conv_silu_fwd(u, xz, 2 * DI, cw, cb, pos, M, T, DI, KC); }
+static void op_conv(void) { G->conv_silu_fwd(u, xz, 2 * DI, cw, cb, pos, M, T, DI, KC, NULL, NULL); }
 static void op_scan_fwd(void) {
     G->scan_fwd(y, u, dpre, dtb, alog, (char *)xdbl + (size_t)R * G->act_bytes,
                 (char *)xdbl + (size_t)(R + N) * G->act_bytes, NX, dd, (char *)xz + (size_t)DI * G->act_bytes, 2 * DI,
