@@ -15,3 +15,8 @@ carry_eval
 carry_resume
 carry_profile_130m
 rm -rf "$OUT"/b130_*/trace.json
+# the 370m headline (the default path's conv ops gained first/hist, NULL there)
+timeout 240 .gpu/bin/packmamba bench --device cuda --preset 370m --batch 8 --seq-len 2048 --policy fixed --steps 16 \
+    --out "$OUT/b370" --no-plots >"$OUT/b370.log" 2>&1 || tail -3 "$OUT/b370.log"
+bench_line "$OUT/b370/results.json"
+rm -f "$OUT/b370/trace.json"
