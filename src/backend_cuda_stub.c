@@ -31,14 +31,23 @@ int backend_cuda_device_uuid(char *buf, size_t n) {
 
 // GPU decoding (cuda_decode.cu): never created here, so the rest is never reached.
 #include "cuda_decode.h"
-CudaDecoder *cuda_decoder_create(const DecodeWeights *w) {
-    (void)w;
+CudaDecoder *cuda_decoder_create(const DecodeWeights *w, int lanes) {
+    (void)w, (void)lanes;
     pm_error("this packmamba was built without CUDA: no GPU decoding");
     return NULL;
+}
+int cuda_decoder_lanes(const CudaDecoder *d) {
+    (void)d;
+    return 0;
 }
 void cuda_decoder_reset(CudaDecoder *d) { (void)d; }
 void cuda_decoder_save(CudaDecoder *d) { (void)d; }
 void cuda_decoder_restore(CudaDecoder *d) { (void)d; }
+void cuda_decoder_fill_lanes(CudaDecoder *d) { (void)d; }
+const float *cuda_decoder_step_lanes(CudaDecoder *d, const int *tokens) {
+    (void)d, (void)tokens;
+    return NULL;
+}
 const float *cuda_decoder_step(CudaDecoder *d, int token) {
     (void)d, (void)token;
     return NULL;

@@ -10,6 +10,10 @@
 // kernel instead) replays as one, each kernel launched as a dependent of the one before (dec_launch). A 370m
 // token with the graph (docs/perf.md, forty-first session): v1, eight kernels a layer with cuBLAS's sgemv for the
 // products, 1.39 ms; v2, these four, 1.11; v3, their weights loaded before each waits for the kernel before, 0.99.
+// Lanes (v4): a decoder of S <= DEC_MAX_LANES lanes decodes S sequences at once (generate --samples), each with its
+// own states; every kernel reads a weight once for all of them (a warp's row held in registers is dotted with the S
+// lanes' vectors), so S tokens cost about what one does. Each lane's arithmetic is the one-lane kernel's, in the
+// same order: a lane's logits are the same bits whatever S is (tests/test_cuda_decode.c).
 // The host decoder (generate.c) is the reference: tests/test_cuda_decode.c compares the two.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -25,27 +29,29 @@ extern "C" {
 }
 
 static constexpr int DEC_MAX_N = 16, DEC_MAX_K = 4;
+static constexpr int DEC_MAX_LANES = CUDA_DECODE_MAX_LANES;
 
 struct CudaDecoder {
     DecodeWeights w;
     DecodeLayerWeights *layers;  // (n_layer) host copy of the caller's table
     DecodeLayerWeights *layers_dev;  // (n_layer) the same on the device, for the prefill's kernel
     cudaStream_t stream;
-    // device buffers, one allocation: the states, then one token's activations
+    int S;  // lanes
+    // device buffers, one allocation: the states, then one token's activations, each lane's in turn
     float *arena;
     float *saved;  // (the states' size) cuda_decoder_save's copy, allocated at its first call
-    float *conv_state;  // (n_layer, d_inner, K-1) oldest first
-    float *ssm_state;   // (n_layer, d_inner, N)
+    float *conv_state;  // (S, n_layer, d_inner, K-1) oldest first
+    float *ssm_state;   // (S, n_layer, d_inner, N)
     float *a_neg;       // (n_layer, d_inner, N) exp(A_log) = -A, formed once
-    float *res;                // (2, d_model) the residual stream, in two buffers (see dec_enqueue_step)
-    float *h;                  // (d_model) a layer's output
-    float *xz;                 // (2 d_inner) xi | z
-    float *u, *y;              // (d_inner)
-    float *xdbl;               // (dt_rank + 2N) dt_low | B | C
-    float *logits_dev;         // (vocab_pad)
-    int *token_dev;            // the token being fed
-    int *token_host;           // pinned
-    float *logits;             // (vocab_pad) pinned host copy
+    float *res;                // (2, S, d_model) the residual stream, in two buffers (see dec_enqueue_step)
+    float *h;                  // (S, d_model) a layer's output
+    float *xz;                 // (S, 2 d_inner) xi | z
+    float *u, *y;              // (S, d_inner)
+    float *xdbl;               // (S, dt_rank + 2N) dt_low | B | C
+    float *logits_dev;         // (S, vocab_pad)
+    int *token_dev;            // (S) the tokens being fed
+    int *token_host;           // (S) pinned
+    float *logits;             // (S, vocab_pad) pinned host copy
     const void **ptrs_dev;     // (2 n_layer) prefill's xz and xdbl pointers
     cudaGraph_t graph;
     cudaGraphExec_t exec;
@@ -103,70 +109,92 @@ __device__ __forceinline__ const float4 *dec_row_begin(DecRow &wr, const float *
     dec_wait_for_previous();
     return wrow;
 }
-// The row's dot product with x (16-byte aligned), the rest of the row loaded now; every lane gets it.
-__device__ __forceinline__ float dec_row_dot(const DecRow &r, const float4 *w, const float4 *x, int n4) {
+// acc[s] += a . b (one float4 piece of a lane's dot product; the one order every kernel uses)
+__device__ __forceinline__ void dec_dot4(float &acc, const float4 a, const float4 b) {
+    acc += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+}
+// The row's dot products with the S lanes' vectors x (lane s at x + s * n4, 16-byte aligned), the rest of the row
+// loaded now; every thread of the warp gets them.
+__device__ __forceinline__ void dec_row_dot(float (&acc)[DEC_MAX_LANES], const DecRow &r, const float4 *w,
+                                            const float4 *x, int n4, int S) {
     const int lane = threadIdx.x & 31;
-    float acc = 0.f;
+#pragma unroll
+    for (int s = 0; s < DEC_MAX_LANES; s++) acc[s] = 0.f;
 #pragma unroll
     for (int i = 0; i < DEC_PREFETCH; i++)
         if (lane + 32 * i < n4) {
-            const float4 a = r.v[i], b = x[lane + 32 * i];
-            acc += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+#pragma unroll
+            for (int s = 0; s < DEC_MAX_LANES; s++)
+                if (s < S) dec_dot4(acc[s], r.v[i], x[(size_t)s * n4 + lane + 32 * i]);
         }
     for (int j = lane + 32 * DEC_PREFETCH; j < n4; j += 32) {
-        const float4 a = __ldg(w + j), b = x[j];
-        acc += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+        const float4 a = __ldg(w + j);
+#pragma unroll
+        for (int s = 0; s < DEC_MAX_LANES; s++)
+            if (s < S) dec_dot4(acc[s], a, x[(size_t)s * n4 + j]);
     }
-    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    return acc;
+#pragma unroll
+    for (int s = 0; s < DEC_MAX_LANES; s++)
+        if (s < S)
+            for (int o = 16; o > 0; o >>= 1) acc[s] += __shfl_xor_sync(0xffffffffu, acc[s], o);
 }
 
-// Kernel 1: r = res_in + h (res_in: the embedding row of *token where h is NULL), written to res_out by block 0;
-// xn = r / rms(r) * normw in shared memory; out[row] = W[row] . xn for this block's DEC_ROWS rows. conv_state
-// non-NULL (in_proj): rows < di are xi, whose conv step (state: K-1 previous xi a channel, oldest first) gives u.
+// Kernel 1, for each of the S lanes: r = res_in + h (res_in: the embedding row of token[s] where h is NULL),
+// written to res_out by block 0; xn = r / rms(r) * normw in shared memory (S, dm); out[s][row] = W[row] . xn[s] for
+// this block's DEC_ROWS rows (out (S, rows)). conv_state non-NULL (in_proj): rows < di are xi, whose conv step (state:
+// K-1 previous xi a channel, oldest first; lane s's at conv_state + s * conv_lane) gives u (S, di).
 __global__ void __launch_bounds__(DEC_ROWS * 32) dec_norm_rows_kernel(
     const float *res_in, const int *token, const float *h, float *res_out, const float *normw, float eps,
-    const float *W, int rows, int dm, float *out, float *conv_state, const float *cw, const float *cb, float *u,
-    int di, int K) {
+    const float *W, int rows, int dm, float *out, float *conv_state, size_t conv_lane, const float *cw,
+    const float *cb, float *u, int di, int K, int S) {
     extern __shared__ float4 dec_smem4[];
-    float *xs = (float *)dec_smem4;  // (dm)
     __shared__ float scratch[32];
     dec_let_next_start();
     const int row = blockIdx.x * DEC_ROWS + (threadIdx.x >> 5), n4 = dm / 4;
     DecRow wr;
     const float4 *wrow = dec_row_begin(wr, W, row, rows, n4);
-    const float *ri = h ? res_in : res_in + (size_t)*token * dm;
-    float ss = 0.f;
-    for (int i = threadIdx.x; i < dm; i += blockDim.x) {
-        const float r = h ? ri[i] + h[i] : ri[i];
-        xs[i] = r;
-        ss += r * r;
-    }
-    ss = dec_block_sum(ss, scratch);
-    const float rstd = 1.0f / sqrtf(ss / dm + eps);
-    for (int i = threadIdx.x; i < dm; i += blockDim.x) {
-        if (blockIdx.x == 0 && res_out) res_out[i] = xs[i];
-        xs[i] = xs[i] * rstd * normw[i];
+    for (int s = 0; s < S; s++) {
+        float *xs = (float *)dec_smem4 + (size_t)s * dm;  // (dm)
+        const float *ri = h ? res_in + (size_t)s * dm : res_in + (size_t)token[s] * dm;
+        const float *hs = h ? h + (size_t)s * dm : nullptr;
+        float ss = 0.f;
+        for (int i = threadIdx.x; i < dm; i += blockDim.x) {
+            const float r = hs ? ri[i] + hs[i] : ri[i];
+            xs[i] = r;
+            ss += r * r;
+        }
+        ss = dec_block_sum(ss, scratch);
+        const float rstd = 1.0f / sqrtf(ss / dm + eps);
+        for (int i = threadIdx.x; i < dm; i += blockDim.x) {
+            if (blockIdx.x == 0 && res_out) res_out[(size_t)s * dm + i] = xs[i];
+            xs[i] = xs[i] * rstd * normw[i];
+        }
     }
     __syncthreads();
     if (row >= rows) return;
-    const float acc = dec_row_dot(wr, wrow, dec_smem4, n4);
+    float acc[DEC_MAX_LANES];
+    dec_row_dot(acc, wr, wrow, dec_smem4, n4, S);
     if ((threadIdx.x & 31) != 0) return;
-    out[row] = acc;
-    if (conv_state && row < di) {
-        float *s = conv_state + (size_t)row * (K - 1);
-        float a = cb[row] + cw[row * K + K - 1] * acc;
-        for (int k = 0; k < K - 1; k++) a += cw[row * K + k] * s[k];
-        for (int k = 0; k < K - 2; k++) s[k] = s[k + 1];
-        if (K > 1) s[K - 2] = acc;
-        u[row] = dec_silu(a);
+#pragma unroll
+    for (int s = 0; s < DEC_MAX_LANES; s++) {
+        if (s >= S) break;
+        out[(size_t)s * rows + row] = acc[s];
+        if (conv_state && row < di) {
+            float *st = conv_state + s * conv_lane + (size_t)row * (K - 1);
+            float a = cb[row] + cw[row * K + K - 1] * acc[s];
+            for (int k = 0; k < K - 1; k++) a += cw[row * K + k] * st[k];
+            for (int k = 0; k < K - 2; k++) st[k] = st[k + 1];
+            if (K > 1) st[K - 2] = acc[s];
+            u[(size_t)s * di + row] = dec_silu(a);
+        }
     }
 }
 
-// Kernels 2 and 4: out[row] = W[row] . x, W (rows, cols) row-major, cols % 4 == 0. Long rows (x_proj: few of
-// them) take a block a row, the others a warp.
+// Kernels 2 and 4: out[s][row] = W[row] . x[s], W (rows, cols) row-major, cols % 4 == 0, x (S, cols), out (S,
+// rows). Long rows (x_proj: few of them) take a block a row (rows = the grid), the others a warp.
 static constexpr int DEC_LONG_PREFETCH = 8;  // float4 a thread of a long row holds before the wait
-__global__ void __launch_bounds__(256) dec_long_rows_kernel(const float *W, const float *x, float *out, int cols) {
+__global__ void __launch_bounds__(256) dec_long_rows_kernel(const float *W, const float *x, float *out, int cols,
+                                                            int S) {
     __shared__ float scratch[32];
     dec_let_next_start();
     const float4 *w = (const float4 *)(W + (size_t)blockIdx.x * cols), *x4 = (const float4 *)x;
@@ -176,40 +204,56 @@ __global__ void __launch_bounds__(256) dec_long_rows_kernel(const float *W, cons
     for (int i = 0; i < DEC_LONG_PREFETCH; i++)
         if (threadIdx.x + 256 * i < n4) wr[i] = __ldg(w + threadIdx.x + 256 * i);
     dec_wait_for_previous();
-    float acc = 0.f;
+    float acc[DEC_MAX_LANES];
+#pragma unroll
+    for (int s = 0; s < DEC_MAX_LANES; s++) acc[s] = 0.f;
 #pragma unroll
     for (int i = 0; i < DEC_LONG_PREFETCH; i++)
         if (threadIdx.x + 256 * i < n4) {
-            const float4 a = wr[i], b = x4[threadIdx.x + 256 * i];
-            acc += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+#pragma unroll
+            for (int s = 0; s < DEC_MAX_LANES; s++)
+                if (s < S) dec_dot4(acc[s], wr[i], x4[(size_t)s * n4 + threadIdx.x + 256 * i]);
         }
     for (int j = threadIdx.x + 256 * DEC_LONG_PREFETCH; j < n4; j += 256) {
-        const float4 a = __ldg(w + j), b = x4[j];
-        acc += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+        const float4 a = __ldg(w + j);
+#pragma unroll
+        for (int s = 0; s < DEC_MAX_LANES; s++)
+            if (s < S) dec_dot4(acc[s], a, x4[(size_t)s * n4 + j]);
     }
-    acc = dec_block_sum(acc, scratch);
-    if (threadIdx.x == 0) out[blockIdx.x] = acc;
+    for (int s = 0; s < S; s++) {
+        const float t = dec_block_sum(acc[s], scratch);
+        if (threadIdx.x == 0) out[(size_t)s * gridDim.x + blockIdx.x] = t;
+    }
 }
 
 __global__ void __launch_bounds__(DEC_ROWS * 32) dec_rows_kernel(const float *W, const float *x, float *out,
-                                                                 int rows, int cols) {
+                                                                 int rows, int cols, int S) {
     dec_let_next_start();
     const int row = blockIdx.x * DEC_ROWS + (threadIdx.x >> 5), n4 = cols / 4;
     DecRow wr;
     const float4 *wrow = dec_row_begin(wr, W, row, rows, n4);
     if (row >= rows) return;
-    const float acc = dec_row_dot(wr, wrow, (const float4 *)x, n4);
-    if ((threadIdx.x & 31) == 0) out[row] = acc;
+    float acc[DEC_MAX_LANES];
+    dec_row_dot(acc, wr, wrow, (const float4 *)x, n4, S);
+    if ((threadIdx.x & 31) != 0) return;
+#pragma unroll
+    for (int s = 0; s < DEC_MAX_LANES; s++)
+        if (s < S) out[(size_t)s * rows + row] = acc[s];
 }
 
 // Kernel 3, one token of the selective scan: a thread per (channel, state), 16 lanes a channel (N <= 16; lanes
-// past N hold nothing). The lanes share dt_proj's dot product (delta's pre-activation), then each updates its state;
+// past N hold nothing); grid y = the decoder's lane s (its state at state + s * state_lane, its activations at
+// their s-th rows). The lanes share dt_proj's dot product (delta's pre-activation), then each updates its state;
 // y = (sum_n s_n C_n + D u) silu(z).
 static constexpr int DEC_DT_PREFETCH = 12;  // dt_proj weights a lane holds before the wait (R <= 192)
-__global__ void dec_ssm_kernel(float *state, const float *a_neg, const float *dt_w, const float *dt_b,
-                               const float *xdbl, const float *u, const float *xz, const float *Dp, float *y, int di,
-                               int N, int R) {
+__global__ void dec_ssm_kernel(float *state, size_t state_lane, const float *a_neg, const float *dt_w,
+                               const float *dt_b, const float *xdbl, const float *u, const float *xz, const float *Dp,
+                               float *y, int di, int N, int R) {
     dec_let_next_start();
+    {
+        const size_t s = blockIdx.y;
+        state += s * state_lane, xdbl += s * (R + 2 * N), u += s * di, xz += s * 2 * di, y += s * di;
+    }
     const int gid = blockIdx.x * blockDim.x + threadIdx.x, ch = gid >> 4, n = gid & 15;
     const bool live = ch < di && n < N;
     float wdt[DEC_DT_PREFETCH], a = 0.f, bias = 0.f, dd = 0.f;
@@ -297,10 +341,10 @@ __global__ void dec_prefill_kernel(float *conv_state, float *ssm_state, const vo
 
 // A kernel launch on the decoder's stream, with programmatic dependent launch unless PM_DECODE_PDL=0.
 template <typename... KArgs, typename... Args>
-static void dec_launch(CudaDecoder *d, void (*kernel)(KArgs...), unsigned grid, unsigned block, size_t smem,
+static void dec_launch(CudaDecoder *d, void (*kernel)(KArgs...), dim3 grid, unsigned block, size_t smem,
                        Args... args) {
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid), cfg.blockDim = dim3(block), cfg.dynamicSmemBytes = smem, cfg.stream = d->stream;
+    cfg.gridDim = grid, cfg.blockDim = dim3(block), cfg.dynamicSmemBytes = smem, cfg.stream = d->stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = d->use_pdl;
@@ -312,33 +356,51 @@ static void dec_launch(CudaDecoder *d, void (*kernel)(KArgs...), unsigned grid, 
 static void dec_enqueue_step(CudaDecoder *d) {
     const DecodeWeights *w = &d->w;
     const int dm = w->d_model, di = w->d_inner, N = w->d_state, R = w->dt_rank, K = w->d_conv, nx = R + 2 * N;
-    const size_t smem = sizeof(float) * dm;
-    // the residual stream in two buffers (res, res + dm): a layer reads one while its block 0 writes the other
+    const int S = d->S;
+    const size_t smem = sizeof(float) * dm * S, conv_lane = (size_t)w->n_layer * di * (K - 1);
+    const size_t ssm_lane = (size_t)w->n_layer * di * N, rs = (size_t)S * dm;
+    // the residual stream in two buffers (res, res + S dm): a layer reads one while its block 0 writes the other
     for (int l = 0; l < w->n_layer; l++) {
         const DecodeLayerWeights *L = &d->layers[l];
-        const float *rin = l == 0 ? w->embedding : d->res + (size_t)(l & 1) * dm;
+        const float *rin = l == 0 ? w->embedding : d->res + (size_t)(l & 1) * rs;
         dec_launch(d, dec_norm_rows_kernel, pm_ceil_div(2 * di, DEC_ROWS), DEC_ROWS * 32, smem, rin,
                    (const int *)d->token_dev, l == 0 ? (const float *)nullptr : d->h,
-                   d->res + (size_t)((l + 1) & 1) * dm, L->norm, w->norm_eps, L->in_proj, 2 * di, dm, d->xz,
-                   d->conv_state + (size_t)l * di * (K - 1), L->conv_w, L->conv_b, d->u, di, K);
-        dec_launch(d, dec_long_rows_kernel, nx, 256, 0, L->x_proj, (const float *)d->u, d->xdbl, di);
-        dec_launch(d, dec_ssm_kernel, pm_ceil_div((size_t)di * 16, 256), 256, 0, d->ssm_state + (size_t)l * di * N,
-                   (const float *)d->a_neg + (size_t)l * di * N, L->dt_w, L->dt_b, (const float *)d->xdbl,
-                   (const float *)d->u, (const float *)d->xz, L->D, d->y, di, N, R);
+                   d->res + (size_t)((l + 1) & 1) * rs, L->norm, w->norm_eps, L->in_proj, 2 * di, dm, d->xz,
+                   d->conv_state + (size_t)l * di * (K - 1), conv_lane, L->conv_w, L->conv_b, d->u, di, K, S);
+        dec_launch(d, dec_long_rows_kernel, nx, 256, 0, L->x_proj, (const float *)d->u, d->xdbl, di, S);
+        dec_launch(d, dec_ssm_kernel, dim3(pm_ceil_div((size_t)di * 16, 256), S), 256, 0,
+                   d->ssm_state + (size_t)l * di * N, ssm_lane, (const float *)d->a_neg + (size_t)l * di * N, L->dt_w,
+                   L->dt_b, (const float *)d->xdbl, (const float *)d->u, (const float *)d->xz, L->D, d->y, di, N, R);
         dec_launch(d, dec_rows_kernel, pm_ceil_div(dm, DEC_ROWS), DEC_ROWS * 32, 0, L->out_proj, (const float *)d->y,
-                   d->h, dm, di);
+                   d->h, dm, di, S);
     }
     const int L = w->n_layer;
     dec_launch(d, dec_norm_rows_kernel, pm_ceil_div(w->vocab_pad, DEC_ROWS), DEC_ROWS * 32, smem,
-               L == 0 ? w->embedding : (const float *)d->res + (size_t)(L & 1) * dm, (const int *)d->token_dev,
+               L == 0 ? w->embedding : (const float *)d->res + (size_t)(L & 1) * rs, (const int *)d->token_dev,
                L == 0 ? (const float *)nullptr : d->h, (float *)nullptr, w->norm_f, w->norm_eps, w->embedding,
-               w->vocab_pad, dm, d->logits_dev, (float *)nullptr, (const float *)nullptr, (const float *)nullptr,
-               (float *)nullptr, di, K);
-    cudaCheck(cudaMemcpyAsync(d->logits, d->logits_dev, sizeof(float) * w->vocab_pad, cudaMemcpyDeviceToHost,
+               w->vocab_pad, dm, d->logits_dev, (float *)nullptr, (size_t)0, (const float *)nullptr,
+               (const float *)nullptr, (float *)nullptr, di, K, S);
+    cudaCheck(cudaMemcpyAsync(d->logits, d->logits_dev, sizeof(float) * w->vocab_pad * S, cudaMemcpyDeviceToHost,
                               d->stream));
 }
 
-extern "C" CudaDecoder *cuda_decoder_create(const DecodeWeights *w) {
+extern "C" CudaDecoder *cuda_decoder_create(const DecodeWeights *w, int lanes) {
+    if (lanes < 1 || lanes > DEC_MAX_LANES) {
+        pm_error("GPU decoding takes 1 to %d lanes (asked for %d)", DEC_MAX_LANES, lanes);
+        return NULL;
+    }
+    // kernel 1 holds every lane's normed vector in shared memory
+    const size_t smem = sizeof(float) * (size_t)w->d_model * lanes;
+    int dev = 0, smem_max = 0;
+    cudaCheck(cudaGetDevice(&dev));
+    cudaCheck(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (smem + 32 * sizeof(float) > (size_t)smem_max) {
+        pm_error("GPU decoding: %d lanes of d_model %d need %zu bytes of shared memory a block (the GPU has %d)", lanes,
+                 w->d_model, smem, smem_max);
+        return NULL;
+    }
+    if (smem > 48 * 1024)
+        cudaCheck(cudaFuncSetAttribute(dec_norm_rows_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     if (w->d_state < 1 || w->d_state > DEC_MAX_N || w->d_conv < 1 || w->d_conv > DEC_MAX_K || w->d_model % 4) {
         pm_error("GPU decoding supports d_state <= %d, d_conv <= %d and d_model a multiple of 4 (the model has %d, "
                  "%d and %d)", DEC_MAX_N, DEC_MAX_K, w->d_state, w->d_conv, w->d_model);
@@ -355,14 +417,16 @@ extern "C" CudaDecoder *cuda_decoder_create(const DecodeWeights *w) {
     }
     CudaDecoder *d = (CudaDecoder *)pm_calloc(1, sizeof *d);
     d->w = *w;
+    d->S = lanes;
     d->layers = (DecodeLayerWeights *)pm_malloc(sizeof(DecodeLayerWeights) * (w->n_layer ? w->n_layer : 1));
     memcpy(d->layers, w->layers, sizeof(DecodeLayerWeights) * w->n_layer);
     d->w.layers = d->layers;
-    const size_t L = w->n_layer, di = w->d_inner, N = w->d_state, K = w->d_conv, dm = w->d_model;
+    const size_t L = w->n_layer, di = w->d_inner, N = w->d_state, K = w->d_conv, dm = w->d_model, S = lanes;
     const size_t nx = w->dt_rank + 2 * N;
-    // (each piece rounded up to 4 floats, so every one starts 16-byte aligned)
-    const size_t sizes[] = {L * di * (K - 1), L * di * N, L * di * N, 2 * dm, dm, 2 * di, di, di, nx,
-                            (size_t)w->vocab_pad};
+    // (each piece rounded up to 4 floats, so every one starts 16-byte aligned; so does each lane's row of the
+    // activations, as d_model and the vectors the kernels read 16 bytes at a time, d_inner, are multiples of 4)
+    const size_t sizes[] = {S * L * di * (K - 1), S * L * di * N, L * di * N, 2 * S * dm, S * dm, S * 2 * di, S * di,
+                            S * di, S * nx, S * (size_t)w->vocab_pad};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += (sizes[i] + 3) / 4 * 4;
     cudaCheck(cudaMalloc(&d->arena, total * sizeof(float)));
@@ -370,12 +434,12 @@ extern "C" CudaDecoder *cuda_decoder_create(const DecodeWeights *w) {
     float **dst[] = {&d->conv_state, &d->ssm_state, &d->a_neg, &d->res, &d->h, &d->xz, &d->u, &d->y, &d->xdbl, &d->logits_dev};
     float *p = d->arena;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) *dst[i] = p, p += (sizes[i] + 3) / 4 * 4;
-    cudaCheck(cudaMalloc(&d->token_dev, sizeof(int)));
+    cudaCheck(cudaMalloc(&d->token_dev, sizeof(int) * S));
     cudaCheck(cudaMalloc(&d->ptrs_dev, sizeof(void *) * 2 * (L ? L : 1)));
     cudaCheck(cudaMalloc(&d->layers_dev, sizeof(DecodeLayerWeights) * (L ? L : 1)));
     cudaCheck(cudaMemcpy(d->layers_dev, d->layers, sizeof(DecodeLayerWeights) * L, cudaMemcpyHostToDevice));
-    cudaCheck(cudaMallocHost(&d->token_host, sizeof(int)));
-    cudaCheck(cudaMallocHost(&d->logits, sizeof(float) * w->vocab_pad));
+    cudaCheck(cudaMallocHost(&d->token_host, sizeof(int) * S));
+    cudaCheck(cudaMallocHost(&d->logits, sizeof(float) * w->vocab_pad * S));
     cudaCheck(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
     for (size_t l = 0; l < L; l++) {  // a_neg = exp(A_log), a layer at a time (the layers' tensors are apart)
         dec_exp_kernel<<<pm_ceil_div(di * N, 256), 256, 0, d->stream>>>(d->a_neg + l * di * N, d->layers[l].A_log,
@@ -390,15 +454,28 @@ extern "C" CudaDecoder *cuda_decoder_create(const DecodeWeights *w) {
 }
 
 extern "C" void cuda_decoder_reset(CudaDecoder *d) {
-    const size_t L = d->w.n_layer, di = d->w.d_inner;
-    cudaCheck(cudaMemsetAsync(d->conv_state, 0, sizeof(float) * L * di * (d->w.d_conv - 1), d->stream));
-    cudaCheck(cudaMemsetAsync(d->ssm_state, 0, sizeof(float) * L * di * d->w.d_state, d->stream));
+    const size_t L = d->w.n_layer, di = d->w.d_inner, S = d->S;
+    cudaCheck(cudaMemsetAsync(d->conv_state, 0, sizeof(float) * S * L * di * (d->w.d_conv - 1), d->stream));
+    cudaCheck(cudaMemsetAsync(d->ssm_state, 0, sizeof(float) * S * L * di * d->w.d_state, d->stream));
     cudaCheck(cudaStreamSynchronize(d->stream));
 }
 
 // The states (conv then SSM: one range of the arena, with the conv part's rounding) copied aside, and back.
 static size_t dec_state_floats(const CudaDecoder *d) {
-    return (size_t)(d->ssm_state - d->conv_state) + (size_t)d->w.n_layer * d->w.d_inner * d->w.d_state;
+    return (size_t)(d->ssm_state - d->conv_state) + (size_t)d->S * d->w.n_layer * d->w.d_inner * d->w.d_state;
+}
+
+extern "C" int cuda_decoder_lanes(const CudaDecoder *d) { return d->S; }
+
+extern "C" void cuda_decoder_fill_lanes(CudaDecoder *d) {
+    const size_t L = d->w.n_layer, di = d->w.d_inner;
+    const size_t conv_lane = L * di * (d->w.d_conv - 1), ssm_lane = L * di * d->w.d_state;
+    for (int s = 1; s < d->S; s++) {
+        cudaCheck(cudaMemcpyAsync(d->conv_state + s * conv_lane, d->conv_state, conv_lane * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, d->stream));
+        cudaCheck(cudaMemcpyAsync(d->ssm_state + s * ssm_lane, d->ssm_state, ssm_lane * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, d->stream));
+    }
 }
 
 extern "C" void cuda_decoder_save(CudaDecoder *d) {
@@ -413,10 +490,13 @@ extern "C" void cuda_decoder_restore(CudaDecoder *d) {
                               d->stream));
 }
 
-extern "C" const float *cuda_decoder_step(CudaDecoder *d, int token) {
-    if (token < 0 || token >= d->w.vocab_pad) pm_die("cuda_decoder_step: token %d outside [0, %d)", token, d->w.vocab_pad);
-    *d->token_host = token;
-    cudaCheck(cudaMemcpyAsync(d->token_dev, d->token_host, sizeof(int), cudaMemcpyHostToDevice, d->stream));
+extern "C" const float *cuda_decoder_step_lanes(CudaDecoder *d, const int *tokens) {
+    for (int s = 0; s < d->S; s++) {
+        if (tokens[s] < 0 || tokens[s] >= d->w.vocab_pad)
+            pm_die("cuda_decoder_step: token %d outside [0, %d)", tokens[s], d->w.vocab_pad);
+        d->token_host[s] = tokens[s];
+    }
+    cudaCheck(cudaMemcpyAsync(d->token_dev, d->token_host, sizeof(int) * d->S, cudaMemcpyHostToDevice, d->stream));
     // The first token runs eagerly; the second captures the pass, every later one replays it.
     if (d->use_graph && d->steps >= 1 && !d->exec) {
         cudaCheck(cudaStreamBeginCapture(d->stream, cudaStreamCaptureModeThreadLocal));
@@ -431,6 +511,12 @@ extern "C" const float *cuda_decoder_step(CudaDecoder *d, int token) {
     return d->logits;
 }
 
+extern "C" const float *cuda_decoder_step(CudaDecoder *d, int token) {
+    int t[DEC_MAX_LANES];
+    for (int s = 0; s < d->S; s++) t[s] = token;
+    return cuda_decoder_step_lanes(d, t);
+}
+
 extern "C" const float *cuda_decoder_prefill(CudaDecoder *d, const void *const *acts, const float *xf_last, int n) {
     const DecodeWeights *w = &d->w;
     const int L = w->n_layer, dm = w->d_model;
@@ -441,8 +527,8 @@ extern "C" const float *cuda_decoder_prefill(CudaDecoder *d, const void *const *
             d->conv_state, d->ssm_state, d->ptrs_dev, *w, d->layers_dev, d->a_neg, n);
         cudaLaunchCheck();
     }
-    dec_rows_kernel<<<pm_ceil_div(w->vocab_pad, DEC_ROWS), DEC_ROWS * 32, 0, d->stream>>>(w->embedding, xf_last,
-                                                                                      d->logits_dev, w->vocab_pad, dm);
+    dec_rows_kernel<<<pm_ceil_div(w->vocab_pad, DEC_ROWS), DEC_ROWS * 32, 0, d->stream>>>(
+        w->embedding, xf_last, d->logits_dev, w->vocab_pad, dm, 1);
     cudaLaunchCheck();
     cudaCheck(cudaMemcpyAsync(d->logits, d->logits_dev, sizeof(float) * w->vocab_pad, cudaMemcpyDeviceToHost,
                               d->stream));

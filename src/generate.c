@@ -21,30 +21,39 @@
 
 struct Decoder {
     ModelConfig c;
-    CudaDecoder *gpu;   // decoding on the GPU (decoder_create_cuda): everything below but c and t is unused
+    int lanes;          // sequences stepped together, each with its own states
+    CudaDecoder *gpu;   // decoding on the GPU (decoder_create_cuda): everything below but c, lanes and t is unused
     float *w;           // (n_params) host copy of the parameters, reference layout
     const ParamInfo *t; // tensor table of the model
-    float *conv_state;  // (n_layer, d_inner, K-1)
-    float *ssm_state;   // (n_layer, d_inner, N)
-    float *res, *xn, *xz, *u, *xdbl, *dpre, *y, *h;  // one token's activations
-    float *logits;      // (vocab_pad)
-    float *saved;       // (n_layer, d_inner, K-1 + N) decoder_save's copy of both states (host decoding)
+    float *conv_state;  // (lanes, n_layer, d_inner, K-1)
+    float *ssm_state;   // (lanes, n_layer, d_inner, N)
+    float *res, *xn, *xz, *u, *xdbl, *dpre, *y, *h;  // one token's activations (the lanes run one after another)
+    float *logits;      // (lanes, vocab_pad)
+    float *saved;       // decoder_save's copy of both states of every lane (host decoding)
 };
+
+// floats of one lane's conv and SSM states
+static size_t conv_lane(const ModelConfig *c) { return (size_t)c->n_layer * c->d_inner * (c->d_conv - 1); }
+static size_t ssm_lane(const ModelConfig *c) { return (size_t)c->n_layer * c->d_inner * c->d_state; }
 
 static const float *P(const Decoder *d, int layer, int which) {
     return d->w + d->t[model_tensor_index(&d->c, layer, which)].offset;
 }
 
-Decoder *decoder_create(const Model *m) {
+Decoder *decoder_create(const Model *m) { return decoder_create_lanes(m, 1); }
+
+Decoder *decoder_create_lanes(const Model *m, int lanes) {
+    if (lanes < 1) pm_die("decoder: %d lanes", lanes);
     Decoder *d = pm_calloc(1, sizeof *d);
     d->c = m->cfg;
+    d->lanes = lanes;
     d->t = m->tensors;
     d->w = pm_malloc(m->n_params * sizeof(float));
     model_get_params(m, d->w);
     const ModelConfig *c = &d->c;
     const int di = c->d_inner, N = c->d_state, K = c->d_conv;
-    d->conv_state = pm_calloc((size_t)c->n_layer * di * (K - 1), sizeof(float));
-    d->ssm_state = pm_calloc((size_t)c->n_layer * di * N, sizeof(float));
+    d->conv_state = pm_calloc((size_t)lanes * c->n_layer * di * (K - 1), sizeof(float));
+    d->ssm_state = pm_calloc((size_t)lanes * c->n_layer * di * N, sizeof(float));
     d->res = pm_calloc(c->d_model, sizeof(float));
     d->xn = pm_calloc(c->d_model, sizeof(float));
     d->h = pm_calloc(c->d_model, sizeof(float));
@@ -53,11 +62,13 @@ Decoder *decoder_create(const Model *m) {
     d->y = pm_calloc(di, sizeof(float));
     d->dpre = pm_calloc(di, sizeof(float));
     d->xdbl = pm_calloc(c->dt_rank + 2 * N, sizeof(float));
-    d->logits = pm_calloc(c->vocab_pad, sizeof(float));
+    d->logits = pm_calloc((size_t)lanes * c->vocab_pad, sizeof(float));
     return d;
 }
 
-Decoder *decoder_create_cuda(const Model *m) {
+Decoder *decoder_create_cuda(const Model *m) { return decoder_create_cuda_lanes(m, 1); }
+
+Decoder *decoder_create_cuda_lanes(const Model *m, int lanes) {
     if (strcmp(m->bk->name, "cuda") != 0) {
         pm_error("GPU decoding needs the model on the CUDA backend (it is on '%s')", m->bk->name);
         return NULL;
@@ -74,11 +85,12 @@ Decoder *decoder_create_cuda(const Model *m) {
                        .d_conv = c->d_conv, .dt_rank = c->dt_rank, .vocab_pad = c->vocab_pad,
                        .norm_eps = c->norm_eps, .embedding = AT(-1, 0), .norm_f = AT(-1, 1), .layers = L};
 #undef AT
-    CudaDecoder *g = cuda_decoder_create(&w);
+    CudaDecoder *g = cuda_decoder_create(&w, lanes);
     free(L);
     if (!g) return NULL;
     Decoder *d = pm_calloc(1, sizeof *d);
     d->c = m->cfg;
+    d->lanes = lanes;
     d->t = m->tensors;
     d->gpu = g;
     return d;
@@ -89,9 +101,22 @@ void decoder_reset(Decoder *d) {
         cuda_decoder_reset(d->gpu);
         return;
     }
-    const ModelConfig *c = &d->c;
-    memset(d->conv_state, 0, sizeof(float) * c->n_layer * c->d_inner * (c->d_conv - 1));
-    memset(d->ssm_state, 0, sizeof(float) * c->n_layer * c->d_inner * c->d_state);
+    memset(d->conv_state, 0, sizeof(float) * d->lanes * conv_lane(&d->c));
+    memset(d->ssm_state, 0, sizeof(float) * d->lanes * ssm_lane(&d->c));
+}
+
+int decoder_lanes(const Decoder *d) { return d->lanes; }
+
+void decoder_fill_lanes(Decoder *d) {
+    if (d->gpu) {
+        cuda_decoder_fill_lanes(d->gpu);
+        return;
+    }
+    const size_t nc = conv_lane(&d->c), ns = ssm_lane(&d->c);
+    for (int s = 1; s < d->lanes; s++) {
+        memcpy(d->conv_state + s * nc, d->conv_state, nc * sizeof(float));
+        memcpy(d->ssm_state + s * ns, d->ssm_state, ns * sizeof(float));
+    }
 }
 
 void decoder_free(Decoder *d) {
@@ -117,11 +142,10 @@ static void gemv(float *y, const float *W, const float *x, int rows, int cols) {
     cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, W, cols, x, 1, 0.0f, y, 1);
 }
 
-// The host decoder's states and their copy: conv (n_layer, d_inner, K-1) then SSM (n_layer, d_inner, N) floats.
-// to_saved: states -> copy (allocated at the first save), else copy -> states.
+// The host decoder's states and their copy: conv (lanes, n_layer, d_inner, K-1) then SSM (lanes, n_layer, d_inner,
+// N) floats. to_saved: states -> copy (allocated at the first save), else copy -> states.
 static void host_states_copy(Decoder *d, int to_saved) {
-    const ModelConfig *c = &d->c;
-    const size_t nc = (size_t)c->n_layer * c->d_inner * (c->d_conv - 1), ns = (size_t)c->n_layer * c->d_inner * c->d_state;
+    const size_t nc = d->lanes * conv_lane(&d->c), ns = d->lanes * ssm_lane(&d->c);
     if (!d->saved && !to_saved) pm_die("decoder_restore: nothing saved");
     if (!d->saved) d->saved = pm_malloc((nc + ns) * sizeof(float));
     float *parts[2][2] = {{d->conv_state, d->saved}, {d->ssm_state, d->saved + nc}};
@@ -140,8 +164,8 @@ void decoder_restore(Decoder *d) {
     else host_states_copy(d, 0);
 }
 
-const float *decoder_step(Decoder *d, int token) {
-    if (d->gpu) return cuda_decoder_step(d->gpu, token);
+// One token through lane `lane` (its states), its logits into out (vocab_pad).
+static void host_step(Decoder *d, int lane, int token, float *out) {
     const ModelConfig *c = &d->c;
     const int dm = c->d_model, di = c->d_inner, N = c->d_state, R = c->dt_rank, K = c->d_conv, nx = R + 2 * N;
     memcpy(d->res, P(d, -1, 0) + (size_t)token * dm, sizeof(float) * dm);  // res = embedding; h = 0
@@ -151,7 +175,7 @@ const float *decoder_step(Decoder *d, int token) {
         rmsnorm(d->xn, d->res, P(d, l, P_NORM), dm, c->norm_eps);
         gemv(d->xz, P(d, l, P_IN_PROJ), d->xn, 2 * di, dm);  // (2di): xi | z
         const float *cw = P(d, l, P_CONV_W), *cb = P(d, l, P_CONV_B);
-        float *cs = d->conv_state + (size_t)l * di * (K - 1);  // (di, K-1): oldest first
+        float *cs = d->conv_state + lane * conv_lane(c) + (size_t)l * di * (K - 1);  // (di, K-1): oldest first
         for (int ch = 0; ch < di; ch++) {
             float *s = cs + (size_t)ch * (K - 1);
             float xi = d->xz[ch], acc = cb[ch] + cw[ch * K + K - 1] * xi;
@@ -164,7 +188,7 @@ const float *decoder_step(Decoder *d, int token) {
         gemv(d->dpre, P(d, l, P_DT_W), d->xdbl, di, R);  // (di)
         const float *A_log = P(d, l, P_A_LOG), *Dp = P(d, l, P_D), *dtb = P(d, l, P_DT_B);
         const float *Bv = d->xdbl + R, *Cv = d->xdbl + R + N;
-        float *ss = d->ssm_state + (size_t)l * di * N;  // (di, N)
+        float *ss = d->ssm_state + lane * ssm_lane(c) + (size_t)l * di * N;  // (di, N)
         for (int ch = 0; ch < di; ch++) {
             float delta = softplus(d->dpre[ch] + dtb[ch]), u = d->u[ch], acc = 0;
             for (int n = 0; n < N; n++) {
@@ -178,7 +202,18 @@ const float *decoder_step(Decoder *d, int token) {
     }
     for (int i = 0; i < dm; i++) d->res[i] += d->h[i];
     rmsnorm(d->xn, d->res, P(d, -1, 1), dm, c->norm_eps);
-    gemv(d->logits, P(d, -1, 0), d->xn, c->vocab_pad, dm);
+    gemv(out, P(d, -1, 0), d->xn, c->vocab_pad, dm);
+}
+
+const float *decoder_step_lanes(Decoder *d, const int32_t *tokens) {
+    if (d->gpu) return cuda_decoder_step_lanes(d->gpu, tokens);
+    for (int s = 0; s < d->lanes; s++) host_step(d, s, tokens[s], d->logits + (size_t)s * d->c.vocab_pad);
+    return d->logits;
+}
+
+const float *decoder_step(Decoder *d, int token) {
+    if (d->gpu) return cuda_decoder_step(d->gpu, token);
+    for (int s = 0; s < d->lanes; s++) host_step(d, s, token, d->logits + (size_t)s * d->c.vocab_pad);
     return d->logits;
 }
 
@@ -465,11 +500,14 @@ int cmd_generate(int argc, char **argv) {
     size_t cap = 0;
     int64_t n = tokenizer_encode(tk, prompt, strlen(prompt), 1, &ids, &cap);
     if (n < 0) pm_die("generate: --prompt: %s", pm_last_error());
+    // The samples are decoded `lanes` at a time, each lane a sample (on the GPU a step costs about the same for up to
+    // CUDA_DECODE_MAX_LANES lanes as for one; on the host lanes run one after another, so one lane does).
     Decoder *d = NULL;  // on the GPU where the model is; a shape its kernels do not take decodes on the host
-    if (!decode_host && strcmp(bk->name, "cuda") == 0 && !(d = decoder_create_cuda(&m)))
+    if (!decode_host && strcmp(bk->name, "cuda") == 0 &&
+        !(d = decoder_create_cuda_lanes(&m, samples < CUDA_DECODE_MAX_LANES ? samples : CUDA_DECODE_MAX_LANES)))
         fprintf(stderr, "packmamba: note: decoding on the host: %s\n", pm_last_error());
     if (!d) d = decoder_create(&m);
-    PmRng rng;
+    const int lanes = decoder_lanes(d);
     // Prefill: an empty prompt starts from the end-of-document token, as after a document boundary.
     if (n == 0) {
         if (cap < 1) ids = pm_realloc(ids, sizeof(int32_t)), cap = 1;
@@ -485,27 +523,72 @@ int cmd_generate(int argc, char **argv) {
     }
     for (int64_t i = done; i < n_pre; i++) logits = decoder_step(d, ids[i]);
     double t1 = pm_now();
-    // Each sample from the prompt's state and logits (kept aside when there are several), with its own seed.
-    float *first = samples > 1 ? pm_malloc(sizeof(float) * cfg.vocab_pad) : NULL;
-    if (first) memcpy(first, logits, sizeof(float) * cfg.vocab_pad), decoder_save(d);
+    // Each sample from the prompt's state and logits (kept aside when there are several), with its own seed: lane s
+    // of a group of samples g0 .. g0 + lanes - 1 decodes sample g0 + s. The first sample of a group is written as it
+    // comes, the others when the group ends, so that the output is each sample whole, in order (as decoded one by
+    // one); a lane whose sample has ended is fed the end-of-document token and its logits go unread.
+    const size_t vp = cfg.vocab_pad;
+    float *first = samples > 1 ? pm_malloc(sizeof(float) * vp) : NULL;
+    if (first) memcpy(first, logits, sizeof(float) * vp), decoder_save(d);
+    PmRng *rngs = pm_malloc(sizeof(PmRng) * lanes);
+    int32_t *next = pm_malloc(sizeof(int32_t) * lanes);
+    int *live = pm_malloc(sizeof(int) * lanes), *drawn = pm_malloc(sizeof(int) * lanes);
+    char **text = pm_calloc(lanes, sizeof(char *));
+    size_t *text_len = pm_calloc(lanes, sizeof(size_t)), *text_cap = pm_calloc(lanes, sizeof(size_t));
     int produced = 0;
-    for (int s = 0; s < samples; s++) {
-        if (s > 0) decoder_restore(d), logits = first;
-        pm_rng_seed(&rng, (uint64_t)seed + (uint64_t)s);
-        if (samples > 1) printf("%s=== sample %d of %d ===\n", s ? "\n" : "", s + 1, samples);
+    for (int g0 = 0; g0 < samples; g0 += lanes) {
+        const int group = samples - g0 < lanes ? samples - g0 : lanes;
+        if (g0 > 0) decoder_restore(d);
+        if (lanes > 1) decoder_fill_lanes(d);
+        for (int s = 0; s < lanes; s++) pm_rng_seed(&rngs[s], (uint64_t)seed + (uint64_t)(g0 + s));
+        for (int s = 0; s < lanes; s++) live[s] = s < group, text_len[s] = 0;
+        if (samples > 1) printf("%s=== sample %d of %d ===\n", g0 ? "\n" : "", g0 + 1, samples);
         fwrite(prompt, 1, strlen(prompt), stdout);
         fflush(stdout);
-        for (int k = 0; k < n_tokens; k++, produced++) {
-            int id = sample_token(logits, tokenizer_vocab_size(tk), temperature, top_k, top_p, &rng);
-            if (stop_eod && id == tokenizer_eod_id(tk)) break;
-            size_t len;
-            char *text = tokenizer_decode(tk, &id, 1, &len);
-            fwrite(text, 1, len, stdout);
-            fflush(stdout);
-            free(text);
-            logits = decoder_step(d, id);
+        const float *lg = g0 > 0 ? first : logits;  // (lane s's logits at lg + s * vp once stepped)
+        size_t lstride = 0;                         // the prompt's logits serve every lane
+        for (int k = 0; k < n_tokens; k++) {
+            int any = 0;
+            // the lanes' draws in parallel (each from its own generator: the same draws in any order; a draw at a
+            // 50K vocabulary takes about as long as a 370m decoding step)
+#pragma omp parallel for schedule(static, 1) if (lanes > 1)
+            for (int s = 0; s < lanes; s++)
+                drawn[s] = live[s] ? sample_token(lg + s * lstride, tokenizer_vocab_size(tk), temperature, top_k, top_p,
+                                                  &rngs[s])
+                                   : -1;
+            for (int s = 0; s < lanes; s++) {
+                next[s] = tokenizer_eod_id(tk);
+                if (!live[s]) continue;
+                const int id = drawn[s];
+                if (stop_eod && id == tokenizer_eod_id(tk)) {
+                    live[s] = 0;
+                    continue;
+                }
+                size_t len;
+                char *piece = tokenizer_decode(tk, &id, 1, &len);
+                if (s == 0) {
+                    fwrite(piece, 1, len, stdout);
+                    fflush(stdout);
+                } else {
+                    if (text_len[s] + len > text_cap[s])
+                        text_cap[s] = 2 * (text_len[s] + len), text[s] = pm_realloc(text[s], text_cap[s]);
+                    memcpy(text[s] + text_len[s], piece, len), text_len[s] += len;
+                }
+                free(piece);
+                next[s] = id, any = 1, produced++;
+            }
+            if (!any) break;
+            lg = decoder_step_lanes(d, next), lstride = vp;
         }
+        for (int s = 1; s < group; s++) {
+            printf("\n=== sample %d of %d ===\n", g0 + s + 1, samples);
+            fwrite(prompt, 1, strlen(prompt), stdout);
+            fwrite(text[s], 1, text_len[s], stdout);
+        }
+        fflush(stdout);
     }
+    for (int s = 0; s < lanes; s++) free(text[s]);
+    free(text), free(text_len), free(text_cap), free(live), free(drawn), free(next), free(rngs);
     free(first);
     double t2 = pm_now();
     fprintf(stderr,

@@ -7,6 +7,7 @@
 //   activations and those the host rebuilds from the same tensors give the same logits after the prompt and along
 //   a continuation; a decoder that had already decoded other tokens is reused, so the prefill must replace them.
 // - Reset: a reset decoder decodes as a new one.
+// - Lanes: a decoder of several sequences gives each the logits of a one-lane decoder, bit for bit.
 // - Refusals: a model on the CPU backend, and a width the kernels do not take, each with its reason.
 // - The command: greedy `generate --device cuda` writes the host decoder's text through every prefill path.
 #include <math.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_decode.h"
 #include "generate.h"
 #include "logits.h"
 #include "shell.h"
@@ -150,6 +152,58 @@ static void test_prefill_matches_host_rebuild(void **state) {
     model_destroy(&mg);
 }
 
+// Lanes (generate --samples): a GPU decoder of S lanes, prefilled into lane 0 and filled, each lane fed its own
+// tokens, gives bit for bit the logits of one-lane GPU decoders fed each lane's tokens (each lane's arithmetic is the
+// one-lane kernels', in the same order), and the host's within 1e-4; at S = 3 and at the most lanes, 8. More than 8
+// lanes are refused with a reason.
+static void test_lanes_match_one_lane(void **state) {
+    (void)state;
+    if (!G) {
+        skip();
+        return;
+    }
+    const int T = 48, n = 30, steps = 10;
+    Model mg;
+    make_model(&mg, backend_cuda(1), T);
+    const int Vp = mg.cfg.vocab_pad, V = mg.cfg.vocab_size;
+    int32_t prompt[30], tok[10][CUDA_DECODE_MAX_LANES];
+    random_tokens(prompt, n, V, 50);
+    random_tokens(&tok[0][0], steps * CUDA_DECODE_MAX_LANES, V, 51);
+    const int sizes[] = {3, CUDA_DECODE_MAX_LANES};
+    for (int si = 0; si < 2; si++) {
+        const int S = sizes[si];
+        Decoder *d = decoder_create_cuda_lanes(&mg, S);
+        assert_non_null(d);
+        assert_int_equal(decoder_lanes(d), S);
+        decoder_prefill(d, &mg, prompt, n);
+        decoder_fill_lanes(d);
+        float *lanes = pm_malloc(sizeof(float) * steps * S * Vp);  // (steps, S, Vp)
+        for (int k = 0; k < steps; k++)
+            memcpy(lanes + (size_t)k * S * Vp, decoder_step_lanes(d, tok[k]), sizeof(float) * S * Vp);
+        double worst = 0;
+        for (int s = 0; s < S; s++) {
+            Decoder *one = decoder_create_cuda(&mg), *host = decoder_create(&mg);
+            decoder_prefill(one, &mg, prompt, n);
+            decoder_prefill(host, &mg, prompt, n);
+            for (int k = 0; k < steps; k++) {
+                const float *l = lanes + ((size_t)k * S + s) * Vp;
+                assert_memory_equal(decoder_step(one, tok[k][s]), l, sizeof(float) * Vp);
+                const double e = rel_diff(l, decoder_step(host, tok[k][s]), Vp);
+                if (e > worst) worst = e;
+            }
+            decoder_free(one), decoder_free(host);
+        }
+        fprintf(stderr, "%d lanes: each the one-lane decoder's bits; against the host, worst relative difference %.3g\n", S,
+                worst);
+        assert_true(worst <= 1e-4);
+        free(lanes);
+        decoder_free(d);
+    }
+    assert_null(decoder_create_cuda_lanes(&mg, CUDA_DECODE_MAX_LANES + 1));
+    assert_non_null(strstr(pm_last_error(), "lanes"));
+    model_destroy(&mg);
+}
+
 static void test_cpu_model_refused(void **state) {
     (void)state;
     Model mc;
@@ -189,6 +243,23 @@ static void test_decode_speed(void **state) {
             double ms = (pm_now() - t0) / n * 1e3, gb = (double)m.n_params * 4 / 1e9;
             printf("    decode %-5s %-9s %.3f ms a token (%.0f tok/s); fp32 weights %.2f GB: %.2f TB/s, floor %.3f ms at "
                    "4.2 TB/s\n", presets[p], modes[mode], ms, 1e3 / ms, gb, gb / ms, gb / 4.2);
+            decoder_free(d);
+        }
+        for (int S = 2; S <= CUDA_DECODE_MAX_LANES; S *= 2) {  // lanes: S tokens a step (graph+pdl)
+            Decoder *d = decoder_create_cuda_lanes(&m, S);
+            int32_t tk[CUDA_DECODE_MAX_LANES];
+            for (int i = 0; i < 20; i++) {
+                for (int s = 0; s < S; s++) tk[s] = (i * 31 + s) % c.vocab_size;
+                decoder_step_lanes(d, tk);
+            }
+            const int n = 200;
+            double t0 = pm_now();
+            for (int i = 0; i < n; i++) {
+                for (int s = 0; s < S; s++) tk[s] = (i * 7919 + s * 104729) % c.vocab_size;
+                decoder_step_lanes(d, tk);
+            }
+            double ms = (pm_now() - t0) / n * 1e3;
+            printf("    decode %-5s %d lanes   %.3f ms a step (%.0f tok/s)\n", presets[p], S, ms, S * 1e3 / ms);
             decoder_free(d);
         }
         model_destroy(&m);
@@ -286,11 +357,13 @@ static void test_cli_greedy_matches_host(void **state) {
 int main(void) {
     G = backend_cuda(0);
     if (!G) printf("no GPU (%s): GPU decoding tests skipped\n", pm_last_error());
+    if (getenv("PM_TEST_FILTER")) cmocka_set_test_filter(getenv("PM_TEST_FILTER"));  // e.g. "test_decode_speed"
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpu_model_refused),
         cmocka_unit_test(test_odd_width_refused),
         cmocka_unit_test(test_steps_match_host),
         cmocka_unit_test(test_prefill_matches_host_rebuild),
+        cmocka_unit_test(test_lanes_match_one_lane),
         cmocka_unit_test(test_cli_greedy_matches_host),
         cmocka_unit_test(test_decode_speed),
     };

@@ -161,6 +161,44 @@ static void test_parallel_prefill_matches_recurrent(void **state) {
     model_destroy(&m);
 }
 
+// A decoder of several lanes (generate --samples): after a prefill into lane 0 and decoder_fill_lanes, each lane fed
+// its own tokens gives, bit for bit, the logits of a one-lane decoder prefilled alike and fed that lane's tokens; the
+// lanes' logits differ (their states are their own). save/restore covers every lane.
+static void test_lanes_match_one_lane(void **state) {
+    (void)state;
+    const int T = 48, S = 3, n = 30, steps = 12;
+    Model m;
+    make_model(&m, T);
+    const int Vp = m.cfg.vocab_pad, V = m.cfg.vocab_size;
+    int32_t prompt[30], tok[12][3];
+    PmRng rng;
+    pm_rng_seed(&rng, 17);
+    for (int i = 0; i < n; i++) prompt[i] = (int32_t)(pm_rng_u64(&rng) % V);
+    for (int k = 0; k < steps; k++)
+        for (int s = 0; s < S; s++) tok[k][s] = (int32_t)(pm_rng_u64(&rng) % V);
+    Decoder *d = decoder_create_lanes(&m, S);
+    assert_int_equal(decoder_lanes(d), S);
+    decoder_prefill(d, &m, prompt, n);
+    decoder_fill_lanes(d);
+    decoder_save(d);
+    float *lanes = pm_malloc(sizeof(float) * steps * S * Vp);  // (steps, S, Vp)
+    for (int k = 0; k < steps; k++) memcpy(lanes + (size_t)k * S * Vp, decoder_step_lanes(d, tok[k]), sizeof(float) * S * Vp);
+    for (int s = 0; s < S; s++) {
+        Decoder *one = decoder_create(&m);
+        decoder_prefill(one, &m, prompt, n);
+        for (int k = 0; k < steps; k++)
+            assert_memory_equal(decoder_step(one, tok[k][s]), lanes + ((size_t)k * S + s) * Vp, sizeof(float) * Vp);
+        decoder_free(one);
+    }
+    assert_true(rel_diff(lanes + (size_t)(steps - 1) * S * Vp, lanes + ((size_t)(steps - 1) * S + 1) * Vp, Vp) > 1e-3);
+    decoder_restore(d);  // every lane back to the prompt's state: the same logits again
+    for (int k = 0; k < steps; k++)
+        assert_memory_equal(decoder_step_lanes(d, tok[k]), lanes + (size_t)k * S * Vp, sizeof(float) * S * Vp);
+    free(lanes);
+    decoder_free(d);
+    model_destroy(&m);
+}
+
 // A model set to recompute its in_proj outputs (Model.keep_in_proj 0, a training setting) keeps no per-layer xz,
 // which the prefill reads: the prefill must still work on it (it allocates per-layer buffers again), with the same
 // logits as on a model that keeps them.
@@ -270,6 +308,7 @@ int main(void) {
         cmocka_unit_test(test_recurrent_logits_match_parallel),
         cmocka_unit_test(test_greedy_generation_matches_full_forward),
         cmocka_unit_test(test_parallel_prefill_matches_recurrent),
+        cmocka_unit_test(test_lanes_match_one_lane),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

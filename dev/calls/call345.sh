@@ -6,10 +6,18 @@
 # are one more partial row of the conv's own reduction (no add, no flush) from a kernel of (32 channels x 4 row
 # groups) blocks; the state out loads its <= 16 tokens first. Here: the CUDA op tests, the carry timings, carry_eval,
 # the GPU carry resume (bit for bit, as call340), and call344's bench profile of pack and pack+carry.
+# Also decoding v4, lanes (generate --samples N decodes up to 8 samples at once): test_cuda_decode (each lane the
+# one-lane decoder's bits), its timings with PM_BENCH=1 (1 lane and 2, 4, 8 lanes a step), and generate --samples 8
+# at 370m against --samples 1.
 # Carry .gpu/bin (build/'s packmamba, test_cuda_ops) and .gpu/lib.
 . dev/calls/common.sh
 pm_gpu_env
 op_tests
+PM_BIN=$PWD/.gpu/bin/packmamba timeout 200 .gpu/bin/test_cuda_decode >"$OUT/test_cuda_decode.log" 2>&1
+echo "test_cuda_decode rc $?: $(grep -c '\[       OK \]' "$OUT/test_cuda_decode.log") ok"
+grep -E "FAILED|differ|worst|lanes|SKIP" "$OUT/test_cuda_decode.log" | head -12
+PM_BENCH=1 PM_TEST_FILTER=test_decode_speed timeout 200 .gpu/bin/test_cuda_decode 2>&1 | grep -E "graph\+pdl|lanes" | tee "$OUT/decode_speed.txt"
+generate_370m --samples 8
 PM_BENCH=1 PM_TEST_FILTER=test_carry_timings timeout 120 .gpu/bin/test_cuda_ops 2>&1 | grep -E "op |carry ops" | tee "$OUT/carry_timings.txt"
 carry_eval
 carry_resume

@@ -6,9 +6,9 @@
 #   bench_line RESULTS [i]   one line of a bench's results.json (configuration i, default 0): its label, tok/s,
 #                            median and mean step, mean SM clock and power, power-capped share, J a step, tokens/J
 #   pack_out                 everything under $OUT into $OUT/all.tgz (the device tool returns at most 8 files)
-#   generate_370m            a 370m checkpoint after two training steps (.gpu/data), then `generate --device cuda`
+#   generate_370m [ARGS]     a 370m checkpoint after two training steps (.gpu/data), then `generate --device cuda`
 #                            after an 800-token prompt, 1024 tokens at top-k 0 and 40: its closing line each
-#                            (calls 325 and 326, which ran these lines in place)
+#                            (calls 325 and 326, which ran these lines in place); ARGS: more flags for generate
 #   carry_eval               eval --carry-state against unbroken documents, GPU and CPU (call336 ran these lines
 #                            in place)
 #   op_tests                 the CUDA op tests, their log in $OUT/test_cuda_ops.log and their summary lines
@@ -43,8 +43,8 @@ generate_370m() {
         --batch 1 --steps 2 --log-every 0 >"$OUT/train_370m.log" 2>&1 || echo "370m: train failed"
     for k in 0 40; do
         timeout 200 .gpu/bin/packmamba generate --checkpoint /tmp/r --device cuda --prompt "$PROMPT" --tokens 1024 \
-            --no-stop --temperature 0.8 --top-k $k >"$OUT/gen_k$k.txt" 2>"$OUT/gen_k$k.log"
-        echo "370m top-k $k rc $?: $(grep 'packmamba: prefill' "$OUT/gen_k$k.log")"
+            --no-stop --temperature 0.8 --top-k $k "$@" >"$OUT/gen_k$k.txt" 2>"$OUT/gen_k$k.log"
+        echo "370m top-k $k $* rc $?: $(grep 'packmamba: prefill' "$OUT/gen_k$k.log")"
     done
 }
 
