@@ -115,38 +115,39 @@ __device__ __forceinline__ void dec_dot4(float &acc, const float4 a, const float
 }
 // The row's dot products with the S lanes' vectors x (lane s at x + s * n4, 16-byte aligned), the rest of the row
 // loaded now; every thread of the warp gets them.
-__device__ __forceinline__ void dec_row_dot(float (&acc)[DEC_MAX_LANES], const DecRow &r, const float4 *w,
-                                            const float4 *x, int n4, int S) {
+// (S at compile time, as in every kernel below: each lane's loop is then exactly the one-lane kernel's; v4's first
+// form, with a run-time S under a loop of DEC_MAX_LANES, made one lane 1.5x slower than v3's kernels.)
+template <int S>
+__device__ __forceinline__ void dec_row_dot(float (&acc)[S], const DecRow &r, const float4 *w, const float4 *x,
+                                            int n4) {
     const int lane = threadIdx.x & 31;
 #pragma unroll
-    for (int s = 0; s < DEC_MAX_LANES; s++) acc[s] = 0.f;
+    for (int s = 0; s < S; s++) acc[s] = 0.f;
 #pragma unroll
     for (int i = 0; i < DEC_PREFETCH; i++)
         if (lane + 32 * i < n4) {
 #pragma unroll
-            for (int s = 0; s < DEC_MAX_LANES; s++)
-                if (s < S) dec_dot4(acc[s], r.v[i], x[(size_t)s * n4 + lane + 32 * i]);
+            for (int s = 0; s < S; s++) dec_dot4(acc[s], r.v[i], x[(size_t)s * n4 + lane + 32 * i]);
         }
     for (int j = lane + 32 * DEC_PREFETCH; j < n4; j += 32) {
         const float4 a = __ldg(w + j);
 #pragma unroll
-        for (int s = 0; s < DEC_MAX_LANES; s++)
-            if (s < S) dec_dot4(acc[s], a, x[(size_t)s * n4 + j]);
+        for (int s = 0; s < S; s++) dec_dot4(acc[s], a, x[(size_t)s * n4 + j]);
     }
 #pragma unroll
-    for (int s = 0; s < DEC_MAX_LANES; s++)
-        if (s < S)
-            for (int o = 16; o > 0; o >>= 1) acc[s] += __shfl_xor_sync(0xffffffffu, acc[s], o);
+    for (int s = 0; s < S; s++)
+        for (int o = 16; o > 0; o >>= 1) acc[s] += __shfl_xor_sync(0xffffffffu, acc[s], o);
 }
 
 // Kernel 1, for each of the S lanes: r = res_in + h (res_in: the embedding row of token[s] where h is NULL),
 // written to res_out by block 0; xn = r / rms(r) * normw in shared memory (S, dm); out[s][row] = W[row] . xn[s] for
 // this block's DEC_ROWS rows (out (S, rows)). conv_state non-NULL (in_proj): rows < di are xi, whose conv step (state:
 // K-1 previous xi a channel, oldest first; lane s's at conv_state + s * conv_lane) gives u (S, di).
+template <int S>
 __global__ void __launch_bounds__(DEC_ROWS * 32) dec_norm_rows_kernel(
     const float *res_in, const int *token, const float *h, float *res_out, const float *normw, float eps,
     const float *W, int rows, int dm, float *out, float *conv_state, size_t conv_lane, const float *cw,
-    const float *cb, float *u, int di, int K, int S) {
+    const float *cb, float *u, int di, int K) {
     extern __shared__ float4 dec_smem4[];
     __shared__ float scratch[32];
     dec_let_next_start();
@@ -172,12 +173,11 @@ __global__ void __launch_bounds__(DEC_ROWS * 32) dec_norm_rows_kernel(
     }
     __syncthreads();
     if (row >= rows) return;
-    float acc[DEC_MAX_LANES];
-    dec_row_dot(acc, wr, wrow, dec_smem4, n4, S);
+    float acc[S];
+    dec_row_dot<S>(acc, wr, wrow, dec_smem4, n4);
     if ((threadIdx.x & 31) != 0) return;
 #pragma unroll
-    for (int s = 0; s < DEC_MAX_LANES; s++) {
-        if (s >= S) break;
+    for (int s = 0; s < S; s++) {
         out[(size_t)s * rows + row] = acc[s];
         if (conv_state && row < di) {
             float *st = conv_state + s * conv_lane + (size_t)row * (K - 1);
@@ -193,8 +193,8 @@ __global__ void __launch_bounds__(DEC_ROWS * 32) dec_norm_rows_kernel(
 // Kernels 2 and 4: out[s][row] = W[row] . x[s], W (rows, cols) row-major, cols % 4 == 0, x (S, cols), out (S,
 // rows). Long rows (x_proj: few of them) take a block a row (rows = the grid), the others a warp.
 static constexpr int DEC_LONG_PREFETCH = 8;  // float4 a thread of a long row holds before the wait
-__global__ void __launch_bounds__(256) dec_long_rows_kernel(const float *W, const float *x, float *out, int cols,
-                                                            int S) {
+template <int S>
+__global__ void __launch_bounds__(256) dec_long_rows_kernel(const float *W, const float *x, float *out, int cols) {
     __shared__ float scratch[32];
     dec_let_next_start();
     const float4 *w = (const float4 *)(W + (size_t)blockIdx.x * cols), *x4 = (const float4 *)x;
@@ -204,21 +204,19 @@ __global__ void __launch_bounds__(256) dec_long_rows_kernel(const float *W, cons
     for (int i = 0; i < DEC_LONG_PREFETCH; i++)
         if (threadIdx.x + 256 * i < n4) wr[i] = __ldg(w + threadIdx.x + 256 * i);
     dec_wait_for_previous();
-    float acc[DEC_MAX_LANES];
+    float acc[S];
 #pragma unroll
-    for (int s = 0; s < DEC_MAX_LANES; s++) acc[s] = 0.f;
+    for (int s = 0; s < S; s++) acc[s] = 0.f;
 #pragma unroll
     for (int i = 0; i < DEC_LONG_PREFETCH; i++)
         if (threadIdx.x + 256 * i < n4) {
 #pragma unroll
-            for (int s = 0; s < DEC_MAX_LANES; s++)
-                if (s < S) dec_dot4(acc[s], wr[i], x4[(size_t)s * n4 + threadIdx.x + 256 * i]);
+            for (int s = 0; s < S; s++) dec_dot4(acc[s], wr[i], x4[(size_t)s * n4 + threadIdx.x + 256 * i]);
         }
     for (int j = threadIdx.x + 256 * DEC_LONG_PREFETCH; j < n4; j += 256) {
         const float4 a = __ldg(w + j);
 #pragma unroll
-        for (int s = 0; s < DEC_MAX_LANES; s++)
-            if (s < S) dec_dot4(acc[s], a, x4[(size_t)s * n4 + j]);
+        for (int s = 0; s < S; s++) dec_dot4(acc[s], a, x4[(size_t)s * n4 + j]);
     }
     for (int s = 0; s < S; s++) {
         const float t = dec_block_sum(acc[s], scratch);
@@ -226,19 +224,19 @@ __global__ void __launch_bounds__(256) dec_long_rows_kernel(const float *W, cons
     }
 }
 
+template <int S>
 __global__ void __launch_bounds__(DEC_ROWS * 32) dec_rows_kernel(const float *W, const float *x, float *out,
-                                                                 int rows, int cols, int S) {
+                                                                 int rows, int cols) {
     dec_let_next_start();
     const int row = blockIdx.x * DEC_ROWS + (threadIdx.x >> 5), n4 = cols / 4;
     DecRow wr;
     const float4 *wrow = dec_row_begin(wr, W, row, rows, n4);
     if (row >= rows) return;
-    float acc[DEC_MAX_LANES];
-    dec_row_dot(acc, wr, wrow, (const float4 *)x, n4, S);
+    float acc[S];
+    dec_row_dot<S>(acc, wr, wrow, (const float4 *)x, n4);
     if ((threadIdx.x & 31) != 0) return;
 #pragma unroll
-    for (int s = 0; s < DEC_MAX_LANES; s++)
-        if (s < S) out[(size_t)s * rows + row] = acc[s];
+    for (int s = 0; s < S; s++) out[(size_t)s * rows + row] = acc[s];
 }
 
 // Kernel 3, one token of the selective scan: a thread per (channel, state), 16 lanes a channel (N <= 16; lanes
@@ -352,36 +350,57 @@ static void dec_launch(CudaDecoder *d, void (*kernel)(KArgs...), dim3 grid, unsi
     cudaCheck(cudaLaunchKernelEx(&cfg, kernel, (KArgs)args...));
 }
 
-// Queues one token's pass (token read from token_dev) and the copy of its logits to the host.
-static void dec_enqueue_step(CudaDecoder *d) {
+// Queues one token's pass for each of the S lanes (tokens read from token_dev) and the copy of their logits to the
+// host.
+template <int S>
+static void dec_enqueue_step_s(CudaDecoder *d) {
     const DecodeWeights *w = &d->w;
     const int dm = w->d_model, di = w->d_inner, N = w->d_state, R = w->dt_rank, K = w->d_conv, nx = R + 2 * N;
-    const int S = d->S;
     const size_t smem = sizeof(float) * dm * S, conv_lane = (size_t)w->n_layer * di * (K - 1);
     const size_t ssm_lane = (size_t)w->n_layer * di * N, rs = (size_t)S * dm;
     // the residual stream in two buffers (res, res + S dm): a layer reads one while its block 0 writes the other
     for (int l = 0; l < w->n_layer; l++) {
         const DecodeLayerWeights *L = &d->layers[l];
         const float *rin = l == 0 ? w->embedding : d->res + (size_t)(l & 1) * rs;
-        dec_launch(d, dec_norm_rows_kernel, pm_ceil_div(2 * di, DEC_ROWS), DEC_ROWS * 32, smem, rin,
+        dec_launch(d, dec_norm_rows_kernel<S>, pm_ceil_div(2 * di, DEC_ROWS), DEC_ROWS * 32, smem, rin,
                    (const int *)d->token_dev, l == 0 ? (const float *)nullptr : d->h,
                    d->res + (size_t)((l + 1) & 1) * rs, L->norm, w->norm_eps, L->in_proj, 2 * di, dm, d->xz,
-                   d->conv_state + (size_t)l * di * (K - 1), conv_lane, L->conv_w, L->conv_b, d->u, di, K, S);
-        dec_launch(d, dec_long_rows_kernel, nx, 256, 0, L->x_proj, (const float *)d->u, d->xdbl, di, S);
+                   d->conv_state + (size_t)l * di * (K - 1), conv_lane, L->conv_w, L->conv_b, d->u, di, K);
+        dec_launch(d, dec_long_rows_kernel<S>, nx, 256, 0, L->x_proj, (const float *)d->u, d->xdbl, di);
         dec_launch(d, dec_ssm_kernel, dim3(pm_ceil_div((size_t)di * 16, 256), S), 256, 0,
                    d->ssm_state + (size_t)l * di * N, ssm_lane, (const float *)d->a_neg + (size_t)l * di * N, L->dt_w,
                    L->dt_b, (const float *)d->xdbl, (const float *)d->u, (const float *)d->xz, L->D, d->y, di, N, R);
-        dec_launch(d, dec_rows_kernel, pm_ceil_div(dm, DEC_ROWS), DEC_ROWS * 32, 0, L->out_proj, (const float *)d->y,
-                   d->h, dm, di, S);
+        dec_launch(d, dec_rows_kernel<S>, pm_ceil_div(dm, DEC_ROWS), DEC_ROWS * 32, 0, L->out_proj,
+                   (const float *)d->y, d->h, dm, di);
     }
     const int L = w->n_layer;
-    dec_launch(d, dec_norm_rows_kernel, pm_ceil_div(w->vocab_pad, DEC_ROWS), DEC_ROWS * 32, smem,
+    dec_launch(d, dec_norm_rows_kernel<S>, pm_ceil_div(w->vocab_pad, DEC_ROWS), DEC_ROWS * 32, smem,
                L == 0 ? w->embedding : (const float *)d->res + (size_t)(L & 1) * rs, (const int *)d->token_dev,
                L == 0 ? (const float *)nullptr : d->h, (float *)nullptr, w->norm_f, w->norm_eps, w->embedding,
                w->vocab_pad, dm, d->logits_dev, (float *)nullptr, (size_t)0, (const float *)nullptr,
-               (const float *)nullptr, (float *)nullptr, di, K, S);
+               (const float *)nullptr, (float *)nullptr, di, K);
     cudaCheck(cudaMemcpyAsync(d->logits, d->logits_dev, sizeof(float) * w->vocab_pad * S, cudaMemcpyDeviceToHost,
                               d->stream));
+}
+
+// F<S>(args) for the decoder's lane count (1 .. DEC_MAX_LANES)
+#define DEC_BY_LANES(S_, F, ...)          \
+    switch (S_) {                         \
+        case 1: F<1>(__VA_ARGS__); break; \
+        case 2: F<2>(__VA_ARGS__); break; \
+        case 3: F<3>(__VA_ARGS__); break; \
+        case 4: F<4>(__VA_ARGS__); break; \
+        case 5: F<5>(__VA_ARGS__); break; \
+        case 6: F<6>(__VA_ARGS__); break; \
+        case 7: F<7>(__VA_ARGS__); break; \
+        default: F<8>(__VA_ARGS__); break; \
+    }
+static_assert(DEC_MAX_LANES == 8, "DEC_BY_LANES");
+static void dec_enqueue_step(CudaDecoder *d) { DEC_BY_LANES(d->S, dec_enqueue_step_s, d); }
+// kernel 1's shared memory (lanes x d_model floats) where it is over the default 48 KB
+template <int S>
+static void dec_smem_optin(int bytes) {
+    cudaCheck(cudaFuncSetAttribute(dec_norm_rows_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
 extern "C" CudaDecoder *cuda_decoder_create(const DecodeWeights *w, int lanes) {
@@ -399,8 +418,7 @@ extern "C" CudaDecoder *cuda_decoder_create(const DecodeWeights *w, int lanes) {
                  w->d_model, smem, smem_max);
         return NULL;
     }
-    if (smem > 48 * 1024)
-        cudaCheck(cudaFuncSetAttribute(dec_norm_rows_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    if (smem > 48 * 1024) DEC_BY_LANES(lanes, dec_smem_optin, (int)smem);
     if (w->d_state < 1 || w->d_state > DEC_MAX_N || w->d_conv < 1 || w->d_conv > DEC_MAX_K || w->d_model % 4) {
         pm_error("GPU decoding supports d_state <= %d, d_conv <= %d and d_model a multiple of 4 (the model has %d, "
                  "%d and %d)", DEC_MAX_N, DEC_MAX_K, w->d_state, w->d_conv, w->d_model);
@@ -527,8 +545,8 @@ extern "C" const float *cuda_decoder_prefill(CudaDecoder *d, const void *const *
             d->conv_state, d->ssm_state, d->ptrs_dev, *w, d->layers_dev, d->a_neg, n);
         cudaLaunchCheck();
     }
-    dec_rows_kernel<<<pm_ceil_div(w->vocab_pad, DEC_ROWS), DEC_ROWS * 32, 0, d->stream>>>(
-        w->embedding, xf_last, d->logits_dev, w->vocab_pad, dm, 1);
+    dec_rows_kernel<1><<<pm_ceil_div(w->vocab_pad, DEC_ROWS), DEC_ROWS * 32, 0, d->stream>>>(
+        w->embedding, xf_last, d->logits_dev, w->vocab_pad, dm);
     cudaLaunchCheck();
     cudaCheck(cudaMemcpyAsync(d->logits, d->logits_dev, sizeof(float) * w->vocab_pad, cudaMemcpyDeviceToHost,
                               d->stream));

@@ -2275,6 +2275,7 @@ static void test_op_timings(void **state) {
 // The carry ops, and the scan with and without rows carried in, at B 8, T 2048, d_inner 2048 (370m), N 16, every
 // row carried over all its tokens (first T, last 0: the most work they can have), only with PM_BENCH=1. Not a check:
 // numbers for the report.
+static void carry_timings(int T, int Cd);
 static void test_carry_timings(void **state) {
     (void)state;
     NEED_GPU();
@@ -2282,7 +2283,12 @@ static void test_carry_timings(void **state) {
         skip();
         return;
     }
-    const int rows = 8, T = 2048, M = rows * T, Cd = 2048, N = 16, K = 4, R = 64, nx = R + 2 * N;
+    carry_timings(2048, 2048);  // the 370m width at T = 2048
+    carry_timings(512, 1536);   // 130m at T = 512, where carrying cost 4.7% a step (call345)
+    FINISH();
+}
+static void carry_timings(int T, int Cd) {
+    const int rows = 8, M = rows * T, N = 16, K = 4, R = 64, nx = R + 2 * N;
     printf("  carry ops: B=%d T=%d Cd=%d N=%d K=%d, every row carried over all T tokens\n", rows, T, Cd, N, K);
     size_t big = (size_t)M * 2 * Cd;
     float *h = rnd(big, -1, 1);
@@ -2342,7 +2348,6 @@ static void test_carry_timings(void **state) {
                     dcw, dcb, dtb, Al, ddtb, dAl, dD, st};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) G->free(bufs[i]);
     free(h), free(pos), free(dtb_h), free(al_h);
-    FINISH();
 }
 
 int main(void) {
