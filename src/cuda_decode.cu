@@ -62,15 +62,24 @@ struct CudaDecoder {
 __device__ __forceinline__ float dec_silu(float x) { return x / (1.0f + expf(-x)); }
 __device__ __forceinline__ float dec_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
-// The sum over a block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
-__device__ float dec_block_sum(float v, float *scratch) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+// The sums over a block of S values a thread (blockDim.x a multiple of 32, at most 1024), every lane's in one pass
+// (scratch: S * 32 floats); every thread gets them. Each is summed in the one order whatever S is.
+template <int S>
+__device__ void dec_block_sums(float (&v)[S], float *scratch) {
+#pragma unroll
+    for (int s = 0; s < S; s++)
+        for (int o = 16; o > 0; o >>= 1) v[s] += __shfl_xor_sync(0xffffffffu, v[s], o);
+    if ((threadIdx.x & 31) == 0)
+#pragma unroll
+        for (int s = 0; s < S; s++) scratch[s * 32 + (threadIdx.x >> 5)] = v[s];
     __syncthreads();
-    float t = 0.f;
-    for (int w = 0; w < (int)(blockDim.x >> 5); w++) t += scratch[w];
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        float t = 0.f;
+        for (int w = 0; w < (int)(blockDim.x >> 5); w++) t += scratch[s * 32 + w];
+        v[s] = t;
+    }
     __syncthreads();  // (scratch is reused by the caller's next sum)
-    return t;
 }
 
 // Programmatic dependent launch (sm_90): each kernel lets the next one start at once (launch_dependents), and
@@ -149,23 +158,29 @@ __global__ void __launch_bounds__(DEC_ROWS * 32) dec_norm_rows_kernel(
     const float *W, int rows, int dm, float *out, float *conv_state, size_t conv_lane, const float *cw,
     const float *cb, float *u, int di, int K) {
     extern __shared__ float4 dec_smem4[];
-    __shared__ float scratch[32];
+    __shared__ float scratch[S * 32];
     dec_let_next_start();
     const int row = blockIdx.x * DEC_ROWS + (threadIdx.x >> 5), n4 = dm / 4;
     DecRow wr;
     const float4 *wrow = dec_row_begin(wr, W, row, rows, n4);
+    float ss[S];
+#pragma unroll
     for (int s = 0; s < S; s++) {
         float *xs = (float *)dec_smem4 + (size_t)s * dm;  // (dm)
         const float *ri = h ? res_in + (size_t)s * dm : res_in + (size_t)token[s] * dm;
         const float *hs = h ? h + (size_t)s * dm : nullptr;
-        float ss = 0.f;
+        ss[s] = 0.f;
         for (int i = threadIdx.x; i < dm; i += blockDim.x) {
             const float r = hs ? ri[i] + hs[i] : ri[i];
             xs[i] = r;
-            ss += r * r;
+            ss[s] += r * r;
         }
-        ss = dec_block_sum(ss, scratch);
-        const float rstd = 1.0f / sqrtf(ss / dm + eps);
+    }
+    dec_block_sums<S>(ss, scratch);
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        float *xs = (float *)dec_smem4 + (size_t)s * dm;
+        const float rstd = 1.0f / sqrtf(ss[s] / dm + eps);
         for (int i = threadIdx.x; i < dm; i += blockDim.x) {
             if (blockIdx.x == 0 && res_out) res_out[(size_t)s * dm + i] = xs[i];
             xs[i] = xs[i] * rstd * normw[i];
@@ -195,7 +210,7 @@ __global__ void __launch_bounds__(DEC_ROWS * 32) dec_norm_rows_kernel(
 static constexpr int DEC_LONG_PREFETCH = 8;  // float4 a thread of a long row holds before the wait
 template <int S>
 __global__ void __launch_bounds__(256) dec_long_rows_kernel(const float *W, const float *x, float *out, int cols) {
-    __shared__ float scratch[32];
+    __shared__ float scratch[S * 32];
     dec_let_next_start();
     const float4 *w = (const float4 *)(W + (size_t)blockIdx.x * cols), *x4 = (const float4 *)x;
     const int n4 = cols / 4;
@@ -218,10 +233,10 @@ __global__ void __launch_bounds__(256) dec_long_rows_kernel(const float *W, cons
 #pragma unroll
         for (int s = 0; s < S; s++) dec_dot4(acc[s], a, x4[(size_t)s * n4 + j]);
     }
-    for (int s = 0; s < S; s++) {
-        const float t = dec_block_sum(acc[s], scratch);
-        if (threadIdx.x == 0) out[(size_t)s * gridDim.x + blockIdx.x] = t;
-    }
+    dec_block_sums<S>(acc, scratch);
+    if (threadIdx.x == 0)
+#pragma unroll
+        for (int s = 0; s < S; s++) out[(size_t)s * gridDim.x + blockIdx.x] = acc[s];
 }
 
 template <int S>
@@ -413,7 +428,7 @@ extern "C" CudaDecoder *cuda_decoder_create(const DecodeWeights *w, int lanes) {
     int dev = 0, smem_max = 0;
     cudaCheck(cudaGetDevice(&dev));
     cudaCheck(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    if (smem + 32 * sizeof(float) > (size_t)smem_max) {
+    if (smem + 32 * DEC_MAX_LANES * sizeof(float) > (size_t)smem_max) {
         pm_error("GPU decoding: %d lanes of d_model %d need %zu bytes of shared memory a block (the GPU has %d)", lanes,
                  w->d_model, smem, smem_max);
         return NULL;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Forty-fifth session: decoding v4 with the lane count at compile time (call345's first form, a run-time lane count
+# Forty-fifth session: decoding v4 with the lane count at compile time and one block reduction for all lanes (call345's first form, a run-time lane count
 # under loops of 8, decoded one lane in 1.53 ms a 370m token against v3's documented 1.00). test_cuda_decode (each
 # lane the one-lane decoder's bits), then the decode timings of v3 (ac418be's test_cuda_decode, carried as
 # .gpu/bin/old_test_cuda_decode) and of this build on the same GPU, generate --samples 8 and --samples 1 at 370m,
