@@ -4,7 +4,9 @@
 # lane the one-lane decoder's bits), then the decode timings of v3 (ac418be's test_cuda_decode, carried as
 # .gpu/bin/old_test_cuda_decode) and of this build on the same GPU, generate --samples 8 and --samples 1 at 370m,
 # and the carry timings at the 370m width and at 130m T=512 (where carrying still cost 4.7% a step in call345).
-# Carry .gpu/bin (build/'s packmamba, test_cuda_ops, test_cuda_decode; the old test_cuda_decode) and .gpu/lib.
+# Carry .gpu/bins.tar.xz (bin/: build/'s packmamba, test_cuda_ops, test_cuda_decode; the old test_cuda_decode; all
+# stripped: together over the 64 MiB a call carries), .gpu/lib and .gpu/data.
+tar -C .gpu -xJf .gpu/bins.tar.xz
 . dev/calls/common.sh
 pm_gpu_env
 PM_BIN=$PWD/.gpu/bin/packmamba timeout 200 .gpu/bin/test_cuda_decode >"$OUT/test_cuda_decode.log" 2>&1
