@@ -12,7 +12,7 @@
 // - scan: none here. v1-v3 added the carried state's part beside the scan kernels (which started every row from 0):
 //   a forward kernel as costly as the scan's, and in v1-v2 a backward too (docs/perf.md); since v5 the scan kernels
 //   start a carried row from its state (cuda_scan.cu's ScanInit), and their own backward is the carried rows'.
-// - state out: from the forward's scan states, the last checkpoint walked over the row's last <= 16 tokens (v4, v6);
+// - state out: from the forward's scan states, the last checkpoint walked over the row's last <= 16 tokens (v4);
 //   without them (eval, or a memory budget that keeps none), a block of 128 channels, a thread each, walks one
 //   128-token segment of a row (grid z) from zero, in chunks whose B rows it stages in shared memory, after a kernel
 //   has summed delta per segment; a last kernel chains the segments' states in order from zero or h0.
@@ -115,9 +115,9 @@ __global__ void __launch_bounds__(128)
 // thread (c, g) walks rows g, g + RG, ... in order, corrects their dxi in place (each (row, channel) is one thread's)
 // and sums its dw, db parts in registers; the block adds the groups' sums in group order and writes them as one
 // partial row prow (C * K dw values, then C db values: the conv backward's layout, cuda_conv_bwd_job), which the
-// conv's own column reduction adds with its rows. (v1-v5: a thread per channel walked every row, 12 blocks at 130m,
-// ~23 us a layer; its dw, db went to a buffer that two add kernels then added to the gradients, after flushing the
-// held-back reductions.)
+// conv's own column reduction adds with its rows. (v1-v5: a thread per channel walked every row, 12 blocks at 130m;
+// its dw, db went to a buffer that two add kernels then added to the gradients, after flushing the held-back
+// reductions: bwd.conv +0.55 ms a 130m T=512 B8 step carried, against +0.17 with v6, docs/perf.md.)
 constexpr int CARRY_RG = 4;
 template <int K>
 __global__ void __launch_bounds__(32 * CARRY_RG)
@@ -320,12 +320,12 @@ __global__ void __launch_bounds__(128)
     }
 }
 
-// State out from the forward's scan states (v4, v6), thread = (row, channel): the state before the last checkpoint's
+// State out from the forward's scan states (v4), thread = (row, channel): the state before the last checkpoint's
 // token t0 (which holds the carried part where the row is one document carried in), walked over the row's last
 // tokens; where the last document starts at or after t0, from zero (or h0: a carried row of T <= 16) at its start.
-// N = 16 (the scan's); ckpt (rows, nck, Cd, N), every CARRY_CKK tokens. The walk is at most CARRY_CKK tokens: v6
-// loads all of them first (B rows staged by the block, delta's and u's into registers), since v4's loop, a token's
-// loads after the one before, waited on memory ~CARRY_CKK times (~15 us a 130m layer).
+// N = 16 (the scan's); ckpt (rows, nck, Cd, N), every CARRY_CKK tokens. (v6 loaded the <= 16 tokens' inputs
+// first, B rows staged by the block: 0.017-0.019 ms at B8 T2048 d_inner 2048 against this loop's 0.015-0.017, so
+// not kept: the time is the launch and one short dependent walk, not the loads' latency; docs/perf.md.)
 __global__ void __launch_bounds__(128)
     carry_state_ckpt_kernel(float *__restrict__ h_out, bf16 *__restrict__ hist_out, const float *__restrict__ ckpt,
                             const bf16 *__restrict__ u, const bf16 *__restrict__ dpre,
@@ -333,42 +333,26 @@ __global__ void __launch_bounds__(128)
                             const bf16 *__restrict__ Bm, int ldbc, const bf16 *__restrict__ xi, int ldx,
                             const int32_t *__restrict__ first, const int32_t *__restrict__ last,
                             const float *__restrict__ h0, int T, int Cd, int K) {
-    constexpr int N = 16, TK = CARRY_CKK;
-    __shared__ float Bs[TK][N];
-    const int r = blockIdx.y, lr = last[r];
-    if (lr < 0) return;  // (the whole block)
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    const bool act = c < Cd;
-    const int cc = act ? c : Cd - 1;
-    const int nck = (T + CARRY_CKK - 1) / CARRY_CKK, t0 = (nck - 1) * CARRY_CKK;
+    constexpr int N = 16;
+    const int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+    if (c >= Cd || last[r] < 0) return;
+    const int lr = last[r], nck = (T + CARRY_CKK - 1) / CARRY_CKK, t0 = (nck - 1) * CARRY_CKK;
     const bool from_ck = lr < t0, from_h0 = !from_ck && lr == 0 && first[r] > 0;
-    const int ts = from_ck ? t0 : lr, len = T - ts;  // (<= TK)
-    const size_t base = (size_t)r * T + ts;
-    for (int i = threadIdx.x; i < len * N; i += blockDim.x) {
-        const int j = i / N, n = i - j * N;
-        Bs[j][n] = bf2f(Bm[(base + j) * ldbc + n]);
-    }
-    float dp[TK], uu[TK];
-#pragma unroll
-    for (int j = 0; j < TK; j++)
-        if (j < len) dp[j] = bf2f(dpre[(base + j) * Cd + cc]), uu[j] = bf2f(u[(base + j) * Cd + cc]);
-    const float *s0 = from_ck ? ckpt + (((size_t)r * nck + nck - 1) * Cd + cc) * N : h0 + ((size_t)r * Cd + cc) * N;
+    const float *s0 = from_ck ? ckpt + (((size_t)r * nck + nck - 1) * Cd + c) * N : h0 + ((size_t)r * Cd + c) * N;
     float A2[N], s[N];
 #pragma unroll
     for (int n = 0; n < N; n++) {
-        A2[n] = -__expf(A_log[(size_t)cc * N + n]) * LOG2E;
+        A2[n] = -__expf(A_log[(size_t)c * N + n]) * LOG2E;
         s[n] = from_ck || from_h0 ? s0[n] : 0.f;
     }
-    const float bias = dt_bias[cc];
-    __syncthreads();
+    const float bias = dt_bias[c];
+    for (int t = from_ck ? t0 : lr; t < T; t++) {
+        const size_t m = (size_t)r * T + t;
+        const float dl = softplus_f(bf2f(dpre[m * Cd + c]) + bias), du = dl * bf2f(u[m * Cd + c]);
+        const bf16 *Bt = Bm + m * ldbc;
 #pragma unroll
-    for (int j = 0; j < TK; j++)
-        if (j < len) {
-            const float dl = softplus_f(dp[j] + bias), dv = dl * uu[j];
-#pragma unroll
-            for (int n = 0; n < N; n++) s[n] = fmaf(ex2_approx(dl * A2[n]), s[n], dv * Bs[j][n]);
-        }
-    if (!act) return;
+        for (int n = 0; n < N; n++) s[n] = fmaf(ex2_approx(dl * A2[n]), s[n], du * bf2f(Bt[n]));
+    }
 #pragma unroll
     for (int n = 0; n < N; n++) h_out[((size_t)r * Cd + c) * N + n] = s[n];
     for (int k = 0; k < K - 1; k++) {

@@ -12,7 +12,8 @@
 // products, 1.39 ms; v2, these four, 1.11; v3, their weights loaded before each waits for the kernel before, 0.99.
 // Lanes (v4): a decoder of S <= DEC_MAX_LANES lanes decodes S sequences at once (generate --samples), each with its
 // own states; every kernel reads a weight once for all of them (a warp's row held in registers is dotted with the S
-// lanes' vectors), so S tokens cost about what one does. Each lane's arithmetic is the one-lane kernel's, in the
+// lanes' vectors): at 370m a step of 8 lanes takes 3.06 ms against one lane's 1.01 (docs/perf.md, forty-fifth
+// session). Each lane's arithmetic is the one-lane kernel's, in the
 // same order: a lane's logits are the same bits whatever S is (tests/test_cuda_decode.c).
 // The host decoder (generate.c) is the reference: tests/test_cuda_decode.c compares the two.
 #include <cuda_bf16.h>

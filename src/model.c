@@ -636,6 +636,13 @@ static void *carry_h_at(const Model *m, int set, int l) { return f32_at(m, m->ca
 static void *carry_hist_at(const Model *m, int set, int l) {
     return act_at(m, m->carry_hist[set], (size_t)l * carry_hist_layer(m));
 }
+// What the ops take of the state carried into the batch's rows: first, and layer l's scan state h0 and conv inputs
+// hist from the set the batch reads (carry_used); NULL where no row of the batch continues a document.
+static const int32_t *carried_first(const Model *m) { return m->carry_rows_in ? m->carry_first : NULL; }
+static void *carried_h0(const Model *m, int l) { return m->carry_rows_in ? carry_h_at(m, m->carry_used, l) : NULL; }
+static void *carried_hist(const Model *m, int l) {
+    return m->carry_rows_in ? carry_hist_at(m, m->carry_used, l) : NULL;
+}
 
 static void free_activations(Model *m) {
     if (!m->layers) return;
@@ -727,7 +734,7 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
     bk->upload(m->pos, b->pos, (size_t)M * sizeof(int32_t));
     bk->upload(m->targets, b->targets, (size_t)M * sizeof(int32_t));
     m->n_valid = b->n_valid;
-    const int carry_out = carry_prepare(m, b), carry_in = m->carry_rows_in > 0;
+    const int carry_out = carry_prepare(m, b);
     // a batch of shorter rows can need more state space than the allocated shape: then the backward recomputes.
     // Rows that go on in the next batch want them without a backward too: the state out walks on from the last.
     m->states_valid = (keep_states || carry_out) && m->states_cap && bk->scan_states_bytes(M, T, di, N) <= m->states_cap;
@@ -750,8 +757,7 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
         // (the first tokens of continuing rows see the previous piece's inputs)
         REGION(m, "fwd.conv",
                bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos,
-                                 M, T, di, K, carry_in ? m->carry_first : NULL,
-                                 carry_in ? carry_hist_at(m, cin, l) : NULL));  // (M, di)
+                                 M, T, di, K, carried_first(m), carried_hist(m, l)));  // (M, di)
         REGION(m, "fwd.x_proj",
                bk->matmul_fwd(L->xdbl, nx, u, di, PACT(l, P_X_PROJ), NULL, M, nx, di));  // (M, R+2N)
         REGION(m, "fwd.dt_proj", bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R));  // (M, di)
@@ -761,7 +767,7 @@ static void forward_body(Model *m, const Batch *b, int keep_states) {
                             act_at(m, L->xdbl, R), act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D),
                             act_at(m, xz, di), 2 * di, m->pos, M, T, di, N,
                             m->states_valid ? L->scan_states : NULL /* NULL where not kept */,
-                            carry_in ? m->carry_first : NULL, carry_in ? carry_h_at(m, cin, l) : NULL));  // (M, di)
+                            carried_first(m), carried_h0(m, l)));  // (M, di)
         if (carry_out)  // the state the rows that go on end with, for the next batch
             REGION(m, "fwd.scan",
                    bk->carry_state_out(carry_h_at(m, cout, l), carry_hist_at(m, cout, l), u, dpre,
@@ -897,8 +903,7 @@ static void recompute_layer(Model *m, int l) {
     if (!L->xz) bk->matmul_fwd(xz, 2 * di, xn, d, PACT(l, P_IN_PROJ), NULL, M, 2 * di, d);
     if (!L->u) {
         bk->conv_silu_fwd(u, xz, 2 * di, PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T,
-                          di, K, m->carry_rows_in ? m->carry_first : NULL,
-                          m->carry_rows_in ? carry_hist_at(m, m->carry_used, l) : NULL);
+                          di, K, carried_first(m), carried_hist(m, l));
         bk->matmul_fwd(dpre, di, L->xdbl, nx, PACT(l, P_DT_W), NULL, M, di, R);
     }
 }
@@ -983,8 +988,8 @@ static void backward_body(Model *m) {
                             dpre, PF32(m->params, l, P_DT_B), PF32(m->params, l, P_A_LOG), act_at(m, L->xdbl, R),
                             act_at(m, L->xdbl, R + N), nx, PF32(m->params, l, P_D), act_at(m, xz, di), 2 * di,
                             m->pos, M, T, di, N, m->states_valid ? L->scan_states : NULL,
-                            L->y ? NULL : y /* written again where not kept */, m->carry_rows_in ? m->carry_first : NULL,
-                            m->carry_rows_in ? carry_h_at(m, m->carry_used, l) : NULL));
+                            L->y ? NULL : y /* written again where not kept */, carried_first(m),
+                            carried_h0(m, l)));
         // weight gradients: alone (a group of one), held for the group (j > 0), or the group's (its bottom layer:
         // each in the region of its op, after the input gradient there)
         const int own_dw = count == 1, queue = count > 1 && j == 0;
@@ -1016,8 +1021,7 @@ static void backward_body(Model *m) {
         REGION(m, "bwd.conv",
                bk->conv_silu_bwd(m->dxz, 2 * di, PF32(m->grads, l, P_CONV_W), PF32(m->grads, l, P_CONV_B), m->du, xz,
                                  PF32(m->params, l, P_CONV_W), PF32(m->params, l, P_CONV_B), m->pos, M, T, di, K,
-                                 m->carry_rows_in ? m->carry_first : NULL,
-                                 m->carry_rows_in ? carry_hist_at(m, m->carry_used, l) : NULL));
+                                 carried_first(m), carried_hist(m, l)));
         REGION(m, "bwd.in_proj",
                matmul_bwd_split(bk, side, &t_layer, m->dxn, d, 0, PF32(m->grads, l, P_IN_PROJ), m->dxz, 2 * di, xn, d,
                                 PACT(l, P_IN_PROJ), M, 2 * di, d));

@@ -8,9 +8,7 @@
 # Carry .gpu/bin (build/'s packmamba, test_cuda_ops) and .gpu/lib.
 . dev/calls/common.sh
 pm_gpu_env
-timeout 300 .gpu/bin/test_cuda_ops >"$OUT/test_cuda_ops.log" 2>&1
-echo "test_cuda_ops rc $?"
-grep -E "^\[  (PASSED|FAILED)|FAIL" "$OUT/test_cuda_ops.log" | head -20
+op_tests  # (as run, its lines were in place here; common.sh has them since call345)
 carry_eval
 for c in "" "--carry-state"; do
   rm -rf /tmp/t; timeout 200 .gpu/bin/packmamba train --device cuda --data /tmp/c/data --out /tmp/t --preset 130m --seq-len 512 --batch 8 --steps 40 --log-every 0 $c >/dev/null 2>&1 || echo "train $c failed"
